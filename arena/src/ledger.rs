@@ -1,0 +1,191 @@
+//! [`Ledger`]: what the arena has reserved and lent, and what it cost.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crate::ArenaError;
+
+/// Handback latency histogram: bucket `i` counts latencies in `[2^i, 2^(i+1))` ns.
+pub const LATENCY_BUCKETS: usize = 40;
+
+/// Accounting shared by every pool of one engine.
+#[derive(Debug)]
+pub struct Ledger {
+    limit_bytes: usize,
+    frozen: AtomicBool,
+    reserved_bytes: AtomicUsize,
+    regions: AtomicUsize,
+    regions_after_freeze: AtomicUsize,
+    refused_after_freeze: AtomicUsize,
+    leased_bytes: AtomicUsize,
+    leased_bytes_hwm: AtomicUsize,
+    leases_out: AtomicUsize,
+    leases_total: AtomicU64,
+    handbacks_total: AtomicU64,
+    handback_ns_max: AtomicU64,
+    handback_hist: [AtomicU64; LATENCY_BUCKETS],
+}
+
+/// A consistent-enough copy of the ledger's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LedgerSnapshot {
+    pub limit_bytes: usize,
+    pub frozen: bool,
+    pub reserved_bytes: usize,
+    pub regions: usize,
+    pub regions_after_freeze: usize,
+    pub refused_after_freeze: usize,
+    pub leased_bytes: usize,
+    pub leased_bytes_hwm: usize,
+    pub leases_out: usize,
+    pub leases_total: u64,
+    pub handbacks_total: u64,
+    pub handback_ns_max: u64,
+    pub handback_hist: Vec<u64>,
+}
+
+impl LedgerSnapshot {
+    /// Every lease came back.
+    pub fn balanced(&self) -> bool {
+        self.leases_out == 0 && self.leased_bytes == 0 && self.leases_total == self.handbacks_total
+    }
+    /// Upper bound of the bucket holding quantile `q` (0..=1) of handback latency, in ns.
+    pub fn handback_ns_quantile(&self, q: f64) -> u64 {
+        let total: u64 = self.handback_hist.iter().sum();
+        if total == 0 {
+            return 0;
+        }
+        let want = ((total as f64) * q).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (i, n) in self.handback_hist.iter().enumerate() {
+            seen += n;
+            if seen >= want {
+                return (1u64 << (i + 1)).min(self.handback_ns_max.max(1));
+            }
+        }
+        self.handback_ns_max
+    }
+}
+
+impl Ledger {
+    /// A ledger that refuses to reserve more than `limit_bytes` in all.
+    pub fn new(limit_bytes: usize) -> Arc<Ledger> {
+        Arc::new(Ledger {
+            limit_bytes,
+            frozen: AtomicBool::new(false),
+            reserved_bytes: AtomicUsize::new(0),
+            regions: AtomicUsize::new(0),
+            regions_after_freeze: AtomicUsize::new(0),
+            refused_after_freeze: AtomicUsize::new(0),
+            leased_bytes: AtomicUsize::new(0),
+            leased_bytes_hwm: AtomicUsize::new(0),
+            leases_out: AtomicUsize::new(0),
+            leases_total: AtomicU64::new(0),
+            handbacks_total: AtomicU64::new(0),
+            handback_ns_max: AtomicU64::new(0),
+            handback_hist: std::array::from_fn(|_| AtomicU64::new(0)),
+        })
+    }
+
+    /// No limit beyond the machine's (for tests and benches).
+    pub fn unlimited() -> Arc<Ledger> {
+        Self::new(usize::MAX)
+    }
+
+    pub fn limit_bytes(&self) -> usize {
+        self.limit_bytes
+    }
+
+    /// Charges a new region; refused when frozen or over the limit.
+    pub fn try_reserve_region(&self, what: &str, bytes: usize) -> Result<(), ArenaError> {
+        if self.frozen.load(Ordering::SeqCst) {
+            self.refused_after_freeze.fetch_add(1, Ordering::SeqCst);
+            return Err(ArenaError::Frozen { what: what.into(), requested_bytes: bytes });
+        }
+        let mut cur = self.reserved_bytes.load(Ordering::SeqCst);
+        loop {
+            let next = cur.checked_add(bytes).filter(|n| *n <= self.limit_bytes).ok_or_else(|| {
+                ArenaError::OverLimit {
+                    what: what.into(),
+                    requested_bytes: bytes,
+                    reserved_bytes: cur,
+                    limit_bytes: self.limit_bytes,
+                }
+            })?;
+            match self.reserved_bytes.compare_exchange(cur, next, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => break,
+                Err(actual) => cur = actual,
+            }
+        }
+        self.regions.fetch_add(1, Ordering::SeqCst);
+        if self.frozen.load(Ordering::SeqCst) {
+            // Lost a race with freeze(): still counted, so a test sees it.
+            self.regions_after_freeze.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// Called when a region is unmapped (shutdown only).
+    pub fn release_region(&self, bytes: usize) {
+        let prev = self.reserved_bytes.fetch_sub(bytes, Ordering::SeqCst);
+        debug_assert!(prev >= bytes, "ledger: released more than reserved");
+        self.regions.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// After this, reserving a region fails with [`ArenaError::Frozen`] (and is counted).
+    pub fn freeze(&self) {
+        self.frozen.store(true, Ordering::SeqCst);
+    }
+    pub fn is_frozen(&self) -> bool {
+        self.frozen.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn on_lease(&self, bytes: usize) {
+        let now = self.leased_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.leased_bytes_hwm.fetch_max(now, Ordering::Relaxed);
+        self.leases_out.fetch_add(1, Ordering::Relaxed);
+        self.leases_total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn on_handback(&self, bytes: usize, latency_ns: u64) {
+        self.leased_bytes.fetch_sub(bytes, Ordering::Relaxed);
+        self.leases_out.fetch_sub(1, Ordering::Relaxed);
+        self.handbacks_total.fetch_add(1, Ordering::Relaxed);
+        self.handback_ns_max.fetch_max(latency_ns, Ordering::Relaxed);
+        let bucket = (63 - latency_ns.max(1).leading_zeros() as usize).min(LATENCY_BUCKETS - 1);
+        self.handback_hist[bucket].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self) -> LedgerSnapshot {
+        LedgerSnapshot {
+            limit_bytes: self.limit_bytes,
+            frozen: self.is_frozen(),
+            reserved_bytes: self.reserved_bytes.load(Ordering::SeqCst),
+            regions: self.regions.load(Ordering::SeqCst),
+            regions_after_freeze: self.regions_after_freeze.load(Ordering::SeqCst),
+            refused_after_freeze: self.refused_after_freeze.load(Ordering::SeqCst),
+            leased_bytes: self.leased_bytes.load(Ordering::SeqCst),
+            leased_bytes_hwm: self.leased_bytes_hwm.load(Ordering::SeqCst),
+            leases_out: self.leases_out.load(Ordering::SeqCst),
+            leases_total: self.leases_total.load(Ordering::SeqCst),
+            handbacks_total: self.handbacks_total.load(Ordering::SeqCst),
+            handback_ns_max: self.handback_ns_max.load(Ordering::SeqCst),
+            handback_hist: self.handback_hist.iter().map(|a| a.load(Ordering::SeqCst)).collect(),
+        }
+    }
+}
+
+/// Minor and major page faults of this process so far (getrusage(RUSAGE_SELF)).
+pub fn page_faults() -> (u64, u64) {
+    match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF) {
+        Ok(u) => (u.minor_page_faults() as u64, u.major_page_faults() as u64),
+        Err(_) => (0, 0),
+    }
+}
+
+/// Resident set size of this process now, from /proc/self/statm (0 where unavailable).
+pub fn rss_bytes() -> u64 {
+    let Ok(s) = std::fs::read_to_string("/proc/self/statm") else { return 0 };
+    let pages: u64 = s.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+    pages * 4096
+}

@@ -1,0 +1,138 @@
+//! [`SlabVec<T>`]: a fixed-capacity typed vector over a [`Lease`].
+
+use std::marker::PhantomData;
+
+use crate::{ArenaError, Lease, Plain};
+
+/// A vector of `T` living in one slab. Its capacity is fixed by the lease; going past it
+/// is an [`ArenaError::Capacity`], never a reallocation. Dropping it hands the slab back.
+pub struct SlabVec<T: Plain> {
+    lease: Lease,
+    len: usize,
+    cap: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Plain> SlabVec<T> {
+    /// Wraps a lease; capacity is `lease.len_bytes() / size_of::<T>()`.
+    pub fn new(lease: Lease) -> Self {
+        let cap = lease.len_bytes() / std::mem::size_of::<T>();
+        // Pair assertion: slabs start SLAB_ALIGN_BYTES-aligned, which T's alignment divides.
+        assert_eq!(lease.as_ptr().as_ptr() as usize % std::mem::align_of::<T>(), 0, "slab misaligned for T");
+        SlabVec { lease, len: 0, cap, _t: PhantomData }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+    /// Gives the slab back to the caller as a lease (the elements are forgotten).
+    pub fn into_lease(self) -> Lease {
+        self.lease
+    }
+
+    fn full(&self, requested: usize) -> ArenaError {
+        ArenaError::Capacity { pool: self.lease.pool().name().to_string(), capacity: self.cap, requested }
+    }
+
+    fn base(&self) -> *mut T {
+        self.lease.as_ptr().as_ptr() as *mut T
+    }
+
+    #[inline]
+    pub fn push(&mut self, value: T) -> Result<(), ArenaError> {
+        if self.len == self.cap {
+            return Err(self.full(self.len + 1));
+        }
+        // SAFETY: len < cap, so the slot lies inside the slab, which this vector owns.
+        unsafe { self.base().add(self.len).write(value) };
+        self.len += 1;
+        Ok(())
+    }
+
+    pub fn extend_from_slice(&mut self, values: &[T]) -> Result<(), ArenaError> {
+        let new_len = self.len.checked_add(values.len()).ok_or_else(|| self.full(usize::MAX))?;
+        if new_len > self.cap {
+            return Err(self.full(new_len));
+        }
+        // SAFETY: new_len <= cap; source and destination cannot overlap (the slab is ours,
+        // `values` is a shared borrow of something else).
+        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), self.base().add(self.len), values.len()) };
+        self.len = new_len;
+        Ok(())
+    }
+
+    pub fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) -> Result<(), ArenaError> {
+        for v in iter {
+            self.push(v)?;
+        }
+        Ok(())
+    }
+
+    /// Sets the length to `new_len`, writing `value` into new slots (like `Vec::resize`).
+    pub fn resize(&mut self, new_len: usize, value: T) -> Result<(), ArenaError> {
+        if new_len > self.cap {
+            return Err(self.full(new_len));
+        }
+        for i in self.len..new_len {
+            // SAFETY: i < new_len <= cap.
+            unsafe { self.base().add(i).write(value) };
+        }
+        self.len = new_len;
+        Ok(())
+    }
+
+    /// Appends `n` copies of `value` and returns them as a mutable slice.
+    pub fn extend_fill(&mut self, n: usize, value: T) -> Result<&mut [T], ArenaError> {
+        let start = self.len;
+        let new_len = start.checked_add(n).ok_or_else(|| self.full(usize::MAX))?;
+        self.resize(new_len, value)?;
+        Ok(&mut self.as_mut_slice()[start..])
+    }
+
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    /// Forgets the elements (O(1): `T` has no `Drop`).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    pub fn as_slice(&self) -> &[T] {
+        // SAFETY: the first `len` slots were written as T; the slab is owned by the lease.
+        unsafe { std::slice::from_raw_parts(self.base(), self.len) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: as above, and `&mut self` makes this the only view.
+        unsafe { std::slice::from_raw_parts_mut(self.base(), self.len) }
+    }
+}
+
+impl<T: Plain> std::ops::Deref for SlabVec<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.as_slice()
+    }
+}
+
+impl<T: Plain> std::ops::DerefMut for SlabVec<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        self.as_mut_slice()
+    }
+}
+
+impl<T: Plain + std::fmt::Debug> std::fmt::Debug for SlabVec<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SlabVec(len {}, cap {}, {:?})", self.len, self.cap, self.lease)
+    }
+}

@@ -1,0 +1,5 @@
+//! # arenaprove-engine
+//! Owns Groth16 over BLS12-381 (parameters in bellperson 0.27's byte format, the prover
+//! split in `prove_start` / `finalize`, the verifier), the CPU backend and the long-lived
+//! pipeline of partition slots.
+#![forbid(unsafe_code)]

@@ -1,0 +1,34 @@
+//! `arenaprove`: the command-line program.
+use clap::{Parser, Subcommand};
+
+mod bench_alloc;
+
+#[derive(Parser)]
+#[command(name = "arenaprove", version, about = "Memory-arena-centric Groth16 proving engine")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Allocation strategies side by side on a partition-shaped working set.
+    BenchAlloc(bench_alloc::Args),
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ARENAPROVE_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::BenchAlloc(a) => bench_alloc::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
