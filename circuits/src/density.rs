@@ -49,3 +49,45 @@ impl PartialEq for Density<'_> {
         self.len_bits == other.len_bits && self.iter().eq(other.iter())
     }
 }
+
+/// An owned, growable density bitmap: the heap baseline's counterpart of bellperson's
+/// `DensityTracker` (a `BitVec` grown by one bit per allocated variable).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DensityBits {
+    words: Vec<u64>,
+    len_bits: usize,
+}
+
+impl DensityBits {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Appends one clear bit (bellperson's `add_element`).
+    #[inline]
+    pub fn add_element(&mut self) {
+        if self.len_bits % 64 == 0 {
+            self.words.push(0);
+        }
+        self.len_bits += 1;
+    }
+    /// Sets bit `i` (bellperson's `inc`). Panics past the end, like `BitVec::get(..).unwrap()`.
+    #[inline]
+    pub fn inc(&mut self, i: usize) {
+        assert!(i < self.len_bits, "density index {i} out of {}", self.len_bits);
+        self.words[i / 64] |= 1u64 << (i % 64);
+    }
+    pub fn len(&self) -> usize {
+        self.len_bits
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len_bits == 0
+    }
+    pub fn as_density(&self) -> Density<'_> {
+        Density::new(&self.words, self.len_bits)
+    }
+}
+
+/// Number of `u64` words a bitmap of `len_bits` bits needs.
+pub const fn words_for_bits(len_bits: usize) -> usize {
+    len_bits.div_ceil(64)
+}

@@ -1,0 +1,4 @@
+//! Test circuits with deterministic witnesses drawn from a seed.
+pub mod chain;
+
+pub use chain::ChainCircuit;
