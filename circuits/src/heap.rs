@@ -14,6 +14,7 @@ use blstrs::Scalar;
 use ff::Field;
 
 use crate::density::DensityBits;
+use crate::witness::AbcRef;
 use crate::{CircuitError, Density, ProverWitness};
 
 /// The baseline assignment (see the module docs).
@@ -192,7 +193,7 @@ impl ProverWitness for HeapAssignment {
     fn b_aux_density(&self) -> Density<'_> {
         self.b_aux_density.as_density()
     }
-    fn abc(&self) -> Result<(&[Scalar], &[Scalar], &[Scalar]), CircuitError> {
+    fn abc(&self) -> Result<AbcRef<'_>, CircuitError> {
         if self.released {
             return Err(CircuitError::AbcReleased);
         }

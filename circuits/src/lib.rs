@@ -21,4 +21,4 @@ pub use density::{Density, DensityBits};
 pub use error::CircuitError;
 pub use heap::{synthesize_heap, HeapAssignment};
 pub use shape::{shape_of, Shape, ShapeCs};
-pub use witness::ProverWitness;
+pub use witness::{AbcRef, ProverWitness};

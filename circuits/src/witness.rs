@@ -4,6 +4,9 @@ use blstrs::Scalar;
 
 use crate::{CircuitError, Density};
 
+/// a, b, c evaluations borrowed together.
+pub type AbcRef<'a> = (&'a [Scalar], &'a [Scalar], &'a [Scalar]);
+
 /// A synthesized circuit as the Groth16 prover consumes it. Conventions are bellperson
 /// 0.27's: input 0 is ONE, and after the circuit's own constraints come one constraint
 /// `input_i * 0 = 0` per input (ONE included), so `num_constraints` counts those too.
@@ -19,7 +22,7 @@ pub trait ProverWitness {
     fn b_input_density(&self) -> Density<'_>;
     fn b_aux_density(&self) -> Density<'_>;
     /// a, b, c evaluations, each `num_constraints` long.
-    fn abc(&self) -> Result<(&[Scalar], &[Scalar], &[Scalar]), CircuitError>;
+    fn abc(&self) -> Result<AbcRef<'_>, CircuitError>;
     /// Zero-pads a, b, c to `domain_size` and lends them mutably for in-place NTTs.
     fn abc_padded_mut(&mut self, domain_size: usize) -> Result<[&mut [Scalar]; 3], CircuitError>;
     /// Hands a, b, c storage back (slabs return to their pools at once); later abc calls error.
