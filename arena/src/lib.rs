@@ -38,14 +38,15 @@ pub mod slab;
 pub mod slabvec;
 pub mod vecpool;
 
+pub use count_alloc::{AllocSnapshot, CountingAlloc};
 pub use error::ArenaError;
 pub use ledger::{Ledger, LedgerSnapshot};
 pub use plain::Plain;
 pub use region::{Region, RegionConfig, RegionHook};
-pub use scratch::Scratch;
+pub use scratch::{with_thread_scratch, Scratch, ScratchSet};
 pub use slab::{Lease, SlabPool, SlabPoolConfig};
 pub use slabvec::SlabVec;
-pub use vecpool::VecPool;
+pub use vecpool::{PooledVec, VecPool, VecPoolConfig, VecPoolStats};
 
 /// 2 MiB: the x86-64 huge page size; regions and slabs are aligned to it.
 pub const HUGE_PAGE_BYTES: usize = 2 << 20;
