@@ -24,6 +24,8 @@ pub struct Ledger {
     handbacks_total: AtomicU64,
     handback_ns_max: AtomicU64,
     handback_hist: [AtomicU64; LATENCY_BUCKETS],
+    /// Minor page faults of the process when `freeze()` was first called (u64::MAX: never).
+    minflt_at_freeze: AtomicU64,
 }
 
 /// A consistent-enough copy of the ledger's counters.
@@ -48,6 +50,14 @@ impl LedgerSnapshot {
     /// Every lease came back.
     pub fn balanced(&self) -> bool {
         self.leases_out == 0 && self.leased_bytes == 0 && self.leases_total == self.handbacks_total
+    }
+    /// Median handback latency (upper bound of its histogram bucket), ns.
+    pub fn handback_ns_p50(&self) -> u64 {
+        self.handback_ns_quantile(0.50)
+    }
+    /// 99th percentile handback latency (upper bound of its histogram bucket), ns.
+    pub fn handback_ns_p99(&self) -> u64 {
+        self.handback_ns_quantile(0.99)
     }
     /// Upper bound of the bucket holding quantile `q` (0..=1) of handback latency, in ns.
     pub fn handback_ns_quantile(&self, q: f64) -> u64 {
@@ -84,6 +94,7 @@ impl Ledger {
             handbacks_total: AtomicU64::new(0),
             handback_ns_max: AtomicU64::new(0),
             handback_hist: std::array::from_fn(|_| AtomicU64::new(0)),
+            minflt_at_freeze: AtomicU64::new(u64::MAX),
         })
     }
 
@@ -133,8 +144,23 @@ impl Ledger {
     }
 
     /// After this, reserving a region fails with [`ArenaError::Frozen`] (and is counted).
+    /// The first call also records the process's minor page faults, for
+    /// [`Ledger::minor_faults_since_freeze`].
     pub fn freeze(&self) {
+        let _ = self.minflt_at_freeze.compare_exchange(
+            u64::MAX,
+            page_faults().0,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
         self.frozen.store(true, Ordering::SeqCst);
+    }
+
+    /// Minor page faults of the whole process since the first `freeze()` (None before).
+    /// Process-wide: faults of unrelated threads count too.
+    pub fn minor_faults_since_freeze(&self) -> Option<u64> {
+        let at = self.minflt_at_freeze.load(Ordering::SeqCst);
+        (at != u64::MAX).then(|| page_faults().0.saturating_sub(at))
     }
     pub fn is_frozen(&self) -> bool {
         self.frozen.load(Ordering::SeqCst)
@@ -176,7 +202,11 @@ impl Ledger {
 }
 
 /// Minor and major page faults of this process so far (getrusage(RUSAGE_SELF)).
+/// (0, 0) under Miri, which has no getrusage.
 pub fn page_faults() -> (u64, u64) {
+    if cfg!(miri) {
+        return (0, 0);
+    }
     match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF) {
         Ok(u) => (u.minor_page_faults() as u64, u.major_page_faults() as u64),
         Err(_) => (0, 0),
@@ -185,6 +215,9 @@ pub fn page_faults() -> (u64, u64) {
 
 /// Resident set size of this process now, from /proc/self/statm (0 where unavailable).
 pub fn rss_bytes() -> u64 {
+    if cfg!(miri) {
+        return 0;
+    }
     let Ok(s) = std::fs::read_to_string("/proc/self/statm") else { return 0 };
     let pages: u64 = s.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
     pages * 4096

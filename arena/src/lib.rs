@@ -44,7 +44,7 @@ pub use ledger::{Ledger, LedgerSnapshot};
 pub use plain::Plain;
 pub use region::{Region, RegionConfig, RegionHook};
 pub use scratch::{with_thread_scratch, Scratch, ScratchSet};
-pub use slab::{Lease, SlabPool, SlabPoolConfig};
+pub use slab::{deinit_check, DeinitReport, Lease, OutstandingSlabs, SlabPool, SlabPoolConfig};
 pub use slabvec::SlabVec;
 pub use vecpool::{PooledVec, VecPool, VecPoolConfig, VecPoolStats};
 

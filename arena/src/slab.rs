@@ -211,6 +211,84 @@ impl SlabPool {
     }
 }
 
+/// A pool that still had slabs out when shutdown checked it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutstandingSlabs {
+    pub pool: String,
+    pub slabs_out: usize,
+    pub slab_count: usize,
+}
+
+impl std::fmt::Display for OutstandingSlabs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "pool '{}': {} of {} slabs still leased at shutdown",
+            self.pool, self.slabs_out, self.slab_count
+        )
+    }
+}
+
+/// What [`deinit_check`] found at shutdown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeinitReport {
+    /// Pools with slabs still out (empty when every slab came back).
+    pub outstanding: Vec<OutstandingSlabs>,
+    /// The ledger at the time of the check.
+    pub ledger: crate::LedgerSnapshot,
+}
+
+impl DeinitReport {
+    /// Every slab of every pool came back and the ledger is balanced.
+    pub fn is_clean(&self) -> bool {
+        self.outstanding.is_empty() && self.ledger.balanced()
+    }
+}
+
+impl std::fmt::Display for DeinitReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_clean() {
+            return write!(f, "every slab came back ({} leases in all)", self.ledger.leases_total);
+        }
+        for o in &self.outstanding {
+            writeln!(f, "{o}")?;
+        }
+        write!(
+            f,
+            "ledger: {} leases out, {} bytes leased, {} leased / {} handed back in all",
+            self.ledger.leases_out,
+            self.ledger.leased_bytes,
+            self.ledger.leases_total,
+            self.ledger.handbacks_total
+        )
+    }
+}
+
+impl SlabPool {
+    /// `Err` naming this pool when some of its slabs are still leased.
+    pub fn check_all_returned(&self) -> Result<(), OutstandingSlabs> {
+        let slabs_out = self.outstanding();
+        if slabs_out == 0 {
+            return Ok(());
+        }
+        Err(OutstandingSlabs { pool: self.name.clone(), slabs_out, slab_count: self.slab_count })
+    }
+}
+
+/// The shutdown check (TigerBeetle's `deinit` assertion, as a report): which pools still
+/// have slabs out, and whether the ledger balances. Each problem is also logged at
+/// `error` level; the caller decides whether to fail (tests should assert
+/// [`DeinitReport::is_clean`]).
+pub fn deinit_check(pools: &[&SlabPool], ledger: &Ledger) -> DeinitReport {
+    let outstanding: Vec<OutstandingSlabs> =
+        pools.iter().filter_map(|p| p.check_all_returned().err()).collect();
+    let report = DeinitReport { outstanding, ledger: ledger.snapshot() };
+    if !report.is_clean() {
+        tracing::error!(report = %report, "arena: leases outstanding at shutdown");
+    }
+    report
+}
+
 /// A leased slab. Dropping it hands the slab back: O(1), no unmap, no free, no memset.
 pub struct Lease {
     pool: Arc<SlabPool>,

@@ -90,6 +90,24 @@ impl<T: Plain> SlabVec<T> {
         Ok(())
     }
 
+    /// Appends `n` elements, the `i`-th being `f(len + i)`, each written exactly once
+    /// (checked against the capacity once, before any write).
+    pub fn extend_with(&mut self, n: usize, mut f: impl FnMut(usize) -> T) -> Result<(), ArenaError> {
+        let start = self.len;
+        let new_len = start.checked_add(n).ok_or_else(|| self.full(usize::MAX))?;
+        if new_len > self.cap {
+            return Err(self.full(new_len));
+        }
+        let base = self.base();
+        for i in start..new_len {
+            // SAFETY: i < new_len <= cap, so the slot lies inside the slab this vector owns.
+            unsafe { base.add(i).write(f(i)) };
+            // Keep len exact after each write, so a panicking `f` leaves a consistent vector.
+            self.len = i + 1;
+        }
+        Ok(())
+    }
+
     /// Appends `n` copies of `value` and returns them as a mutable slice.
     pub fn extend_fill(&mut self, n: usize, value: T) -> Result<&mut [T], ArenaError> {
         let start = self.len;
