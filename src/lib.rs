@@ -13,5 +13,8 @@
 pub use arenaprove_arena as arena;
 pub use arenaprove_circuits as circuits;
 pub use arenaprove_engine as engine;
+/// Filecoin PoRep commit phase 2 (feature `filecoin`).
+#[cfg(feature = "filecoin")]
+pub use arenaprove_filecoin as filecoin;
 
 pub mod benchkit;

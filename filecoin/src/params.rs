@@ -1,0 +1,147 @@
+//! The Groth16 parameter cache, as filecoin-proofs lays it out.
+//!
+//! Directory: `FIL_PROOFS_PARAMETER_CACHE` (default `/var/tmp/filecoin-proof-parameters/`),
+//! read once per process by storage-proofs-core's `SETTINGS`. Names:
+//! `v28-stacked-proof-of-replication-<tree>-<sha256 of the public params identifier>` with
+//! `.params` (bellperson's parameter format), `.vk` (verifying key) and `.meta`
+//! (`{"sector_size":N}`), the same names as the official trusted-setup files.
+//!
+//! What filecoin-proofs 19.1.0 requires of them (storage-proofs-core `parameter_cache.rs`):
+//! * `.params` must exist: C2 (`get_stacked_params`) never generates parameters; it memory
+//!   maps the file with bellperson's `build_mapped_parameters` (unchecked).
+//! * `.vk` is read when present, else derived from `.params` and written.
+//! * `.meta` is only written by `get_param_metadata`, never needed for C2 or verification.
+//! * The content digest (blake2b against the `parameters.json` manifest) is checked only
+//!   when `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS=1` (default off). Development parameters
+//!   have other digests, so that setting must stay off for them; official files pass it
+//!   unchanged.
+use std::path::PathBuf;
+
+use filecoin_proofs::constants::SectorShapeBase;
+
+use crate::api::RegisteredSealProof;
+use crate::error::FilecoinError;
+
+/// Where the parameter files of one sector size live.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamFiles {
+    /// Sector size name (`2KiB`), for messages.
+    pub sector_size: String,
+    /// Cache identifier (file name without version prefix and extension).
+    pub cache_id: String,
+    pub params: PathBuf,
+    pub vk: PathBuf,
+    pub meta: PathBuf,
+    pub cache_dir: PathBuf,
+}
+
+impl ParamFiles {
+    /// The files filecoin-proofs looks for when proving or verifying `registered_proof`.
+    pub fn for_proof(registered_proof: RegisteredSealProof) -> Result<Self, FilecoinError> {
+        let config = registered_proof.porep_config()?;
+        let what = "locating the parameter cache";
+        let cache_id =
+            config.get_cache_identifier::<SectorShapeBase>().map_err(|e| FilecoinError::proofs(what, e))?;
+        let params =
+            config.get_cache_params_path::<SectorShapeBase>().map_err(|e| FilecoinError::proofs(what, e))?;
+        let vk = config
+            .get_cache_verifying_key_path::<SectorShapeBase>()
+            .map_err(|e| FilecoinError::proofs(what, e))?;
+        let meta = config
+            .get_cache_metadata_path::<SectorShapeBase>()
+            .map_err(|e| FilecoinError::proofs(what, e))?;
+        Ok(ParamFiles {
+            sector_size: registered_proof.sector_size()?.name().to_string(),
+            cache_id,
+            params,
+            vk,
+            meta,
+            cache_dir: storage_proofs_core::parameter_cache::parameter_cache_dir(),
+        })
+    }
+
+    /// Errors with [`FilecoinError::MissingParams`] unless the `.params` file exists.
+    pub fn require_params(&self) -> Result<(), FilecoinError> {
+        if self.params.is_file() {
+            Ok(())
+        } else {
+            Err(self.missing(&self.params))
+        }
+    }
+
+    /// Errors unless a verifying key can be had: the `.vk` file, or the `.params` file it is
+    /// derived from.
+    pub fn require_vk_source(&self) -> Result<(), FilecoinError> {
+        if self.vk.is_file() || self.params.is_file() {
+            Ok(())
+        } else {
+            Err(self.missing(&self.vk))
+        }
+    }
+
+    fn missing(&self, path: &std::path::Path) -> FilecoinError {
+        FilecoinError::MissingParams {
+            sector_size: self.sector_size.clone(),
+            path: path.to_path_buf(),
+            cache_dir: self.cache_dir.clone(),
+        }
+    }
+}
+
+/// What [`ensure_params`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamsStatus {
+    /// The `.params` file was already in the cache (official or generated before).
+    Present,
+    /// Development parameters were generated and written.
+    Generated { params_bytes: u64, seconds: f64 },
+}
+
+/// Makes sure the cache holds parameters for `registered_proof`: when the `.params` file is
+/// absent, generates **insecure development parameters** (random toxic waste from `rng`)
+/// for the StackedDrg circuit with the engine's generator and writes `.params`, `.vk` and
+/// `.meta` in filecoin-proofs' format. Files are written under a temporary name and
+/// renamed, so a reader never sees a partial file. An existing file is never touched.
+pub fn ensure_params(
+    registered_proof: RegisteredSealProof,
+    rng: &mut impl rand_core::RngCore,
+) -> Result<ParamsStatus, FilecoinError> {
+    let files = ParamFiles::for_proof(registered_proof)?;
+    if files.params.is_file() {
+        return Ok(ParamsStatus::Present);
+    }
+    let started = std::time::Instant::now();
+    let _span = tracing::info_span!("generate_params", sector_size = %files.sector_size).entered();
+    let circuit = crate::c2::blank_circuit(registered_proof)?;
+    let params = arenaprove_engine::generate_random_parameters(
+        circuit,
+        rng,
+        &arenaprove_engine::ParamsMemory::default(),
+    )
+    .map_err(|e| FilecoinError::Engine(format!("generating parameters for {}: {e}", files.sector_size)))?;
+    std::fs::create_dir_all(&files.cache_dir).map_err(|e| FilecoinError::io(&files.cache_dir, e))?;
+    let tmp = |path: &std::path::Path| path.with_extension(format!("tmp-{}", std::process::id()));
+    let engine_err = |path: &std::path::Path| {
+        let path = path.display().to_string();
+        move |e: arenaprove_engine::Groth16Error| FilecoinError::Engine(format!("writing {path}: {e}"))
+    };
+    let rename = |from: &std::path::Path, to: &std::path::Path| {
+        std::fs::rename(from, to).map_err(|e| FilecoinError::io(to, e))
+    };
+    // The verifying key first: if the vk is present, filecoin-proofs never derives it
+    // from the params, so it must never be stale. Writing it before the params means a
+    // crash leaves a vk without params, which `require_params` reports.
+    let vk_tmp = tmp(&files.vk);
+    params.vk.write_file(&vk_tmp).map_err(engine_err(&vk_tmp))?;
+    rename(&vk_tmp, &files.vk)?;
+    let meta = serde_json::json!({ "sector_size": registered_proof.sector_size_bytes() });
+    let meta_tmp = tmp(&files.meta);
+    std::fs::write(&meta_tmp, meta.to_string()).map_err(|e| FilecoinError::io(&meta_tmp, e))?;
+    rename(&meta_tmp, &files.meta)?;
+    let params_tmp = tmp(&files.params);
+    params.write_file(&params_tmp).map_err(engine_err(&params_tmp))?;
+    rename(&params_tmp, &files.params)?;
+    let params_bytes =
+        std::fs::metadata(&files.params).map_err(|e| FilecoinError::io(&files.params, e))?.len();
+    Ok(ParamsStatus::Generated { params_bytes, seconds: started.elapsed().as_secs_f64() })
+}
