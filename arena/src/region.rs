@@ -88,6 +88,17 @@ unsafe impl Send for Region {}
 // SAFETY: as above; `&Region` only exposes the base pointer and length.
 unsafe impl Sync for Region {}
 
+impl std::fmt::Debug for Region {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Region")
+            .field("name", &self.name)
+            .field("len_bytes", &self.len_bytes)
+            .field("heap", &matches!(self.storage, Storage::Heap { .. }))
+            .field("locked", &self.locked)
+            .finish()
+    }
+}
+
 impl Region {
     /// Reserves `len_bytes` (rounded up to 2 MiB) for `name`, charging the ledger first.
     pub fn new(
