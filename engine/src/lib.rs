@@ -3,3 +3,10 @@
 //! split in `prove_start` / `finalize`, the verifier), the CPU backend and the long-lived
 //! pipeline of partition slots.
 #![forbid(unsafe_code)]
+
+pub mod groth16;
+
+pub use groth16::{
+    generate_random_parameters, prepare_verifying_key, verify_proof, verify_proofs_batch, Groth16Error,
+    Parameters, ParamsMemory, PreparedVerifyingKey, Proof, VerifyingKey,
+};

@@ -1,0 +1,225 @@
+//! Radix-2 evaluation domains and in-place NTTs over BLS12-381's scalar field, with
+//! bellperson 0.27's conventions: the domain is the smallest power of two holding the
+//! coefficients, `omega` is `Scalar::ROOT_OF_UNITY` squared down to that size, cosets use
+//! `Scalar::MULTIPLICATIVE_GENERATOR`, and `z(tau) = tau^m - 1`.
+//!
+//! Every transform works in place on a caller's slice (slab memory in the prover); the
+//! twiddle table is a caller's slice too, so nothing here allocates.
+
+use blstrs::Scalar;
+use ff::{Field, PrimeField};
+use rayon::prelude::*;
+
+use super::error::{Groth16Error, Result};
+
+/// Elements per parallel task for element-wise passes and small butterfly stages (8 KiB
+/// of scalars per 256: enough work to amortize a rayon task).
+const CHUNK: usize = 4096;
+
+/// A radix-2 domain of `size` points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Domain {
+    pub size: usize,
+    pub log_size: u32,
+    pub omega: Scalar,
+    pub omega_inv: Scalar,
+    /// `1 / size`.
+    pub size_inv: Scalar,
+}
+
+impl Domain {
+    /// The smallest domain holding `min_size` coefficients.
+    pub fn new(min_size: usize) -> Result<Domain> {
+        let size = min_size.max(1).next_power_of_two();
+        let log_size = size.trailing_zeros();
+        if log_size >= Scalar::S {
+            return Err(Groth16Error::Limit {
+                what: "evaluation domain log2 size",
+                value: log_size as usize,
+                limit: Scalar::S as usize - 1,
+            });
+        }
+        let mut omega = Scalar::ROOT_OF_UNITY;
+        for _ in log_size..Scalar::S {
+            omega = omega.square();
+        }
+        Ok(Domain {
+            size,
+            log_size,
+            omega,
+            omega_inv: omega.invert().expect("a root of unity is non-zero"),
+            size_inv: Scalar::from(size as u64).invert().expect("size < r"),
+        })
+    }
+
+    /// `tau^m - 1`: the vanishing polynomial of the domain at `tau`.
+    pub fn z(&self, tau: &Scalar) -> Scalar {
+        tau.pow_vartime([self.size as u64]) - Scalar::ONE
+    }
+
+    /// Twiddle scalars an NTT of this domain needs (`size / 2`).
+    pub fn twiddle_len(&self) -> usize {
+        self.size / 2
+    }
+
+    /// Forward NTT in place: evaluations at `omega^i`.
+    pub fn fft(&self, a: &mut [Scalar], twiddles: &mut [Scalar]) {
+        ntt(a, self.omega, twiddles);
+    }
+
+    /// Inverse NTT in place.
+    pub fn ifft(&self, a: &mut [Scalar], twiddles: &mut [Scalar]) {
+        ntt(a, self.omega_inv, twiddles);
+        scale(a, self.size_inv);
+    }
+
+    /// `distribute_powers(g)` then `fft`: evaluations on the coset `g * <omega>`.
+    pub fn coset_fft(&self, a: &mut [Scalar], twiddles: &mut [Scalar]) {
+        distribute_powers(a, Scalar::MULTIPLICATIVE_GENERATOR);
+        self.fft(a, twiddles);
+    }
+
+    /// Inverse of [`Domain::coset_fft`].
+    pub fn icoset_fft(&self, a: &mut [Scalar], twiddles: &mut [Scalar]) {
+        self.ifft(a, twiddles);
+        distribute_powers(a, Scalar::MULTIPLICATIVE_GENERATOR.invert().expect("generator is non-zero"));
+    }
+
+    /// Divides evaluations on the coset by `z(g) = g^m - 1` (constant on the coset).
+    pub fn divide_by_z_on_coset(&self, a: &mut [Scalar]) {
+        let z_inv = self.z(&Scalar::MULTIPLICATIVE_GENERATOR).invert().expect("g^m != 1 for the generator");
+        scale(a, z_inv);
+    }
+}
+
+/// `a[i] *= c`.
+pub fn scale(a: &mut [Scalar], c: Scalar) {
+    a.par_chunks_mut(CHUNK).for_each(|ch| ch.iter_mut().for_each(|v| *v *= c));
+}
+
+/// `a[i] *= g^i`.
+pub fn distribute_powers(a: &mut [Scalar], g: Scalar) {
+    a.par_chunks_mut(CHUNK).enumerate().for_each(|(k, ch)| {
+        let mut p = g.pow_vartime([(k * CHUNK) as u64]);
+        for v in ch {
+            *v *= p;
+            p *= g;
+        }
+    });
+}
+
+/// Fills `tw[k] = w^k`.
+fn fill_powers(tw: &mut [Scalar], w: Scalar) {
+    tw.par_chunks_mut(CHUNK).enumerate().for_each(|(k, ch)| {
+        let mut p = w.pow_vartime([(k * CHUNK) as u64]);
+        for v in ch {
+            *v = p;
+            p *= w;
+        }
+    });
+}
+
+fn bit_reverse(a: &mut [Scalar]) {
+    let n = a.len();
+    let log = n.trailing_zeros();
+    if log == 0 {
+        return;
+    }
+    for i in 0..n {
+        let j = i.reverse_bits() >> (usize::BITS - log);
+        if i < j {
+            a.swap(i, j);
+        }
+    }
+}
+
+#[inline]
+fn butterflies(lo: &mut [Scalar], hi: &mut [Scalar], tw: &[Scalar], j0: usize, stride: usize) {
+    for (j, (u, v)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+        let t = *v * tw[(j0 + j) * stride];
+        *v = *u - t;
+        *u += t;
+    }
+}
+
+/// Iterative radix-2 Cooley-Tukey NTT with root `w` (of order `a.len()`), in place.
+fn ntt(a: &mut [Scalar], w: Scalar, twiddles: &mut [Scalar]) {
+    let n = a.len();
+    assert!(n.is_power_of_two(), "NTT length {n} is not a power of two");
+    assert!(twiddles.len() >= n / 2, "twiddle buffer holds {} of {} scalars", twiddles.len(), n / 2);
+    if n == 1 {
+        return;
+    }
+    let tw = &mut twiddles[..n / 2];
+    fill_powers(tw, w);
+    let tw = &*tw;
+    bit_reverse(a);
+    let mut half = 1;
+    while half < n {
+        let block = 2 * half;
+        let stride = n / block;
+        if block <= CHUNK {
+            // Many small blocks: one task per CHUNK scalars.
+            a.par_chunks_mut(CHUNK.min(n)).for_each(|ch| {
+                for blk in ch.chunks_mut(block) {
+                    let (lo, hi) = blk.split_at_mut(half);
+                    butterflies(lo, hi, tw, 0, stride);
+                }
+            });
+        } else {
+            // Few large blocks: split each block's butterflies across tasks.
+            for blk in a.chunks_mut(block) {
+                let (lo, hi) = blk.split_at_mut(half);
+                let c = CHUNK / 2;
+                lo.par_chunks_mut(c)
+                    .zip(hi.par_chunks_mut(c))
+                    .enumerate()
+                    .for_each(|(k, (l, h))| butterflies(l, h, tw, k * c, stride));
+            }
+        }
+        half = block;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::SeedableRng;
+
+    fn naive_eval(coeffs: &[Scalar], x: Scalar) -> Scalar {
+        coeffs.iter().rev().fold(Scalar::ZERO, |acc, c| acc * x + c)
+    }
+
+    #[test]
+    fn fft_matches_naive_evaluation_and_inverts() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        for log in [0u32, 1, 3, 6, 13] {
+            let d = Domain::new(1 << log).unwrap();
+            let coeffs: Vec<Scalar> = (0..d.size).map(|_| Scalar::random(&mut rng)).collect();
+            let mut a = coeffs.clone();
+            let mut tw = vec![Scalar::ZERO; d.twiddle_len().max(1)];
+            d.fft(&mut a, &mut tw);
+            for i in [0, d.size / 2, d.size - 1] {
+                assert_eq!(a[i], naive_eval(&coeffs, d.omega.pow_vartime([i as u64])), "log {log} i {i}");
+            }
+            d.ifft(&mut a, &mut tw);
+            assert_eq!(a, coeffs);
+            d.coset_fft(&mut a, &mut tw);
+            let g = Scalar::MULTIPLICATIVE_GENERATOR;
+            assert_eq!(a[1 % d.size], naive_eval(&coeffs, g * d.omega.pow_vartime([1 % d.size as u64])));
+            d.icoset_fft(&mut a, &mut tw);
+            assert_eq!(a, coeffs);
+        }
+    }
+
+    #[test]
+    fn domain_rounds_up_and_rejects_too_large() {
+        assert_eq!(Domain::new(5).unwrap().size, 8);
+        assert_eq!(Domain::new(0).unwrap().size, 1);
+        assert!(Domain::new(1 << 33).is_err());
+        let d = Domain::new(16).unwrap();
+        assert_eq!(d.omega.pow_vartime([16]), Scalar::ONE);
+        assert_ne!(d.omega.pow_vartime([8]), Scalar::ONE);
+    }
+}

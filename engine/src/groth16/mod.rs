@@ -1,0 +1,25 @@
+//! Groth16 over BLS12-381 on arena memory (CPU backend).
+//!
+//! * [`params`]: parameters in bellperson 0.27's byte format, loaded into resident slabs,
+//!   `checked` mode validating every point in parallel;
+//! * [`generator`]: an insecure development parameter generator;
+//! * [`domain`]: radix-2 domains and in-place NTTs with bellperson's conventions;
+//! * [`msm`]: blst Pippenger over affine bases and little-endian scalar split vectors;
+//! * [`prover`]: `prove_start` (NTTs for h, the h MSM) and `finalize` (L, A, B MSMs, the
+//!   proof), every buffer from slab pools sized by [`prover::PoolPlan`];
+//! * [`verifier`]: prepared verifying key, single and batch verification;
+//! * [`proof`]: the 192-byte compressed proof encoding.
+
+pub mod domain;
+pub mod error;
+pub mod generator;
+pub mod msm;
+pub mod params;
+pub mod proof;
+pub mod verifier;
+
+pub use error::{Groth16Error, PointFault};
+pub use generator::{generate_parameters, generate_random_parameters, ToxicWaste};
+pub use params::{Parameters, ParamsMemory, VerifyingKey};
+pub use proof::{Proof, PROOF_BYTES};
+pub use verifier::{prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey};

@@ -1,0 +1,621 @@
+//! Groth16 parameters in bellperson 0.27's byte format, held in resident slabs.
+//!
+//! Layout (all points uncompressed, big-endian counts):
+//!
+//! ```text
+//! verifying key: alpha_g1 (96) beta_g1 (96) beta_g2 (192) gamma_g2 (192) delta_g1 (96)
+//!                delta_g2 (192) | u32 n | ic[n] (96 each)
+//! parameters:    verifying key | u32 n | h[n] | u32 n | l[n] | u32 n | a[n] | u32 n | b_g1[n]
+//!                | u32 n | b_g2[n] (192 each)
+//! ```
+//!
+//! Loading reads the file with parallel positional reads straight into one slab per
+//! section (a `memmap2::Mmap` needs `unsafe`, which this crate forbids; reading into the
+//! resident slabs once per process costs the same single pass over the page cache). In
+//! `checked` mode every point is validated in parallel: a valid encoding, on the curve, in
+//! the prime-order subgroup and, where bellperson 0.27 rejects it, not the point at
+//! infinity (every point except the six fixed verifying-key points).
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use arenaprove_arena::{Ledger, RegionConfig, SlabPool, SlabPoolConfig, SlabVec};
+use blst::{blst_p1_affine, blst_p2_affine};
+use blstrs::{G1Affine, G2Affine};
+use group::prime::PrimeCurveAffine;
+use rayon::prelude::*;
+
+use super::error::{Groth16Error, PointFault, Result};
+
+/// Bytes of an uncompressed G1 point.
+pub const G1_BYTES: usize = 96;
+/// Bytes of an uncompressed G2 point.
+pub const G2_BYTES: usize = 192;
+/// Bytes of the fixed part of a verifying key: three G1 and three G2 points.
+pub const VK_FIXED_BYTES: usize = 3 * G1_BYTES + 3 * G2_BYTES;
+/// Limit on points per section: a count is a u32, and 2^31 G1 points are 192 GiB, above
+/// any Filecoin circuit (32 GiB PoRep: h has 2^27 - 1 points).
+pub const SECTION_POINTS_MAX: usize = 1 << 31;
+/// Points validated per parallel task (96 KiB-192 KiB of G1 bytes: enough work to amortize
+/// the task, small enough that both cores finish together).
+const POINTS_PER_TASK: usize = 1024;
+
+/// Names of the sections, as errors print them.
+pub const SECTIONS: [&str; 12] = [
+    "vk.alpha_g1",
+    "vk.beta_g1",
+    "vk.beta_g2",
+    "vk.gamma_g2",
+    "vk.delta_g1",
+    "vk.delta_g2",
+    "vk.ic",
+    "h",
+    "l",
+    "a",
+    "b_g1",
+    "b_g2",
+];
+
+/// Converts a blst affine point to blstrs (same layout, no check).
+#[inline]
+pub fn g1(p: &blst_p1_affine) -> G1Affine {
+    let mut g = G1Affine::identity();
+    *g.as_mut() = *p;
+    g
+}
+/// Converts a blst affine point to blstrs (same layout, no check).
+#[inline]
+pub fn g2(p: &blst_p2_affine) -> G2Affine {
+    let mut g = G2Affine::identity();
+    *g.as_mut() = *p;
+    g
+}
+
+/// The Groth16 verifying key (bellperson 0.27's `VerifyingKey<Bls12>`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyingKey {
+    pub alpha_g1: G1Affine,
+    pub beta_g1: G1Affine,
+    pub beta_g2: G2Affine,
+    pub gamma_g2: G2Affine,
+    pub delta_g1: G1Affine,
+    pub delta_g2: G2Affine,
+    /// One point per public input, ONE included (so `ic.len()` = public inputs + 1).
+    pub ic: Vec<G1Affine>,
+}
+
+impl VerifyingKey {
+    /// Bytes of this key in the file format.
+    pub fn encoded_bytes(&self) -> usize {
+        VK_FIXED_BYTES + 4 + self.ic.len() * G1_BYTES
+    }
+
+    pub fn write<W: Write>(&self, mut w: W) -> std::io::Result<()> {
+        w.write_all(&self.alpha_g1.to_uncompressed())?;
+        w.write_all(&self.beta_g1.to_uncompressed())?;
+        w.write_all(&self.beta_g2.to_uncompressed())?;
+        w.write_all(&self.gamma_g2.to_uncompressed())?;
+        w.write_all(&self.delta_g1.to_uncompressed())?;
+        w.write_all(&self.delta_g2.to_uncompressed())?;
+        w.write_all(&(self.ic.len() as u32).to_be_bytes())?;
+        for p in &self.ic {
+            w.write_all(&p.to_uncompressed())?;
+        }
+        Ok(())
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.encoded_bytes());
+        self.write(&mut v).expect("writing to a Vec cannot fail");
+        v
+    }
+
+    /// Reads a verifying key file (bellperson's `VerifyingKey::write` output); every point is
+    /// checked. `file` names the source in errors.
+    pub fn from_bytes(bytes: &[u8], file: &str) -> Result<VerifyingKey> {
+        let src = Source::Bytes(bytes);
+        let (vk, end) = read_vk(&src, file)?;
+        if end != bytes.len() {
+            return Err(Groth16Error::TrailingBytes {
+                file: file.into(),
+                offset: end,
+                extra_bytes: bytes.len() - end,
+            });
+        }
+        Ok(vk)
+    }
+
+    pub fn read_file(path: impl AsRef<Path>) -> Result<VerifyingKey> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|e| Groth16Error::Io {
+            file: name.clone(),
+            op: "read",
+            source: e,
+        })?;
+        VerifyingKey::from_bytes(&bytes, &name)
+    }
+
+    pub fn write_file(&self, path: impl AsRef<Path>) -> Result<()> {
+        write_file_with(path.as_ref(), |w| self.write(w))
+    }
+
+    /// Public inputs this key verifies (ONE excluded).
+    pub fn num_public_inputs(&self) -> usize {
+        self.ic.len().saturating_sub(1)
+    }
+}
+
+fn write_file_with(
+    path: &Path,
+    f: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<()> {
+    let name = path.display().to_string();
+    let io = |op: &'static str| {
+        let file = name.clone();
+        move |e| Groth16Error::Io { file, op, source: e }
+    };
+    let file = std::fs::File::create(path).map_err(io("create"))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    f(&mut w).map_err(io("write"))?;
+    w.flush().map_err(io("flush"))?;
+    Ok(())
+}
+
+/// Where parameters are read from.
+enum Source<'a> {
+    File { file: &'a std::fs::File, len: usize },
+    Bytes(&'a [u8]),
+}
+
+impl Source<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Source::File { len, .. } => *len,
+            Source::Bytes(b) => b.len(),
+        }
+    }
+    /// Reads `buf.len()` bytes at `offset`; the caller has checked the range fits.
+    fn read_at(&self, buf: &mut [u8], offset: usize) -> std::io::Result<()> {
+        match self {
+            Source::File { file, .. } => {
+                use std::os::unix::fs::FileExt;
+                file.read_exact_at(buf, offset as u64)
+            }
+            Source::Bytes(b) => {
+                buf.copy_from_slice(&b[offset..offset + buf.len()]);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Where one section lies in the file.
+#[derive(Clone, Copy, Debug)]
+struct Section {
+    name: &'static str,
+    offset: usize,
+    count: usize,
+}
+
+fn need(
+    src: &Source,
+    file: &str,
+    section: &'static str,
+    index: usize,
+    offset: usize,
+    bytes: usize,
+) -> Result<()> {
+    if offset.checked_add(bytes).is_none_or(|end| end > src.len()) {
+        return Err(Groth16Error::Truncated {
+            file: file.into(),
+            section,
+            index,
+            offset,
+            needed_bytes: bytes,
+            file_bytes: src.len(),
+        });
+    }
+    Ok(())
+}
+
+fn io_err(file: &str) -> impl Fn(std::io::Error) -> Groth16Error + '_ {
+    move |e| Groth16Error::Io { file: file.into(), op: "read", source: e }
+}
+
+/// Reads the u32 count that opens `section` at `offset`, and checks the whole section fits.
+fn read_section(
+    src: &Source,
+    file: &str,
+    section: &'static str,
+    offset: usize,
+    point_bytes: usize,
+) -> Result<Section> {
+    need(src, file, section, 0, offset, 4)?;
+    let mut raw = [0u8; 4];
+    src.read_at(&mut raw, offset).map_err(io_err(file))?;
+    let count = u32::from_be_bytes(raw) as usize;
+    if count > SECTION_POINTS_MAX {
+        return Err(Groth16Error::SectionTooLong {
+            file: file.into(),
+            section,
+            count,
+            limit: SECTION_POINTS_MAX,
+        });
+    }
+    let body = offset + 4;
+    let have = (src.len().saturating_sub(body)) / point_bytes;
+    if have < count {
+        // Names the first point that is not (completely) in the file.
+        return Err(Groth16Error::Truncated {
+            file: file.into(),
+            section,
+            index: have,
+            offset: body + have * point_bytes,
+            needed_bytes: point_bytes,
+            file_bytes: src.len(),
+        });
+    }
+    Ok(Section { name: section, offset: body, count })
+}
+
+/// Decodes one point; `Err` says why it is refused.
+trait Decode: Sized + Copy + Send + Sync + Default {
+    const BYTES: usize;
+    fn decode(bytes: &[u8], checked: bool, allow_infinity: bool) -> std::result::Result<Self, PointFault>;
+}
+
+/// Classifies a failed decode: flag bits first, then "not on the curve" (blst's deserializer
+/// refuses coordinates >= p and points off the curve alike).
+fn decode_fault(first: u8, rest_zero: bool) -> PointFault {
+    let compressed = first & 0x80 != 0;
+    let infinity = first & 0x40 != 0;
+    let sign = first & 0x20 != 0;
+    if compressed || (infinity && (sign || !rest_zero || first & 0x1f != 0)) {
+        PointFault::BadEncoding
+    } else {
+        PointFault::NotOnCurve
+    }
+}
+
+impl Decode for blst_p1_affine {
+    const BYTES: usize = G1_BYTES;
+    #[inline]
+    fn decode(bytes: &[u8], checked: bool, allow_infinity: bool) -> std::result::Result<Self, PointFault> {
+        let repr: &[u8; G1_BYTES] = bytes.try_into().expect("caller slices G1_BYTES");
+        if repr[0] & 0x80 != 0 {
+            // blst would read a compressed encoding here; this format has none.
+            return Err(PointFault::BadEncoding);
+        }
+        let p: Option<G1Affine> = G1Affine::from_uncompressed_unchecked(repr).into();
+        let p = p.ok_or_else(|| decode_fault(repr[0], repr[1..].iter().all(|&b| b == 0)))?;
+        if bool::from(p.is_identity()) {
+            return if allow_infinity { Ok(*p.as_ref()) } else { Err(PointFault::Infinity) };
+        }
+        if checked && !bool::from(p.is_torsion_free()) {
+            return Err(PointFault::NotInSubgroup);
+        }
+        Ok(*p.as_ref())
+    }
+}
+
+impl Decode for blst_p2_affine {
+    const BYTES: usize = G2_BYTES;
+    #[inline]
+    fn decode(bytes: &[u8], checked: bool, allow_infinity: bool) -> std::result::Result<Self, PointFault> {
+        let repr: &[u8; G2_BYTES] = bytes.try_into().expect("caller slices G2_BYTES");
+        if repr[0] & 0x80 != 0 {
+            // blst would read a compressed encoding here; this format has none.
+            return Err(PointFault::BadEncoding);
+        }
+        let p: Option<G2Affine> = G2Affine::from_uncompressed_unchecked(repr).into();
+        let p = p.ok_or_else(|| decode_fault(repr[0], repr[1..].iter().all(|&b| b == 0)))?;
+        if bool::from(p.is_identity()) {
+            return if allow_infinity { Ok(*p.as_ref()) } else { Err(PointFault::Infinity) };
+        }
+        if checked && !bool::from(p.is_torsion_free()) {
+            return Err(PointFault::NotInSubgroup);
+        }
+        Ok(*p.as_ref())
+    }
+}
+
+/// Decodes `out.len()` points of `sec` (starting at point `first`) in parallel.
+fn decode_into<T: Decode>(
+    src: &Source,
+    file: &str,
+    sec: Section,
+    checked: bool,
+    out: &mut [T],
+) -> Result<()> {
+    debug_assert_eq!(out.len(), sec.count);
+    out.par_chunks_mut(POINTS_PER_TASK).enumerate().try_for_each_init(
+        Vec::new,
+        |buf: &mut Vec<u8>, (task, dst)| {
+            let first = task * POINTS_PER_TASK;
+            let offset = sec.offset + first * T::BYTES;
+            buf.resize(dst.len() * T::BYTES, 0);
+            src.read_at(buf, offset).map_err(io_err(file))?;
+            for (i, (d, bytes)) in dst.iter_mut().zip(buf.chunks_exact(T::BYTES)).enumerate() {
+                *d = T::decode(bytes, checked, false).map_err(|fault| Groth16Error::BadPoint {
+                    file: file.into(),
+                    section: sec.name,
+                    index: first + i,
+                    offset: offset + i * T::BYTES,
+                    fault,
+                })?;
+            }
+            Ok(())
+        },
+    )
+}
+
+fn read_point<T: Decode>(
+    src: &Source,
+    file: &str,
+    section: &'static str,
+    offset: usize,
+    index: usize,
+    allow_infinity: bool,
+) -> Result<T> {
+    need(src, file, section, index, offset, T::BYTES)?;
+    let mut buf = vec![0u8; T::BYTES];
+    src.read_at(&mut buf, offset).map_err(io_err(file))?;
+    T::decode(&buf, true, allow_infinity).map_err(|fault| Groth16Error::BadPoint {
+        file: file.into(),
+        section,
+        index,
+        offset,
+        fault,
+    })
+}
+
+/// Reads and fully checks a verifying key at offset 0; returns it and the offset after it.
+fn read_vk(src: &Source, file: &str) -> Result<(VerifyingKey, usize)> {
+    let mut off = 0;
+    let mut next = |bytes: usize| {
+        let o = off;
+        off += bytes;
+        o
+    };
+    // bellperson reads these six with `from_uncompressed`, which accepts infinity.
+    let alpha_g1 = g1(&read_point(src, file, SECTIONS[0], next(G1_BYTES), 0, true)?);
+    let beta_g1 = g1(&read_point(src, file, SECTIONS[1], next(G1_BYTES), 0, true)?);
+    let beta_g2 = g2(&read_point(src, file, SECTIONS[2], next(G2_BYTES), 0, true)?);
+    let gamma_g2 = g2(&read_point(src, file, SECTIONS[3], next(G2_BYTES), 0, true)?);
+    let delta_g1 = g1(&read_point(src, file, SECTIONS[4], next(G1_BYTES), 0, true)?);
+    let delta_g2 = g2(&read_point(src, file, SECTIONS[5], next(G2_BYTES), 0, true)?);
+    let sec = read_section(src, file, SECTIONS[6], off, G1_BYTES)?;
+    let mut ic = vec![blst_p1_affine::default(); sec.count];
+    decode_into(src, file, sec, true, &mut ic)?;
+    let vk = VerifyingKey {
+        alpha_g1,
+        beta_g1,
+        beta_g2,
+        gamma_g2,
+        delta_g1,
+        delta_g2,
+        ic: ic.iter().map(g1).collect(),
+    };
+    Ok((vk, sec.offset + sec.count * G1_BYTES))
+}
+
+/// Where the resident parameter slabs come from.
+#[derive(Clone)]
+pub struct ParamsMemory {
+    pub ledger: Arc<Ledger>,
+    pub region: RegionConfig,
+}
+
+impl Default for ParamsMemory {
+    /// An unlimited ledger and the default (mmap, huge pages, pre-faulted) regions.
+    fn default() -> Self {
+        ParamsMemory { ledger: Ledger::unlimited(), region: RegionConfig::default() }
+    }
+}
+
+impl ParamsMemory {
+    /// Heap-backed small regions (tests).
+    pub fn heap() -> Self {
+        ParamsMemory { ledger: Ledger::unlimited(), region: RegionConfig::heap() }
+    }
+
+    /// One resident slab for `count` elements of `T`, named `params.<section>`.
+    fn slab<T: arenaprove_arena::Plain>(&self, section: &str, count: usize) -> Result<SlabVec<T>> {
+        let bytes = (count * std::mem::size_of::<T>()).max(1);
+        let pool = SlabPool::new(
+            SlabPoolConfig::new(format!("params.{section}"), bytes, 1).with_region(self.region.clone()),
+            &self.ledger,
+            None,
+        )?;
+        Ok(SlabVec::new(pool.try_lease(bytes)?))
+    }
+}
+
+/// Groth16 proving parameters (bellperson 0.27's `Parameters<Bls12>`), resident in slabs.
+pub struct Parameters {
+    pub vk: VerifyingKey,
+    h: SlabVec<blst_p1_affine>,
+    l: SlabVec<blst_p1_affine>,
+    a: SlabVec<blst_p1_affine>,
+    b_g1: SlabVec<blst_p1_affine>,
+    b_g2: SlabVec<blst_p2_affine>,
+}
+
+impl std::fmt::Debug for Parameters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parameters")
+            .field("ic", &self.vk.ic.len())
+            .field("h", &self.h.len())
+            .field("l", &self.l.len())
+            .field("a", &self.a.len())
+            .field("b_g1", &self.b_g1.len())
+            .field("b_g2", &self.b_g2.len())
+            .finish()
+    }
+}
+
+impl PartialEq for Parameters {
+    fn eq(&self, o: &Self) -> bool {
+        fn eq1(x: &[blst_p1_affine], y: &[blst_p1_affine]) -> bool {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| g1(p) == g1(q))
+        }
+        self.vk == o.vk
+            && eq1(&self.h, &o.h)
+            && eq1(&self.l, &o.l)
+            && eq1(&self.a, &o.a)
+            && eq1(&self.b_g1, &o.b_g1)
+            && self.b_g2.len() == o.b_g2.len()
+            && self.b_g2.iter().zip(o.b_g2.iter()).all(|(p, q)| g2(p) == g2(q))
+    }
+}
+
+impl Parameters {
+    /// Builds parameters from sections (the generator's output), copying them into slabs.
+    pub fn from_sections(
+        vk: VerifyingKey,
+        h: &[blst_p1_affine],
+        l: &[blst_p1_affine],
+        a: &[blst_p1_affine],
+        b_g1: &[blst_p1_affine],
+        b_g2: &[blst_p2_affine],
+        mem: &ParamsMemory,
+    ) -> Result<Parameters> {
+        let put1 = |name: &str, src: &[blst_p1_affine]| -> Result<SlabVec<blst_p1_affine>> {
+            let mut v = mem.slab(name, src.len())?;
+            v.extend_from_slice(src)?;
+            Ok(v)
+        };
+        let (h, l, a, b_g1) = (put1("h", h)?, put1("l", l)?, put1("a", a)?, put1("b_g1", b_g1)?);
+        let mut g2v = mem.slab("b_g2", b_g2.len())?;
+        g2v.extend_from_slice(b_g2)?;
+        Ok(Parameters { vk, h, l, a, b_g1, b_g2: g2v })
+    }
+
+    /// `(tau^i t(tau)) / delta`, i < domain - 1.
+    pub fn h(&self) -> &[blst_p1_affine] {
+        &self.h
+    }
+    /// One point per aux variable.
+    pub fn l(&self) -> &[blst_p1_affine] {
+        &self.l
+    }
+    /// A query without the points at infinity: all inputs, then dense aux.
+    pub fn a(&self) -> &[blst_p1_affine] {
+        &self.a
+    }
+    pub fn b_g1(&self) -> &[blst_p1_affine] {
+        &self.b_g1
+    }
+    pub fn b_g2(&self) -> &[blst_p2_affine] {
+        &self.b_g2
+    }
+    /// The evaluation domain these parameters were made for (`h.len() + 1`).
+    pub fn domain_size(&self) -> usize {
+        self.h.len() + 1
+    }
+
+    /// Bytes of the encoded file.
+    pub fn encoded_bytes(&self) -> usize {
+        self.vk.encoded_bytes()
+            + 5 * 4
+            + (self.h.len() + self.l.len() + self.a.len() + self.b_g1.len()) * G1_BYTES
+            + self.b_g2.len() * G2_BYTES
+    }
+
+    /// Writes bellperson 0.27's `Parameters::write` format.
+    pub fn write<W: Write>(&self, mut w: W) -> std::io::Result<()> {
+        self.vk.write(&mut w)?;
+        write_g1s(&mut w, &self.h)?;
+        write_g1s(&mut w, &self.l)?;
+        write_g1s(&mut w, &self.a)?;
+        write_g1s(&mut w, &self.b_g1)?;
+        w.write_all(&(self.b_g2.len() as u32).to_be_bytes())?;
+        let mut buf = Vec::new();
+        for chunk in self.b_g2.chunks(4096) {
+            buf.clear();
+            buf.resize(chunk.len() * G2_BYTES, 0);
+            buf.par_chunks_mut(G2_BYTES)
+                .zip(chunk.par_iter())
+                .for_each(|(d, p)| d.copy_from_slice(&g2(p).to_uncompressed()));
+            w.write_all(&buf)?;
+        }
+        Ok(())
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.encoded_bytes());
+        self.write(&mut v).expect("writing to a Vec cannot fail");
+        v
+    }
+
+    pub fn write_file(&self, path: impl AsRef<Path>) -> Result<()> {
+        write_file_with(path.as_ref(), |w| self.write(w))
+    }
+
+    /// Loads a parameters file into resident slabs. `checked` validates every point (curve,
+    /// subgroup, infinity) in parallel; unchecked still refuses points off the curve and
+    /// points at infinity, as bellperson's unchecked read does.
+    pub fn read_file(path: impl AsRef<Path>, checked: bool, mem: &ParamsMemory) -> Result<Parameters> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        let file = std::fs::File::open(path).map_err(|e| Groth16Error::Io {
+            file: name.clone(),
+            op: "open",
+            source: e,
+        })?;
+        let len = file
+            .metadata()
+            .map_err(|e| Groth16Error::Io { file: name.clone(), op: "stat", source: e })?
+            .len() as usize;
+        let _span = tracing::info_span!("params_load", file = %name, bytes = len, checked).entered();
+        Parameters::read_source(&Source::File { file: &file, len }, &name, checked, mem)
+    }
+
+    /// Loads parameters from bytes in memory; `name` labels errors.
+    pub fn from_bytes(bytes: &[u8], name: &str, checked: bool, mem: &ParamsMemory) -> Result<Parameters> {
+        Parameters::read_source(&Source::Bytes(bytes), name, checked, mem)
+    }
+
+    fn read_source(src: &Source, file: &str, checked: bool, mem: &ParamsMemory) -> Result<Parameters> {
+        let (vk, mut off) = read_vk(src, file)?;
+        let g1_section = |name: &'static str, off: &mut usize| -> Result<SlabVec<blst_p1_affine>> {
+            let sec = read_section(src, file, name, *off, G1_BYTES)?;
+            let mut v = mem.slab::<blst_p1_affine>(name, sec.count)?;
+            decode_into(src, file, sec, checked, v.extend_fill(sec.count, blst_p1_affine::default())?)?;
+            *off = sec.offset + sec.count * G1_BYTES;
+            Ok(v)
+        };
+        let h = g1_section("h", &mut off)?;
+        let l = g1_section("l", &mut off)?;
+        let a = g1_section("a", &mut off)?;
+        let b_g1 = g1_section("b_g1", &mut off)?;
+        let sec = read_section(src, file, "b_g2", off, G2_BYTES)?;
+        let mut b_g2 = mem.slab::<blst_p2_affine>("b_g2", sec.count)?;
+        decode_into(src, file, sec, checked, b_g2.extend_fill(sec.count, blst_p2_affine::default())?)?;
+        let end = sec.offset + sec.count * G2_BYTES;
+        if end != src.len() {
+            return Err(Groth16Error::TrailingBytes {
+                file: file.into(),
+                offset: end,
+                extra_bytes: src.len() - end,
+            });
+        }
+        Ok(Parameters { vk, h, l, a, b_g1, b_g2 })
+    }
+}
+
+fn write_g1s<W: Write>(w: &mut W, points: &[blst_p1_affine]) -> std::io::Result<()> {
+    w.write_all(&(points.len() as u32).to_be_bytes())?;
+    let mut buf = Vec::new();
+    for chunk in points.chunks(8192) {
+        buf.clear();
+        buf.resize(chunk.len() * G1_BYTES, 0);
+        buf.par_chunks_mut(G1_BYTES)
+            .zip(chunk.par_iter())
+            .for_each(|(d, p)| d.copy_from_slice(&g1(p).to_uncompressed()));
+        w.write_all(&buf)?;
+    }
+    Ok(())
+}
