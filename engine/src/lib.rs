@@ -8,5 +8,5 @@ pub mod groth16;
 
 pub use groth16::{
     generate_random_parameters, prepare_verifying_key, verify_proof, verify_proofs_batch, Groth16Error,
-    Parameters, ParamsMemory, PreparedVerifyingKey, Proof, VerifyingKey,
+    Parameters, ParamsMemory, PreparedVerifyingKey, Proof, Prover, StageTimings, VerifyingKey,
 };

@@ -16,10 +16,12 @@ pub mod generator;
 pub mod msm;
 pub mod params;
 pub mod proof;
+pub mod prover;
 pub mod verifier;
 
 pub use error::{Groth16Error, PointFault};
 pub use generator::{generate_parameters, generate_random_parameters, ToxicWaste};
 pub use params::{Parameters, ParamsMemory, VerifyingKey};
 pub use proof::{Proof, PROOF_BYTES};
+pub use prover::{PoolPlan, ProofShape, ProveStart, Prover, StageTimings};
 pub use verifier::{prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey};

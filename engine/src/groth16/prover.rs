@@ -1,0 +1,408 @@
+//! The Groth16 prover, reading like the paper, in two stages as the GPU backend needs them:
+//!
+//! 1. [`Prover::prove_start`] reads a, b, c: `h = (a * b - c) / z` by NTTs on a coset, in
+//!    place in the witness's own slabs; the a, b, c slabs go back (`release_abc`) the moment
+//!    h's scalars are in their slab; then the h MSM.
+//! 2. [`Prover::finalize`]: the L, A, B_G1, B_G2 MSMs over density-filtered split vectors
+//!    and the proof, exactly as bellperson 0.27 combines them (with a, b1, b2 the raw sums):
+//!    `A = alpha + a + r delta`, `B = beta + b2 + s delta`,
+//!    `C = s A + r (beta + b1 + s delta) - r s delta + H + L`.
+//!
+//! Every buffer besides the witness (twiddles, the scalar split vectors) is a slab from the
+//! prover's pool, sized by [`PoolPlan`]; nothing large is allocated per proof.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arenaprove_arena::{Ledger, RegionConfig, SlabPool, SlabPoolConfig, SlabVec};
+use arenaprove_circuits::{synthesize_heap, Density, ProverWitness, Shape};
+use bellpepper_core::Circuit;
+use blstrs::{G1Projective, G2Projective, Scalar};
+use ff::Field;
+use group::{prime::PrimeCurveAffine, Curve};
+use rand_core::RngCore;
+use rayon::prelude::*;
+
+use super::domain::Domain;
+use super::error::{Groth16Error, Result};
+use super::msm::{msm_g1, msm_g2, scalars_to_bytes, SCALAR_BYTES};
+use super::{Parameters, Proof};
+
+type ScalarBytes = [u8; SCALAR_BYTES];
+
+/// How long a lease waits for a slab before the proof fails (a slab that does not come
+/// back within this is a leak or an over-committed pipeline, not contention).
+const LEASE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Variables per parallel task when filtering by density (a multiple of 64: whole words).
+const FILTER_CHUNK_BITS: usize = 64 * 1024;
+
+/// The sizes of one proof that the pool plan needs: from the parameters (exact) or from a
+/// circuit [`Shape`] (an upper bound: every variable dense).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProofShape {
+    /// Inputs, ONE included.
+    pub inputs: usize,
+    pub aux: usize,
+    pub domain_size: usize,
+    /// Points of the A query (inputs + dense aux).
+    pub a_points: usize,
+    /// Points of the B queries (dense inputs + dense aux).
+    pub b_points: usize,
+}
+
+impl ProofShape {
+    pub fn of_params(p: &Parameters) -> ProofShape {
+        ProofShape {
+            inputs: p.vk.ic.len(),
+            aux: p.l().len(),
+            domain_size: p.domain_size(),
+            a_points: p.a().len(),
+            b_points: p.b_g1().len(),
+        }
+    }
+    pub fn of_circuit(s: &Shape) -> ProofShape {
+        ProofShape {
+            inputs: s.inputs,
+            aux: s.aux,
+            domain_size: s.domain_size,
+            a_points: s.inputs + s.aux,
+            b_points: s.inputs + s.aux,
+        }
+    }
+}
+
+/// The prover's slab pool for `proofs_in_flight` proofs: one slab size, a named count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolPlan {
+    pub slab_bytes: usize,
+    pub slab_count: usize,
+}
+
+impl PoolPlan {
+    /// Slabs one proof holds at most, summed over both stages (a `prove_start` may overlap
+    /// the previous proof's `finalize`).
+    pub const SLABS_PER_PROOF: usize = 2 /* prove_start: twiddles + h scalars */
+        + 3 /* finalize: L scalars (all aux) + A split vector + B split vector (shared by B_G1 and B_G2) */;
+
+    pub fn for_shape(shape: &ProofShape, proofs_in_flight: usize) -> PoolPlan {
+        let slab_bytes = [
+            shape.domain_size / 2,               // NTT twiddles
+            shape.domain_size.saturating_sub(1), // h scalars
+            shape.aux,                           // L scalars
+            shape.a_points,                      // A split vector
+            shape.b_points,                      // B split vector
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0)
+        .max(1)
+            * SCALAR_BYTES;
+        PoolPlan { slab_bytes, slab_count: Self::SLABS_PER_PROOF * proofs_in_flight.max(1) }
+    }
+
+    pub fn total_bytes(&self) -> usize {
+        self.slab_bytes * self.slab_count
+    }
+
+    pub fn pool_config(&self, region: RegionConfig) -> SlabPoolConfig {
+        SlabPoolConfig::new("prove.scalars", self.slab_bytes, self.slab_count).with_region(region)
+    }
+}
+
+/// Wall time of each stage of one proof.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StageTimings {
+    pub synthesize: Duration,
+    pub ntt_h: Duration,
+    pub msm_h: Duration,
+    pub msm_l: Duration,
+    pub msm_a: Duration,
+    pub msm_b_g1: Duration,
+    pub msm_b_g2: Duration,
+    /// The proof formula after the MSMs.
+    pub finalize: Duration,
+}
+
+impl StageTimings {
+    pub fn total(&self) -> Duration {
+        self.synthesize
+            + self.ntt_h
+            + self.msm_h
+            + self.msm_l
+            + self.msm_a
+            + self.msm_b_g1
+            + self.msm_b_g2
+            + self.finalize
+    }
+    /// `(name, seconds)` per stage, in pipeline order.
+    pub fn stages(&self) -> [(&'static str, f64); 8] {
+        [
+            ("synthesize", self.synthesize.as_secs_f64()),
+            ("ntt_h", self.ntt_h.as_secs_f64()),
+            ("msm_h", self.msm_h.as_secs_f64()),
+            ("msm_l", self.msm_l.as_secs_f64()),
+            ("msm_a", self.msm_a.as_secs_f64()),
+            ("msm_b_g1", self.msm_b_g1.as_secs_f64()),
+            ("msm_b_g2", self.msm_b_g2.as_secs_f64()),
+            ("finalize", self.finalize.as_secs_f64()),
+        ]
+    }
+}
+
+/// What `prove_start` hands to `finalize`: the h sum (a, b, c are already released).
+#[derive(Debug)]
+pub struct ProveStart {
+    h: G1Projective,
+    timings: StageTimings,
+}
+
+impl ProveStart {
+    pub fn timings(&self) -> &StageTimings {
+        &self.timings
+    }
+}
+
+/// Runs `f` inside a tracing span named `name`, adding its wall time to `slot`.
+fn stage<T>(name: &'static str, slot: &mut Duration, f: impl FnOnce() -> T) -> T {
+    let t0 = Instant::now();
+    let out = match name {
+        // One static span per stage name (tracing needs literal names).
+        "synthesize" => tracing::info_span!("synthesize").in_scope(f),
+        "ntt_h" => tracing::info_span!("ntt_h").in_scope(f),
+        "msm_h" => tracing::info_span!("msm_h").in_scope(f),
+        "msm_l" => tracing::info_span!("msm_l").in_scope(f),
+        "msm_a" => tracing::info_span!("msm_a").in_scope(f),
+        "msm_b_g1" => tracing::info_span!("msm_b_g1").in_scope(f),
+        "msm_b_g2" => tracing::info_span!("msm_b_g2").in_scope(f),
+        _ => tracing::info_span!("finalize").in_scope(f),
+    };
+    *slot += t0.elapsed();
+    out
+}
+
+/// A CPU Groth16 prover over one parameter set.
+pub struct Prover {
+    params: Arc<Parameters>,
+    pool: Arc<SlabPool>,
+    plan: PoolPlan,
+}
+
+impl std::fmt::Debug for Prover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prover").field("params", &self.params).field("plan", &self.plan).finish()
+    }
+}
+
+impl Prover {
+    /// Reserves the prover's pool (charged to `ledger`) for `proofs_in_flight` proofs.
+    pub fn new(
+        params: Arc<Parameters>,
+        ledger: &Arc<Ledger>,
+        region: RegionConfig,
+        proofs_in_flight: usize,
+    ) -> Result<Prover> {
+        let plan = PoolPlan::for_shape(&ProofShape::of_params(&params), proofs_in_flight);
+        let pool = SlabPool::new(plan.pool_config(region), ledger, None)?;
+        Ok(Prover { params, pool, plan })
+    }
+
+    /// A prover with its own unlimited ledger and heap-backed pool (tests, tools).
+    pub fn with_heap_pool(params: Arc<Parameters>) -> Result<Prover> {
+        Prover::new(params, &Ledger::unlimited(), RegionConfig::heap(), 1)
+    }
+
+    pub fn params(&self) -> &Arc<Parameters> {
+        &self.params
+    }
+    pub fn pool(&self) -> &Arc<SlabPool> {
+        &self.pool
+    }
+    pub fn plan(&self) -> PoolPlan {
+        self.plan
+    }
+
+    fn lease<T: arenaprove_arena::Plain>(&self, count: usize) -> Result<SlabVec<T>> {
+        let bytes = (count * std::mem::size_of::<T>()).max(1);
+        Ok(SlabVec::new(self.pool.lease(bytes, LEASE_TIMEOUT)?))
+    }
+
+    /// Checks that the parameters were made for this witness's circuit.
+    pub fn check_witness<W: ProverWitness>(&self, w: &W) -> Result<Domain> {
+        let p = &self.params;
+        let domain = Domain::new(w.num_constraints())?;
+        let mismatch = |section, params_len, circuit_len| {
+            if params_len == circuit_len {
+                Ok(())
+            } else {
+                Err(Groth16Error::ShapeMismatch { section, params_len, circuit_len })
+            }
+        };
+        let inputs = w.input_assignment().len();
+        let aux = w.aux_assignment().len();
+        mismatch("vk.ic", p.vk.ic.len(), inputs)?;
+        mismatch("h", p.h().len(), domain.size - 1)?;
+        mismatch("l", p.l().len(), aux)?;
+        let (a_aux, b_in, b_aux) = (w.a_aux_density(), w.b_input_density(), w.b_aux_density());
+        mismatch("a_aux_density", a_aux.len(), aux)?;
+        mismatch("b_input_density", b_in.len(), inputs)?;
+        mismatch("b_aux_density", b_aux.len(), aux)?;
+        mismatch("a", p.a().len(), inputs + a_aux.count_ones())?;
+        let b_points = b_in.count_ones() + b_aux.count_ones();
+        mismatch("b_g1", p.b_g1().len(), b_points)?;
+        mismatch("b_g2", p.b_g2().len(), b_points)?;
+        Ok(domain)
+    }
+
+    /// Stage 1: h by NTTs (a, b, c released as soon as h's scalars are out), then the h MSM.
+    pub fn prove_start<W: ProverWitness>(&self, w: &mut W) -> Result<ProveStart> {
+        let domain = self.check_witness(w)?;
+        let mut t = StageTimings::default();
+        let m = domain.size;
+        let h_scalars = stage("ntt_h", &mut t.ntt_h, || -> Result<SlabVec<ScalarBytes>> {
+            let mut tw = self.lease::<Scalar>(domain.twiddle_len())?;
+            let tw = tw.extend_fill(domain.twiddle_len().max(1), Scalar::ZERO)?;
+            let mut h = self.lease::<ScalarBytes>(m - 1)?;
+            {
+                let [a, b, c] = w.abc_padded_mut(m)?;
+                for v in [&mut *a, &mut *b, &mut *c] {
+                    domain.ifft(v, tw);
+                    domain.coset_fft(v, tw);
+                }
+                a.par_iter_mut().zip(b.par_iter()).zip(c.par_iter()).for_each(|((a, b), c)| *a = *a * b - c);
+                domain.divide_by_z_on_coset(a);
+                domain.icoset_fft(a, tw);
+                // The top coefficient is zero for a satisfied circuit; h has m - 1 terms.
+                scalars_to_bytes(&a[..m - 1], h.extend_fill(m - 1, [0; SCALAR_BYTES])?);
+            }
+            w.release_abc();
+            Ok(h)
+        })?;
+        let h = stage("msm_h", &mut t.msm_h, || msm_g1(self.params.h(), &h_scalars));
+        drop(h_scalars);
+        Ok(ProveStart { h, timings: t })
+    }
+
+    /// Stage 2: the L, A, B_G1, B_G2 MSMs and the proof.
+    pub fn finalize<W: ProverWitness>(
+        &self,
+        start: ProveStart,
+        w: &W,
+        r: Scalar,
+        s: Scalar,
+    ) -> Result<(Proof, StageTimings)> {
+        let p = &self.params;
+        let vk = &p.vk;
+        if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+            return Err(Groth16Error::Degenerate("verifying key: delta is the point at infinity".into()));
+        }
+        let mut t = start.timings;
+        let inputs = w.input_assignment();
+        let aux = w.aux_assignment();
+        // L: all aux, full density. Its bytes are reused for the A and B split vectors.
+        let mut aux_bytes = self.lease::<ScalarBytes>(aux.len())?;
+        let l = stage("msm_l", &mut t.msm_l, || -> Result<G1Projective> {
+            scalars_to_bytes(aux, aux_bytes.extend_fill(aux.len(), [0; SCALAR_BYTES])?);
+            Ok(msm_g1(p.l(), &aux_bytes))
+        })?;
+        let mut input_bytes = vec![[0u8; SCALAR_BYTES]; inputs.len()];
+        scalars_to_bytes(inputs, &mut input_bytes);
+
+        // A: every input (full density through the input constraints), then dense aux.
+        let a_sum = stage("msm_a", &mut t.msm_a, || -> Result<G1Projective> {
+            let mut v = self.lease::<ScalarBytes>(p.a().len())?;
+            v.extend_from_slice(&input_bytes)?;
+            append_dense(&mut v, &aux_bytes, w.a_aux_density())?;
+            Ok(msm_g1(p.a(), &v))
+        })?;
+        // B: dense inputs, then dense aux; one split vector for G1 and G2.
+        let mut b_vec = self.lease::<ScalarBytes>(p.b_g1().len())?;
+        append_dense(&mut b_vec, &input_bytes, w.b_input_density())?;
+        append_dense(&mut b_vec, &aux_bytes, w.b_aux_density())?;
+        drop(aux_bytes);
+        let b1 = stage("msm_b_g1", &mut t.msm_b_g1, || msm_g1(p.b_g1(), &b_vec));
+        let b2 = stage("msm_b_g2", &mut t.msm_b_g2, || msm_g2(p.b_g2(), &b_vec));
+        drop(b_vec);
+
+        let proof = stage("finalize", &mut t.finalize, || {
+            let delta_g1 = G1Projective::from(vk.delta_g1);
+            let g_a = G1Projective::from(vk.alpha_g1) + a_sum + delta_g1 * r;
+            let g_b = G2Projective::from(vk.beta_g2) + b2 + G2Projective::from(vk.delta_g2) * s;
+            let b1_full = G1Projective::from(vk.beta_g1) + b1 + delta_g1 * s;
+            let g_c = g_a * s + b1_full * r - delta_g1 * (r * s) + start.h + l;
+            let mut aff = [blstrs::G1Affine::identity(); 2];
+            G1Projective::batch_normalize(&[g_a, g_c], &mut aff);
+            Proof { a: aff[0], b: g_b.to_affine(), c: aff[1] }
+        });
+        Ok((proof, t))
+    }
+
+    /// Both stages with the caller's randomness (bellperson's `create_proof(.., r, s)`).
+    pub fn prove_with_randomness<W: ProverWitness>(
+        &self,
+        w: &mut W,
+        r: Scalar,
+        s: Scalar,
+    ) -> Result<(Proof, StageTimings)> {
+        let start = self.prove_start(w)?;
+        self.finalize(start, w, r, s)
+    }
+
+    /// Both stages with fresh randomness from `rng`.
+    pub fn prove<W: ProverWitness, R: RngCore>(
+        &self,
+        w: &mut W,
+        rng: &mut R,
+    ) -> Result<(Proof, StageTimings)> {
+        let r = Scalar::random(&mut *rng);
+        let s = Scalar::random(&mut *rng);
+        self.prove_with_randomness(w, r, s)
+    }
+
+    /// Synthesizes `circuit` (bellperson-identical heap synthesis), then proves it.
+    pub fn prove_circuit<C: Circuit<Scalar>>(
+        &self,
+        circuit: C,
+        r: Scalar,
+        s: Scalar,
+    ) -> Result<(Proof, StageTimings)> {
+        let mut synth = Duration::ZERO;
+        let mut w = stage("synthesize", &mut synth, || synthesize_heap(circuit))?;
+        let (proof, mut t) = self.prove_with_randomness(&mut w, r, s)?;
+        t.synthesize = synth;
+        Ok((proof, t))
+    }
+}
+
+/// Appends `src[i]` for every set bit `i` of `density`, in parallel over word-aligned chunks.
+fn append_dense(dst: &mut SlabVec<ScalarBytes>, src: &[ScalarBytes], density: Density<'_>) -> Result<()> {
+    assert_eq!(src.len(), density.len(), "density covers {} variables, {} scalars", density.len(), src.len());
+    let chunks = src.len().div_ceil(FILTER_CHUNK_BITS);
+    let counts: Vec<usize> = (0..chunks)
+        .into_par_iter()
+        .map(|k| {
+            let end = ((k + 1) * FILTER_CHUNK_BITS).min(src.len());
+            (k * FILTER_CHUNK_BITS..end).filter(|&i| density.get(i)).count()
+        })
+        .collect();
+    let total: usize = counts.iter().sum();
+    let out = dst.extend_fill(total, [0; SCALAR_BYTES])?;
+    let mut parts = Vec::with_capacity(chunks);
+    let mut rest = out;
+    for (k, &c) in counts.iter().enumerate() {
+        let (head, tail) = rest.split_at_mut(c);
+        parts.push((k, head));
+        rest = tail;
+    }
+    parts.into_par_iter().for_each(|(k, part)| {
+        let end = ((k + 1) * FILTER_CHUNK_BITS).min(src.len());
+        let mut j = 0;
+        for i in k * FILTER_CHUNK_BITS..end {
+            if density.get(i) {
+                part[j] = src[i];
+                j += 1;
+            }
+        }
+        debug_assert_eq!(j, part.len());
+    });
+    Ok(())
+}

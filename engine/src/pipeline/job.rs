@@ -1,0 +1,145 @@
+//! Jobs, their circuits, and what comes back.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bellpepper_core::{Circuit, SynthesisError};
+use blstrs::Scalar;
+
+use super::timeline::{Span, StageGap};
+use crate::groth16::Proof;
+use arenaprove_circuits::ArenaAssignment;
+
+/// One partition circuit, synthesized straight into an [`ArenaAssignment`].
+///
+/// bellpepper's `Circuit::synthesize` is generic over the constraint system and so not
+/// object-safe; this trait is its object-safe form. Wrap any bellpepper circuit with
+/// [`generic`]; circuits with a native path implement it directly.
+pub trait PartitionCircuit: Send + 'static {
+    fn synthesize_into(self: Box<Self>, cs: &mut ArenaAssignment) -> Result<(), SynthesisError>;
+}
+
+/// A bellpepper-core circuit run through the `ConstraintSystem` trait.
+pub struct Generic<C>(pub C);
+
+impl<C: Circuit<Scalar> + Send + 'static> PartitionCircuit for Generic<C> {
+    fn synthesize_into(self: Box<Self>, cs: &mut ArenaAssignment) -> Result<(), SynthesisError> {
+        self.0.synthesize(cs)
+    }
+}
+
+/// Boxes a bellpepper-core circuit as a partition circuit.
+pub fn generic<C: Circuit<Scalar> + Send + 'static>(c: C) -> Box<dyn PartitionCircuit> {
+    Box::new(Generic(c))
+}
+
+/// Proving randomness for one partition, for exact comparisons (tests); normally drawn
+/// from the OS's entropy.
+#[derive(Clone, Copy, Debug)]
+pub struct Randomness {
+    pub r: Scalar,
+    pub s: Scalar,
+}
+
+/// A sector (P partitions of one circuit kind) or a single partition.
+pub struct Job {
+    /// Names a circuit kind registered with the engine (its params and shape).
+    pub kind: String,
+    pub partitions: Vec<Box<dyn PartitionCircuit>>,
+    /// One per partition, or `None` to draw fresh randomness.
+    pub randomness: Option<Vec<Randomness>>,
+}
+
+impl Job {
+    pub fn new(kind: impl Into<String>, partitions: Vec<Box<dyn PartitionCircuit>>) -> Job {
+        Job { kind: kind.into(), partitions, randomness: None }
+    }
+}
+
+/// Why one partition (and so its job) failed.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum PartitionError {
+    #[error("partition {partition}: synthesis failed: {reason}")]
+    Synthesis { partition: u32, reason: String },
+    #[error("partition {partition}: synthesis panicked: {reason}")]
+    Panicked { partition: u32, reason: String },
+    #[error("partition {partition}: proving failed: {reason}")]
+    Prove { partition: u32, reason: String },
+    #[error("partition {partition}: proof does not verify (is the circuit satisfied?)")]
+    Unverified { partition: u32 },
+    #[error("partition {partition}: cancelled at shutdown")]
+    Cancelled { partition: u32 },
+}
+
+/// A finished partition.
+#[derive(Clone, Debug)]
+pub struct PartitionOutput {
+    pub partition: u32,
+    pub proof: Proof,
+    /// Public inputs, ONE excluded (what a verifier is given).
+    pub public_inputs: Vec<Scalar>,
+    pub verified: bool,
+}
+
+/// What a job hands back: every partition in order, or the first error; always its timeline.
+#[derive(Debug)]
+pub struct JobOutput {
+    pub job_id: u64,
+    pub kind: String,
+    pub partitions: Vec<Result<PartitionOutput, PartitionError>>,
+    pub spans: Vec<Span>,
+    pub gaps: Vec<StageGap>,
+    pub wall: Duration,
+}
+
+impl JobOutput {
+    /// All partitions proven (and verified, when the engine verifies).
+    pub fn is_ok(&self) -> bool {
+        self.partitions.iter().all(|p| p.is_ok())
+    }
+    pub fn first_error(&self) -> Option<&PartitionError> {
+        self.partitions.iter().find_map(|p| p.as_ref().err())
+    }
+    /// Partition proofs concatenated in partition order (192 bytes each), as Filecoin's
+    /// multi-partition proofs are; `None` if any partition failed.
+    pub fn proof_bytes(&self) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.partitions.len() * crate::groth16::PROOF_BYTES);
+        for p in &self.partitions {
+            out.extend_from_slice(&p.as_ref().ok()?.proof.to_bytes());
+        }
+        Some(out)
+    }
+}
+
+/// Waits for a submitted job.
+pub struct JobHandle {
+    pub(crate) job_id: u64,
+    pub(crate) rx: crossbeam::channel::Receiver<JobOutput>,
+}
+
+impl JobHandle {
+    pub fn id(&self) -> u64 {
+        self.job_id
+    }
+    /// Blocks until the job ends (successfully or not).
+    pub fn wait(self) -> Result<JobOutput, super::EngineError> {
+        self.rx.recv().map_err(|_| super::EngineError::ShutDown)
+    }
+}
+
+pub(crate) type SharedCircuit = Arc<std::sync::Mutex<Option<Box<dyn PartitionCircuit>>>>;
+
+/// A circuit with a native path (the circuits crate's gadgets), synthesized without the
+/// bellpepper trait's temporary linear combinations.
+pub struct Native<C>(pub C);
+
+impl<C: arenaprove_circuits::native::NativeCircuit + Send + 'static> PartitionCircuit for Native<C> {
+    fn synthesize_into(self: Box<Self>, cs: &mut ArenaAssignment) -> Result<(), SynthesisError> {
+        self.0.synthesize_native(cs).map_err(|e| e.into_synthesis())
+    }
+}
+
+/// Boxes a native circuit as a partition circuit.
+pub fn native<C: arenaprove_circuits::native::NativeCircuit + Send + 'static>(c: C) -> Box<dyn PartitionCircuit> {
+    Box::new(Native(c))
+}

@@ -1,0 +1,30 @@
+//! The long-lived engine: a pipeline of partition *slots* over memory reserved at start.
+//!
+//! ```text
+//! submit(job) -> [dispatch queue] -> dispatcher: waits for a free slot (backpressure)
+//!   -> synthesis workers (rayon pool): ArenaAssignment from the slot's slabs
+//!   -> [prover queue, depth = slots] -> prover thread: prove_start (a, b, c handed back after h)
+//!   -> [finalize queue, depth = slots] -> finalizer thread: finalize, verify, handback, slot freed
+//! ```
+//!
+//! Memory is `slots` x (one partition's working set) + the prover's split vectors, all
+//! reserved by [`Engine::new`] from the shapes of the circuit kinds it serves, after which
+//! the arena is frozen ([`arenaprove_arena::Ledger::freeze`]): the steady state reserves
+//! nothing. A slot is held from synthesis until the proof is handed back, so at most
+//! `slots` partitions are ever in flight and memory use is known before the first job.
+//!
+//! Faults stay inside their job: a circuit that errors, panics (caught) or is unsatisfiable
+//! (its proof fails verification) ends that partition with a [`PartitionError`]; its
+//! slabs come back through their lease guards and the next job runs.
+
+mod config;
+mod engine;
+mod job;
+mod plan;
+pub mod timeline;
+
+pub use config::{AllocMode, EngineConfig, SLOTS_MAX};
+pub use engine::{CircuitSpec, Engine, EngineError, EngineStats, ShutdownMode, ShutdownReport};
+pub use job::{generic, native, Generic, Job, JobHandle, JobOutput, Native, PartitionCircuit, PartitionError, PartitionOutput, Randomness};
+pub use plan::{MemoryPlan, PlanTerm};
+pub use timeline::{chrome_trace_json, Level, Span, StageGap, Timeline};
