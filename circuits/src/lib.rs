@@ -10,15 +10,19 @@
 //! non-zero merged coefficient (A: aux only; B: inputs and aux; C: none).
 #![forbid(unsafe_code)]
 
+pub mod arena;
 pub mod circuits;
 pub mod density;
 pub mod error;
 pub mod heap;
+pub mod native;
 pub mod shape;
 pub mod witness;
 
+pub use arena::{synthesize_arena, synthesize_native, ArenaAssignment, AssignmentPools};
 pub use density::{Density, DensityBits};
 pub use error::CircuitError;
 pub use heap::{synthesize_heap, HeapAssignment};
-pub use shape::{shape_of, Shape, ShapeCs};
+pub use native::{NativeCircuit, NativeCs};
+pub use shape::{shape_of, shape_of_native, Shape, ShapeCs};
 pub use witness::{AbcRef, ProverWitness};

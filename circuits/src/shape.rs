@@ -4,7 +4,11 @@
 use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 
+use arenaprove_arena::VecPool;
+
 use crate::density::words_for_bits;
+use crate::native::{Lc, LcScratch, NativeCircuit, NativeCs, Term};
+use crate::CircuitError;
 
 /// Sizes of one circuit as bellperson 0.27 synthesizes it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -70,6 +74,8 @@ pub struct ShapeCs {
     pub constraints: usize,
     pub inputs: usize,
     pub aux: usize,
+    scratch: LcScratch,
+    pool: VecPool<Term>,
 }
 
 impl ShapeCs {
@@ -91,9 +97,46 @@ impl ShapeCs {
 /// circuit, then one constraint per input.
 pub fn shape_of<C: Circuit<Scalar>>(circuit: C) -> Result<Shape, SynthesisError> {
     let mut cs = ShapeCs::new();
-    cs.alloc_input(|| "one", || Ok(Scalar::from(1u64)))?;
+    ConstraintSystem::alloc_input(&mut cs, || "one", || Ok(Scalar::from(1u64)))?;
     circuit.synthesize(&mut cs)?;
     Ok(cs.finish())
+}
+
+/// The shape of a native circuit (ONE, the circuit, one constraint per input).
+pub fn shape_of_native<C: NativeCircuit + ?Sized>(circuit: &C) -> Result<Shape, CircuitError> {
+    let mut cs = ShapeCs::new();
+    NativeCs::alloc_input(&mut cs, Scalar::from(1u64))?;
+    circuit.synthesize_native(&mut cs)?;
+    Ok(cs.finish())
+}
+
+impl NativeCs for ShapeCs {
+    fn alloc_aux(&mut self, _value: Scalar) -> Result<Variable, CircuitError> {
+        self.aux += 1;
+        Ok(Variable(Index::Aux(self.aux - 1)))
+    }
+    fn alloc_input(&mut self, _value: Scalar) -> Result<Variable, CircuitError> {
+        self.inputs += 1;
+        Ok(Variable(Index::Input(self.inputs - 1)))
+    }
+    fn enforce_lc(&mut self, _a: &mut Lc, _b: &mut Lc, _c: &mut Lc) {
+        self.constraints += 1;
+    }
+    #[inline]
+    fn enforce<FA, FB, FC>(&mut self, _fa: FA, _fb: FB, _fc: FC)
+    where
+        FA: FnOnce(&mut Lc),
+        FB: FnOnce(&mut Lc),
+        FC: FnOnce(&mut Lc),
+    {
+        self.constraints += 1;
+    }
+    fn lc_scratch(&mut self) -> &mut LcScratch {
+        &mut self.scratch
+    }
+    fn lc_pool(&self) -> &VecPool<Term> {
+        &self.pool
+    }
 }
 
 impl ConstraintSystem<Scalar> for ShapeCs {

@@ -65,3 +65,35 @@ impl Circuit<Scalar> for ChainCircuit {
         Ok(())
     }
 }
+
+impl crate::NativeCircuit for ChainCircuit {
+    fn synthesize_native<CS: crate::NativeCs>(&self, cs: &mut CS) -> Result<(), crate::CircuitError> {
+        if self.steps == 0 {
+            return Err(crate::CircuitError::Invalid {
+                what: "chain steps",
+                reason: "must be at least 1".into(),
+            });
+        }
+        let mut x_val = self.x0;
+        let mut x = cs.alloc_aux(x_val)?;
+        let neg_k = -self.k;
+        for i in 0..self.steps {
+            let next_val = x_val.square() + self.k;
+            let next = if i + 1 == self.steps { cs.alloc_input(next_val)? } else { cs.alloc_aux(next_val)? };
+            cs.enforce(
+                |a| {
+                    a.add_var(x);
+                },
+                |b| {
+                    b.add_var(x);
+                },
+                |c| {
+                    c.add_var(next).add_const(neg_k);
+                },
+            );
+            x = next;
+            x_val = next_val;
+        }
+        Ok(())
+    }
+}

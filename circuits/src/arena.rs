@@ -1,0 +1,489 @@
+//! [`ArenaAssignment`]: the prover's assignment with every vector in a slab.
+//!
+//! a, b, c (each sized to the shape's domain, so the NTTs can run in place), the input and
+//! aux assignments and the three density bitmaps are [`SlabVec`]s leased from
+//! [`AssignmentPools`] when the assignment is made, sized from a [`Shape`]. Nothing grows:
+//!
+//! * `alloc` past the shape's aux (or inputs) fails at once with
+//!   [`CircuitError::OverShape`] (as a `SynthesisError` through the bellpepper trait);
+//! * `enforce` cannot return an error in bellpepper-core's trait, so a row past the
+//!   shape's constraints is counted, not stored, and the error is *sticky*: it is reported
+//!   by [`ArenaAssignment::finish`] (which [`synthesize_arena`] and [`synthesize_native`]
+//!   call) naming the shape and how many rows were asked for.
+//!
+//! Leases are guards: dropping the assignment (also on `SynthesisError` or a panic
+//! unwinding through synthesis) hands every slab back to its pool.
+//!
+//! Conventions are bellperson 0.27's (see the crate docs). Namespaces are no-ops.
+//! `is_witness_generator` stays `false`: the witness-generator hooks (`extend_aux`,
+//! `allocate_empty*`) let a gadget write aux values without constraints, which a prover,
+//! needing a, b, c, cannot accept.
+
+use std::sync::Arc;
+
+use arenaprove_arena::{ArenaError, Ledger, RegionConfig, SlabPool, SlabPoolConfig, SlabVec, VecPool};
+use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar;
+use ff::Field;
+
+use crate::density::words_for_bits;
+use crate::heap::scaled;
+use crate::native::{Lc, LcScratch, NativeCircuit, NativeCs, Term};
+use crate::witness::AbcRef;
+use crate::{CircuitError, Density, ProverWitness, Shape};
+
+const SCALAR_BYTES: usize = std::mem::size_of::<Scalar>();
+
+/// The pools an [`ArenaAssignment`] leases from, sized for one shape.
+#[derive(Clone)]
+pub struct AssignmentPools {
+    /// a, b, c: three slabs of `domain_size` scalars per assignment.
+    pub abc: Arc<SlabPool>,
+    /// Inputs and aux: two slabs of `max(inputs, aux)` scalars per assignment.
+    pub witness: Arc<SlabPool>,
+    /// a_aux, b_input, b_aux bitmaps: three slabs per assignment.
+    pub density: Arc<SlabPool>,
+    /// Recycled term storage for long-lived linear combinations.
+    pub lc_terms: Arc<VecPool<Term>>,
+}
+
+impl AssignmentPools {
+    /// Pools for `assignments` assignments of `shape` at once, charged to `ledger`.
+    pub fn for_shape(
+        shape: &Shape,
+        assignments: usize,
+        ledger: &Arc<Ledger>,
+        region: RegionConfig,
+    ) -> Result<Self, CircuitError> {
+        let abc_bytes = shape.domain_size * SCALAR_BYTES;
+        let witness_bytes = shape.inputs.max(shape.aux).max(1) * SCALAR_BYTES;
+        let density_bytes = shape.aux_density_words().max(shape.input_density_words()).max(1) * 8;
+        let pool = |name: &str, bytes: usize, per: usize| {
+            SlabPool::new(
+                SlabPoolConfig::new(name, bytes, per * assignments).with_region(region.clone()),
+                ledger,
+                None,
+            )
+        };
+        Ok(AssignmentPools {
+            abc: pool("abc", abc_bytes, 3)?,
+            witness: pool("witness", witness_bytes, 2)?,
+            density: pool("density", density_bytes, 3)?,
+            lc_terms: Arc::new(VecPool::new()),
+        })
+    }
+
+    /// Slabs out right now, over all three pools.
+    pub fn outstanding(&self) -> usize {
+        self.abc.outstanding() + self.witness.outstanding() + self.density.outstanding()
+    }
+}
+
+/// A density bitmap in a slab: one bit per variable, grown by [`SlabBits::add_element`].
+pub struct SlabBits {
+    words: SlabVec<u64>,
+    len_bits: usize,
+}
+
+impl SlabBits {
+    fn new(words: SlabVec<u64>) -> Self {
+        SlabBits { words, len_bits: 0 }
+    }
+    /// Appends one clear bit; a new word is zeroed as it is reached (slabs are not).
+    #[inline]
+    fn add_element(&mut self) -> Result<(), ArenaError> {
+        if self.len_bits % 64 == 0 {
+            self.words.push(0)?;
+        }
+        self.len_bits += 1;
+        Ok(())
+    }
+    #[inline(always)]
+    fn set(&mut self, i: usize) {
+        self.words[i >> 6] |= 1u64 << (i & 63);
+    }
+    pub fn as_density(&self) -> Density<'_> {
+        Density::new(self.words.as_slice(), self.len_bits)
+    }
+}
+
+/// The arena-backed assignment (see the module docs).
+pub struct ArenaAssignment {
+    shape: Shape,
+    abc: Option<[SlabVec<Scalar>; 3]>,
+    inputs: SlabVec<Scalar>,
+    aux: SlabVec<Scalar>,
+    a_aux_density: SlabBits,
+    b_input_density: SlabBits,
+    b_aux_density: SlabBits,
+    constraints: usize,
+    /// Rows asked for past the shape (not stored).
+    rows_over: usize,
+    /// The first error `enforce` could not return.
+    sticky: Option<CircuitError>,
+    scratch: LcScratch,
+    lc_terms: Arc<VecPool<Term>>,
+}
+
+impl std::fmt::Debug for ArenaAssignment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArenaAssignment")
+            .field("shape", &self.shape)
+            .field("constraints", &self.constraints)
+            .field("inputs", &self.inputs.len())
+            .field("aux", &self.aux.len())
+            .field("sticky", &self.sticky)
+            .finish()
+    }
+}
+
+impl ArenaAssignment {
+    /// Leases every vector for `shape` from `pools` (fails at once if a pool is empty or
+    /// its slabs are too small for the shape).
+    pub fn new(pools: &AssignmentPools, shape: &Shape) -> Result<Self, CircuitError> {
+        let scalars = |pool: &Arc<SlabPool>, n: usize| -> Result<SlabVec<Scalar>, ArenaError> {
+            Ok(SlabVec::new(pool.try_lease(n * SCALAR_BYTES)?))
+        };
+        let words = |n_bits: usize| -> Result<SlabBits, ArenaError> {
+            Ok(SlabBits::new(SlabVec::new(pools.density.try_lease(words_for_bits(n_bits) * 8)?)))
+        };
+        let abc = [
+            scalars(&pools.abc, shape.domain_size)?,
+            scalars(&pools.abc, shape.domain_size)?,
+            scalars(&pools.abc, shape.domain_size)?,
+        ];
+        let assignment = ArenaAssignment {
+            shape: *shape,
+            abc: Some(abc),
+            inputs: scalars(&pools.witness, shape.inputs)?,
+            aux: scalars(&pools.witness, shape.aux)?,
+            a_aux_density: words(shape.aux)?,
+            b_input_density: words(shape.inputs)?,
+            b_aux_density: words(shape.aux)?,
+            constraints: 0,
+            rows_over: 0,
+            sticky: None,
+            scratch: LcScratch::default(),
+            lc_terms: pools.lc_terms.clone(),
+        };
+        // Pair assertion: the leases hold the shape.
+        debug_assert!(assignment.aux.capacity() >= shape.aux && assignment.inputs.capacity() >= shape.inputs);
+        Ok(assignment)
+    }
+
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// Allocates ONE as input 0 (the first thing bellperson's prover does).
+    pub fn alloc_one(&mut self) -> Result<Variable, CircuitError> {
+        assert!(self.inputs.is_empty(), "ONE must be input 0");
+        NativeCs::alloc_input(self, Scalar::ONE)
+    }
+
+    /// Appends the `input_i * 0 = 0` rows and reports any sticky error.
+    pub fn finish(&mut self) -> Result<(), CircuitError> {
+        for i in 0..self.inputs.len() {
+            self.push_row(self.inputs[i], Scalar::ZERO, Scalar::ZERO);
+        }
+        if let Some(e) = self.sticky.take() {
+            return Err(e);
+        }
+        if self.rows_over > 0 {
+            return Err(CircuitError::OverShape {
+                what: "constraints",
+                requested: self.shape.constraints + self.rows_over,
+                capacity: self.shape.constraints,
+                shape: self.shape,
+            });
+        }
+        Ok(())
+    }
+
+    fn over(&self, what: &'static str, requested: usize, capacity: usize) -> CircuitError {
+        CircuitError::OverShape { what, requested, capacity, shape: self.shape }
+    }
+
+    fn record(&mut self, e: CircuitError) {
+        if self.sticky.is_none() {
+            self.sticky = Some(e);
+        }
+    }
+
+    #[inline]
+    fn push_row(&mut self, a: Scalar, b: Scalar, c: Scalar) {
+        if self.constraints >= self.shape.constraints {
+            self.rows_over += 1;
+            return;
+        }
+        let Some([va, vb, vc]) = self.abc.as_mut() else {
+            self.record(CircuitError::AbcReleased);
+            return;
+        };
+        // Capacity is domain_size >= shape.constraints, so these cannot fail; keep the
+        // error anyway rather than panic.
+        if let Err(e) = va.push(a).and_then(|_| vb.push(b)).and_then(|_| vc.push(c)) {
+            self.record(e.into());
+            return;
+        }
+        self.constraints += 1;
+    }
+
+    #[inline]
+    fn alloc_aux_value(&mut self, value: Scalar) -> Result<Variable, CircuitError> {
+        let n = self.aux.len();
+        if n >= self.shape.aux {
+            let e = self.over("aux", n + 1, self.shape.aux);
+            self.record(self.over("aux", n + 1, self.shape.aux));
+            return Err(e);
+        }
+        self.aux.push(value)?;
+        self.a_aux_density.add_element()?;
+        self.b_aux_density.add_element()?;
+        Ok(Variable(Index::Aux(n)))
+    }
+
+    #[inline]
+    fn alloc_input_value(&mut self, value: Scalar) -> Result<Variable, CircuitError> {
+        let n = self.inputs.len();
+        if n >= self.shape.inputs {
+            let e = self.over("inputs", n + 1, self.shape.inputs);
+            self.record(self.over("inputs", n + 1, self.shape.inputs));
+            return Err(e);
+        }
+        self.inputs.push(value)?;
+        self.b_input_density.add_element()?;
+        Ok(Variable(Index::Input(n)))
+    }
+
+    fn unknown_variable(&mut self, key_is_input: bool, index: usize) {
+        let (what, have) = if key_is_input { ("input", self.inputs.len()) } else { ("aux", self.aux.len()) };
+        self.record(CircuitError::Invalid {
+            what: "variable",
+            reason: format!("{what} {index} used in a constraint but only {have} allocated"),
+        });
+    }
+}
+
+/// Which density bitmaps a side of a constraint marks.
+#[derive(Clone, Copy)]
+enum Side {
+    A,
+    B,
+    C,
+}
+
+/// Evaluates merged terms the way bellperson does: zero coefficients skipped, ONE not
+/// multiplied, density marked for each non-zero term (A: aux; B: inputs and aux).
+#[inline(always)]
+fn eval_terms(
+    cs: &mut ArenaAssignment,
+    side: Side,
+    terms: impl Iterator<Item = (bool, usize, Scalar)>,
+) -> Scalar {
+    let mut acc = Scalar::ZERO;
+    for (is_input, i, coeff) in terms {
+        if bool::from(coeff.is_zero()) {
+            continue;
+        }
+        let value = if is_input { cs.inputs.get(i) } else { cs.aux.get(i) };
+        let Some(&value) = value else {
+            cs.unknown_variable(is_input, i);
+            continue;
+        };
+        acc += scaled(value, &coeff);
+        match (side, is_input) {
+            (Side::A, false) => cs.a_aux_density.set(i),
+            (Side::B, true) => cs.b_input_density.set(i),
+            (Side::B, false) => cs.b_aux_density.set(i),
+            _ => {}
+        }
+    }
+    acc
+}
+
+fn lc_terms(lc: &Lc) -> impl Iterator<Item = (bool, usize, Scalar)> + '_ {
+    lc.terms().iter().map(|t| (t.var.is_input(), t.var.index(), t.coeff))
+}
+
+fn bp_terms(lc: &LinearCombination<Scalar>) -> impl Iterator<Item = (bool, usize, Scalar)> + '_ {
+    lc.iter_inputs().map(|(&i, c)| (true, i, *c)).chain(lc.iter_aux().map(|(&i, c)| (false, i, *c)))
+}
+
+impl NativeCs for ArenaAssignment {
+    #[inline]
+    fn alloc_aux(&mut self, value: Scalar) -> Result<Variable, CircuitError> {
+        self.alloc_aux_value(value)
+    }
+    #[inline]
+    fn alloc_input(&mut self, value: Scalar) -> Result<Variable, CircuitError> {
+        self.alloc_input_value(value)
+    }
+    #[inline]
+    fn enforce_lc(&mut self, a: &mut Lc, b: &mut Lc, c: &mut Lc) {
+        a.normalize();
+        b.normalize();
+        c.normalize();
+        let va = eval_terms(self, Side::A, lc_terms(a));
+        let vb = eval_terms(self, Side::B, lc_terms(b));
+        let vc = eval_terms(self, Side::C, lc_terms(c));
+        self.push_row(va, vb, vc);
+    }
+    #[inline]
+    fn lc_scratch(&mut self) -> &mut LcScratch {
+        &mut self.scratch
+    }
+    fn lc_pool(&self) -> &VecPool<Term> {
+        &self.lc_terms
+    }
+}
+
+fn to_synthesis(e: CircuitError) -> SynthesisError {
+    e.into_synthesis()
+}
+
+impl ConstraintSystem<Scalar> for ArenaAssignment {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let value = f()?;
+        self.alloc_aux_value(value).map_err(to_synthesis)
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let value = f()?;
+        self.alloc_input_value(value).map_err(to_synthesis)
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let a = a(LinearCombination::zero());
+        let b = b(LinearCombination::zero());
+        let c = c(LinearCombination::zero());
+        let va = eval_terms(self, Side::A, bp_terms(&a));
+        let vb = eval_terms(self, Side::B, bp_terms(&b));
+        let vc = eval_terms(self, Side::C, bp_terms(&c));
+        self.push_row(va, vb, vc);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+impl ProverWitness for ArenaAssignment {
+    fn num_constraints(&self) -> usize {
+        self.constraints
+    }
+    fn input_assignment(&self) -> &[Scalar] {
+        &self.inputs
+    }
+    fn aux_assignment(&self) -> &[Scalar] {
+        &self.aux
+    }
+    fn a_aux_density(&self) -> Density<'_> {
+        self.a_aux_density.as_density()
+    }
+    fn b_input_density(&self) -> Density<'_> {
+        self.b_input_density.as_density()
+    }
+    fn b_aux_density(&self) -> Density<'_> {
+        self.b_aux_density.as_density()
+    }
+    fn abc(&self) -> Result<AbcRef<'_>, CircuitError> {
+        let [a, b, c] = self.abc.as_ref().ok_or(CircuitError::AbcReleased)?;
+        let n = self.constraints;
+        Ok((&a[..n], &b[..n], &c[..n]))
+    }
+    fn abc_padded_mut(&mut self, domain_size: usize) -> Result<[&mut [Scalar]; 3], CircuitError> {
+        let n = self.constraints;
+        if domain_size < n {
+            return Err(CircuitError::DomainTooSmall { domain_size, constraints: n });
+        }
+        let shape = self.shape;
+        let abc = self.abc.as_mut().ok_or(CircuitError::AbcReleased)?;
+        if domain_size > abc[0].capacity() {
+            return Err(CircuitError::OverShape {
+                what: "domain",
+                requested: domain_size,
+                capacity: abc[0].capacity(),
+                shape,
+            });
+        }
+        let [a, b, c] = abc;
+        for v in [&mut *a, &mut *b, &mut *c] {
+            v.truncate(n);
+            v.resize(domain_size, Scalar::ZERO)?;
+        }
+        Ok([a.as_mut_slice(), b.as_mut_slice(), c.as_mut_slice()])
+    }
+    fn release_abc(&mut self) {
+        self.abc = None;
+    }
+}
+
+/// Synthesizes a bellpepper-core circuit into a new [`ArenaAssignment`] exactly as
+/// bellperson 0.27's prover does (ONE, the circuit, one row per input).
+pub fn synthesize_arena<C: Circuit<Scalar>>(
+    circuit: C,
+    pools: &AssignmentPools,
+    shape: &Shape,
+) -> Result<ArenaAssignment, CircuitError> {
+    let mut cs = ArenaAssignment::new(pools, shape)?;
+    cs.alloc_one()?;
+    if let Err(e) = circuit.synthesize(&mut cs) {
+        // Prefer the typed error the assignment recorded (over-shape) to its string form.
+        return Err(cs.sticky.take().unwrap_or(CircuitError::Synthesis(e)));
+    }
+    cs.finish()?;
+    Ok(cs)
+}
+
+/// Synthesizes a native circuit into a new [`ArenaAssignment`] (same order as
+/// [`synthesize_arena`]).
+pub fn synthesize_native<C: NativeCircuit + ?Sized>(
+    circuit: &C,
+    pools: &AssignmentPools,
+    shape: &Shape,
+) -> Result<ArenaAssignment, CircuitError> {
+    let mut cs = ArenaAssignment::new(pools, shape)?;
+    synthesize_native_into(circuit, &mut cs)?;
+    Ok(cs)
+}
+
+/// Synthesizes a native circuit into an empty assignment (for callers that keep it).
+pub fn synthesize_native_into<C: NativeCircuit + ?Sized>(
+    circuit: &C,
+    cs: &mut ArenaAssignment,
+) -> Result<(), CircuitError> {
+    cs.alloc_one()?;
+    if let Err(e) = circuit.synthesize_native(cs) {
+        return Err(cs.sticky.take().unwrap_or(e));
+    }
+    cs.finish()
+}
