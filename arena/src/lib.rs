@@ -38,6 +38,8 @@ pub mod slab;
 pub mod slabvec;
 pub mod vecpool;
 
+/// The bump allocator [`Scratch`] is built on, re-exported so dependants use the same version.
+pub use bumpalo;
 pub use count_alloc::{AllocSnapshot, CountingAlloc};
 pub use error::ArenaError;
 pub use ledger::{Ledger, LedgerSnapshot};
