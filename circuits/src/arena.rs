@@ -125,6 +125,13 @@ pub struct ArenaAssignment {
     lc_terms: Arc<VecPool<Term>>,
 }
 
+impl Drop for ArenaAssignment {
+    fn drop(&mut self) {
+        // The slabs go back by their leases' own Drop; the scratch Vecs go back here.
+        std::mem::take(&mut self.scratch).recycle(&self.lc_terms);
+    }
+}
+
 impl std::fmt::Debug for ArenaAssignment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ArenaAssignment")
@@ -163,7 +170,7 @@ impl ArenaAssignment {
             constraints: 0,
             rows_over: 0,
             sticky: None,
-            scratch: LcScratch::default(),
+            scratch: LcScratch::from_pool(&pools.lc_terms),
             lc_terms: pools.lc_terms.clone(),
         };
         // Pair assertion: the leases hold the shape.

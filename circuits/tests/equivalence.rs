@@ -34,6 +34,9 @@ fn assert_same(what: &str, heap: &HeapAssignment, w: &impl ProverWitness) {
     }
 }
 
+type NativeRun =
+    dyn Fn(&AssignmentPools, &arenaprove_circuits::Shape) -> arenaprove_circuits::ArenaAssignment;
+
 fn pools_for(shape: &arenaprove_circuits::Shape) -> (Arc<Ledger>, AssignmentPools) {
     let ledger = Ledger::unlimited();
     let pools = AssignmentPools::for_shape(shape, 1, &ledger, RegionConfig::heap()).unwrap();
@@ -42,13 +45,7 @@ fn pools_for(shape: &arenaprove_circuits::Shape) -> (Arc<Ledger>, AssignmentPool
 
 /// Heap baseline of `generic`; arena through bellpepper; arena through the native path
 /// (if given, which must be the same constraint system).
-fn check<C: Circuit<Scalar> + Clone>(
-    what: &str,
-    generic: C,
-    native: Option<
-        &dyn Fn(&AssignmentPools, &arenaprove_circuits::Shape) -> arenaprove_circuits::ArenaAssignment,
-    >,
-) {
+fn check<C: Circuit<Scalar> + Clone>(what: &str, generic: C, native: Option<&NativeRun>) {
     let heap = synthesize_heap(generic.clone()).unwrap();
     let shape = shape_of(generic.clone()).unwrap();
     assert_eq!(

@@ -5,6 +5,8 @@
 //! Constraint costs equal bellpepper-core's `Boolean` for every operation (constants fold
 //! for free; one constraint per `xor`/`and`/`ch`, two per general `maj`).
 
+use std::ops::Not;
+
 use bellpepper_core::Variable;
 use blstrs::Scalar;
 use ff::Field;
@@ -18,6 +20,18 @@ pub enum Bit {
     Const(bool),
     Is(Variable, bool),
     Not(Variable, bool),
+}
+
+impl std::ops::Not for Bit {
+    type Output = Bit;
+    #[inline(always)]
+    fn not(self) -> Bit {
+        match self {
+            Bit::Const(b) => Bit::Const(!b),
+            Bit::Is(v, x) => Bit::Not(v, x),
+            Bit::Not(v, x) => Bit::Is(v, x),
+        }
+    }
 }
 
 #[inline(always)]
@@ -59,15 +73,6 @@ impl Bit {
     #[inline(always)]
     pub fn is_const(&self) -> bool {
         matches!(self, Bit::Const(_))
-    }
-
-    #[inline(always)]
-    pub fn not(self) -> Bit {
-        match self {
-            Bit::Const(b) => Bit::Const(!b),
-            Bit::Is(v, x) => Bit::Not(v, x),
-            Bit::Not(v, x) => Bit::Is(v, x),
-        }
     }
 
     /// `lc += coeff * self` (a negated bit adds `coeff * (ONE - v)`).

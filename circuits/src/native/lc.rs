@@ -217,3 +217,17 @@ pub struct LcScratch {
     pub b: Lc,
     pub c: Lc,
 }
+
+impl LcScratch {
+    /// Scratch over recycled Vecs (so a new assignment allocates nothing).
+    pub fn from_pool(pool: &VecPool<Term>) -> Self {
+        LcScratch { a: Lc::from_pool(pool), b: Lc::from_pool(pool), c: Lc::from_pool(pool) }
+    }
+    /// Hands the Vecs back, in reverse order of `from_pool`, so that a LIFO pool gives
+    /// each role its own (already grown) Vec next time.
+    pub fn recycle(self, pool: &VecPool<Term>) {
+        self.c.recycle(pool);
+        self.b.recycle(pool);
+        self.a.recycle(pool);
+    }
+}

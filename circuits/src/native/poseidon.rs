@@ -55,7 +55,7 @@ pub fn params() -> &'static Params {
 }
 
 fn is_full(round: usize) -> bool {
-    round < FULL_ROUNDS / 2 || round >= FULL_ROUNDS / 2 + PARTIAL_ROUNDS
+    !(FULL_ROUNDS / 2..FULL_ROUNDS / 2 + PARTIAL_ROUNDS).contains(&round)
 }
 
 #[inline(always)]
@@ -64,6 +64,7 @@ fn pow5(x: Scalar) -> Scalar {
     x2.square() * x
 }
 
+#[allow(clippy::needless_range_loop)]
 /// The hash of two field elements, out of circuit (state[1] after the permutation).
 pub fn hash2_native(left: Scalar, right: Scalar) -> Scalar {
     let p = params();
@@ -183,6 +184,7 @@ pub fn materialize<CS: NativeCs>(cs: &mut CS, x: &Affine) -> Result<(Variable, S
     Ok((v, x.value))
 }
 
+#[allow(clippy::needless_range_loop)]
 /// The hash of two elements in circuit; returns the output as an allocated variable and
 /// its value ([`CONSTRAINTS_PER_HASH`] constraints).
 pub fn hash2<CS: NativeCs>(

@@ -144,7 +144,9 @@ impl MultiEq {
     pub fn new<CS: NativeCs>(cs: &CS) -> Self {
         let mut one = cs.take_lc();
         one.add_const(Scalar::ONE);
-        MultiEq { lhs: cs.take_lc(), rhs: cs.take_lc(), one, bits_used: 0 }
+        let lhs = cs.take_lc();
+        let rhs = cs.take_lc();
+        MultiEq { lhs, rhs, one, bits_used: 0 }
     }
 
     /// Makes room for `num_bits` more bits (flushing if needed); returns the shift.
@@ -170,8 +172,9 @@ impl MultiEq {
         if self.bits_used > 0 {
             self.flush(cs);
         }
-        cs.give_lc(self.lhs);
+        // Reverse order of `new`, so each role gets its own grown Vec back next time.
         cs.give_lc(self.rhs);
+        cs.give_lc(self.lhs);
         cs.give_lc(self.one);
     }
 }
