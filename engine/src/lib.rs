@@ -10,3 +10,22 @@ pub use groth16::{
     generate_random_parameters, prepare_verifying_key, verify_proof, verify_proofs_batch, Groth16Error,
     Parameters, ParamsMemory, PreparedVerifyingKey, Proof, Prover, StageTimings, VerifyingKey,
 };
+
+/// bellperson 0.27, re-exported for cross-checks and baselines (feature `peer`).
+#[cfg(feature = "peer")]
+pub mod peer {
+    pub use bellperson;
+}
+
+/// The crates the engine's API is made of, re-exported so embedders (and the facade's
+/// bench workloads) use exactly the same versions.
+pub mod deps {
+    pub use bellpepper;
+    pub use bellpepper_core;
+    pub use blstrs;
+    pub use ff;
+    pub use group;
+    pub use rand_chacha;
+    pub use rand_core;
+    pub use tracing;
+}

@@ -2,6 +2,7 @@
 use clap::{Parser, Subcommand};
 
 mod bench_alloc;
+mod bench_prove;
 
 #[derive(Parser)]
 #[command(name = "arenaprove", version, about = "Memory-arena-centric Groth16 proving engine")]
@@ -14,6 +15,8 @@ struct Cli {
 enum Cmd {
     /// Allocation strategies side by side on a partition-shaped working set.
     BenchAlloc(bench_alloc::Args),
+    /// Our CPU Groth16 prover against bellperson 0.27 on the same parameters (issue 4).
+    BenchProve(bench_prove::Args),
 }
 
 fn main() {
@@ -26,6 +29,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::BenchAlloc(a) => bench_alloc::run(a),
+        Cmd::BenchProve(a) => bench_prove::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");
