@@ -2,3 +2,4 @@
 //! Each workload measures its baseline in the same run and reports the ratio.
 pub mod alloc;
 pub mod prove;
+pub mod synth;

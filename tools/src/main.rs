@@ -2,7 +2,12 @@
 use clap::{Parser, Subcommand};
 
 mod bench_alloc;
+mod bench_synth;
 mod bench_prove;
+
+/// Counts heap allocations for the bench-* commands (a few relaxed atomics per call).
+#[global_allocator]
+static ALLOC: arenaprove::arena::count_alloc::CountingAlloc = arenaprove::arena::count_alloc::CountingAlloc::new();
 
 #[derive(Parser)]
 #[command(name = "arenaprove", version, about = "Memory-arena-centric Groth16 proving engine")]
@@ -15,6 +20,8 @@ struct Cli {
 enum Cmd {
     /// Allocation strategies side by side on a partition-shaped working set.
     BenchAlloc(bench_alloc::Args),
+    /// Synthesis: heap baseline vs ArenaAssignment (bellpepper-core and native gadgets).
+    BenchSynth(bench_synth::Args),
     /// Our CPU Groth16 prover against bellperson 0.27 on the same parameters (issue 4).
     BenchProve(bench_prove::Args),
 }
@@ -29,6 +36,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::BenchAlloc(a) => bench_alloc::run(a),
+        Cmd::BenchSynth(a) => bench_synth::run(a),
         Cmd::BenchProve(a) => bench_prove::run(a),
     };
     if let Err(e) = result {
