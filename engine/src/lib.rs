@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod groth16;
+pub mod pipeline;
 
 pub use groth16::{
     generate_random_parameters, prepare_verifying_key, verify_proof, verify_proofs_batch, Groth16Error,

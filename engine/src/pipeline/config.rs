@@ -1,7 +1,5 @@
 //! Engine configuration: every limit of the pipeline in one place.
 
-use std::time::Duration;
-
 use arenaprove_arena::RegionConfig;
 
 /// Where a partition's large vectors come from.
@@ -59,9 +57,6 @@ impl Default for EngineConfig {
         }
     }
 }
-
-/// How long a stage may wait for a slot before the engine reports it stuck.
-pub const SLOT_WAIT_WARN: Duration = Duration::from_secs(60);
 
 /// Slots at most (each is a full partition working set).
 pub const SLOTS_MAX: usize = 64;

@@ -1,6 +1,5 @@
 //! Jobs, their circuits, and what comes back.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bellpepper_core::{Circuit, SynthesisError};
@@ -127,8 +126,6 @@ impl JobHandle {
     }
 }
 
-pub(crate) type SharedCircuit = Arc<std::sync::Mutex<Option<Box<dyn PartitionCircuit>>>>;
-
 /// A circuit with a native path (the circuits crate's gadgets), synthesized without the
 /// bellpepper trait's temporary linear combinations.
 pub struct Native<C>(pub C);
@@ -140,6 +137,8 @@ impl<C: arenaprove_circuits::native::NativeCircuit + Send + 'static> PartitionCi
 }
 
 /// Boxes a native circuit as a partition circuit.
-pub fn native<C: arenaprove_circuits::native::NativeCircuit + Send + 'static>(c: C) -> Box<dyn PartitionCircuit> {
+pub fn native<C: arenaprove_circuits::native::NativeCircuit + Send + 'static>(
+    c: C,
+) -> Box<dyn PartitionCircuit> {
     Box::new(Native(c))
 }

@@ -25,6 +25,9 @@ pub mod timeline;
 
 pub use config::{AllocMode, EngineConfig, SLOTS_MAX};
 pub use engine::{CircuitSpec, Engine, EngineError, EngineStats, ShutdownMode, ShutdownReport};
-pub use job::{generic, native, Generic, Job, JobHandle, JobOutput, Native, PartitionCircuit, PartitionError, PartitionOutput, Randomness};
+pub use job::{
+    generic, native, Generic, Job, JobHandle, JobOutput, Native, PartitionCircuit, PartitionError,
+    PartitionOutput, Randomness,
+};
 pub use plan::{MemoryPlan, PlanTerm};
 pub use timeline::{chrome_trace_json, Level, Span, StageGap, Timeline};

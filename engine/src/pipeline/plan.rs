@@ -44,13 +44,33 @@ impl MemoryPlan {
             slots,
             terms: vec![
                 // Each slot: a, b, c evaluations, padded to the NTT domain (NTTs run in place).
-                PlanTerm { pool: "abc", what: "a, b, c evaluations (domain-sized)", slab_bytes: domain * SCALAR_BYTES, count: 3 * slots },
+                PlanTerm {
+                    pool: "abc",
+                    what: "a, b, c evaluations (domain-sized)",
+                    slab_bytes: domain * SCALAR_BYTES,
+                    count: 3 * slots,
+                },
                 // Each slot: input and aux assignments.
-                PlanTerm { pool: "witness", what: "input + aux assignments", slab_bytes: witness * SCALAR_BYTES, count: 2 * slots },
+                PlanTerm {
+                    pool: "witness",
+                    what: "input + aux assignments",
+                    slab_bytes: witness * SCALAR_BYTES,
+                    count: 2 * slots,
+                },
                 // Each slot: a_aux, b_input, b_aux density bitmaps.
-                PlanTerm { pool: "density", what: "density bitmaps", slab_bytes: density_words * 8, count: 3 * slots },
+                PlanTerm {
+                    pool: "density",
+                    what: "density bitmaps",
+                    slab_bytes: density_words * 8,
+                    count: 3 * slots,
+                },
                 // The prover: twiddles + h scalars (prove_start), L/A/B split vectors (finalize).
-                PlanTerm { pool: "prove.scalars", what: "NTT twiddles, h and split vectors", slab_bytes: prover.slab_bytes, count: prover.slab_count },
+                PlanTerm {
+                    pool: "prove.scalars",
+                    what: "NTT twiddles, h and split vectors",
+                    slab_bytes: prover.slab_bytes,
+                    count: prover.slab_count,
+                },
             ],
         }
     }
@@ -68,7 +88,12 @@ impl MemoryPlan {
 
 impl std::fmt::Display for MemoryPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "memory plan: {} slots, {:.1} MiB in all", self.slots, self.total_bytes() as f64 / (1 << 20) as f64)?;
+        writeln!(
+            f,
+            "memory plan: {} slots, {:.1} MiB in all",
+            self.slots,
+            self.total_bytes() as f64 / (1 << 20) as f64
+        )?;
         for t in &self.terms {
             writeln!(
                 f,

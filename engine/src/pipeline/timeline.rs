@@ -158,10 +158,34 @@ mod tests {
         let t = Timeline::new();
         let base = epoch() + Duration::from_millis(1);
         t.record_interval("prove_start", Level::Stage, 1, 0, 0, base, Duration::from_micros(100));
-        t.record_interval("ntt_h", Level::Call, 1, 0, 0, base + Duration::from_micros(5), Duration::from_micros(40));
-        t.record_interval("msm_h", Level::Call, 1, 0, 0, base + Duration::from_micros(50), Duration::from_micros(30));
+        t.record_interval(
+            "ntt_h",
+            Level::Call,
+            1,
+            0,
+            0,
+            base + Duration::from_micros(5),
+            Duration::from_micros(40),
+        );
+        t.record_interval(
+            "msm_h",
+            Level::Call,
+            1,
+            0,
+            0,
+            base + Duration::from_micros(50),
+            Duration::from_micros(30),
+        );
         // Another partition's call must not count.
-        t.record_interval("msm_h", Level::Call, 1, 1, 0, base + Duration::from_micros(10), Duration::from_micros(30));
+        t.record_interval(
+            "msm_h",
+            Level::Call,
+            1,
+            1,
+            0,
+            base + Duration::from_micros(10),
+            Duration::from_micros(30),
+        );
         let g = t.gaps();
         assert_eq!(g.len(), 1);
         assert_eq!(g[0].outer_ns, 100_000);

@@ -1,0 +1,277 @@
+//! The long-lived engine: jobs through the pipeline, every proof verified, faults contained,
+//! slabs all back, nothing reserved after freeze.
+
+use std::sync::Arc;
+
+use arenaprove_arena::RegionConfig;
+use arenaprove_circuits::{shape_of, Shape};
+use arenaprove_engine::groth16::{generate_random_parameters, verify_proof, Parameters, ParamsMemory};
+use arenaprove_engine::pipeline::{
+    generic, AllocMode, CircuitSpec, Engine, EngineConfig, EngineError, Job, PartitionCircuit,
+    PartitionError, ShutdownMode,
+};
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::Scalar;
+use ff::Field;
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+
+/// What a test partition does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    Ok,
+    /// Returns a SynthesisError after `n` steps.
+    Error(usize),
+    /// Panics after `n` steps.
+    Panic(usize),
+    /// Same shape, but one step's witness is wrong: the proof cannot verify.
+    Unsat,
+}
+
+/// x_{i+1} = x_i^2 + 7 for `steps` steps; public input x_steps.
+#[derive(Clone)]
+struct Squares {
+    steps: usize,
+    x0: u64,
+    mode: Mode,
+}
+
+impl Circuit<Scalar> for Squares {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let k = Scalar::from(7u64);
+        let mut x = Scalar::from(self.x0);
+        let mut xv = cs.alloc(|| "x0", || Ok(x))?;
+        for i in 0..self.steps {
+            match self.mode {
+                Mode::Error(n) if n == i => return Err(SynthesisError::Unsatisfiable),
+                Mode::Panic(n) if n == i => panic!("injected panic at step {i}"),
+                _ => {}
+            }
+            let mut next = x.square() + k;
+            if self.mode == Mode::Unsat && i == self.steps / 2 {
+                next += Scalar::ONE;
+            }
+            let nv = if i + 1 == self.steps {
+                cs.alloc_input(|| "out", || Ok(next))?
+            } else {
+                cs.alloc(|| "x", || Ok(next))?
+            };
+            cs.enforce(|| "step", |lc| lc + xv, |lc| lc + xv, |lc| lc + nv - (k, CS::one()));
+            x = next;
+            xv = nv;
+        }
+        Ok(())
+    }
+}
+
+fn part(steps: usize, x0: u64, mode: Mode) -> Box<dyn PartitionCircuit> {
+    generic(Squares { steps, x0, mode })
+}
+
+const STEPS: usize = 60;
+
+fn setup(steps: usize) -> (Shape, Arc<Parameters>) {
+    let c = Squares { steps, x0: 3, mode: Mode::Ok };
+    let shape = shape_of(c.clone()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let params = generate_random_parameters(c, &mut rng, &ParamsMemory::heap()).unwrap();
+    (shape, Arc::new(params))
+}
+
+fn engine(alloc: AllocMode, slots: usize) -> (Engine, Arc<Parameters>) {
+    let (shape, params) = setup(STEPS);
+    let cfg = EngineConfig {
+        slots,
+        synth_workers: 1,
+        alloc,
+        region: RegionConfig { huge_pages: false, ..RegionConfig::default() },
+        memory_limit_bytes: 1 << 30,
+        ..EngineConfig::default()
+    };
+    let e = Engine::new(cfg, vec![CircuitSpec { kind: "squares".into(), shape, params: params.clone() }])
+        .unwrap();
+    (e, params)
+}
+
+#[test]
+fn sectors_prove_and_verify_and_memory_comes_back() {
+    let (e, params) = engine(AllocMode::Slab, 2);
+    let reserved = e.ledger().reserved_bytes;
+    assert!(e.ledger().frozen);
+    let pvk = arenaprove_engine::groth16::prepare_verifying_key(&params.vk);
+    let handles: Vec<_> = (0..4u64)
+        .map(|j| {
+            e.submit(Job::new("squares", (0..3).map(|p| part(STEPS, 10 * j + p, Mode::Ok)).collect()))
+                .unwrap()
+        })
+        .collect();
+    for h in handles {
+        let out = h.wait().unwrap();
+        assert!(out.is_ok(), "{:?}", out.first_error());
+        assert_eq!(out.partitions.len(), 3);
+        for p in out.partitions.iter().map(|p| p.as_ref().unwrap()) {
+            assert!(p.verified);
+            assert_eq!(p.public_inputs.len(), 1);
+            // Independently of the engine's own check.
+            assert!(verify_proof(&pvk, &p.proof, &p.public_inputs).unwrap());
+        }
+        assert_eq!(out.proof_bytes().unwrap().len(), 3 * 192);
+        let names: Vec<&str> = out.spans.iter().map(|s| s.name).collect();
+        for stage in
+            ["synthesize", "prove_start", "ntt_h", "msm_h", "finalize", "msm_l", "handback", "verify"]
+        {
+            assert!(names.contains(&stage), "timeline lacks {stage}: {names:?}");
+        }
+        assert!(out.gaps.iter().any(|g| g.stage == "prove_start" && g.inner_ns > 0));
+    }
+    let snap = e.ledger();
+    assert_eq!(snap.reserved_bytes, reserved, "no region reserved after start");
+    assert_eq!(snap.regions_after_freeze, 0);
+    assert_eq!(e.slabs_outstanding(), 0);
+    let report = e.shutdown(ShutdownMode::Drain);
+    assert_eq!(report.slabs_outstanding, 0);
+    assert!(report.ledger.balanced(), "{:?}", report.ledger);
+    assert_eq!(report.partitions_ok, 12);
+}
+
+#[test]
+fn given_randomness_gives_the_same_proof_in_both_alloc_modes() {
+    let r = arenaprove_engine::pipeline::Randomness { r: Scalar::from(5u64), s: Scalar::from(9u64) };
+    let mut proofs = Vec::new();
+    for mode in [AllocMode::Slab, AllocMode::Fresh] {
+        let (e, _) = engine(mode, 1);
+        let mut job = Job::new("squares", vec![part(STEPS, 4, Mode::Ok)]);
+        job.randomness = Some(vec![r]);
+        let out = e.prove(job).unwrap();
+        proofs.push(out.proof_bytes().unwrap());
+    }
+    assert_eq!(proofs[0], proofs[1]);
+}
+
+#[test]
+fn faults_end_their_job_only() {
+    let (e, _) = engine(AllocMode::Slab, 2);
+    let bad = [Mode::Error(5), Mode::Panic(17), Mode::Unsat];
+    for (i, mode) in bad.into_iter().enumerate() {
+        let out = e.prove(Job::new("squares", vec![part(STEPS, 1, Mode::Ok), part(STEPS, 2, mode)])).unwrap();
+        assert!(out.partitions[0].is_ok());
+        let err = out.partitions[1].as_ref().unwrap_err();
+        match (mode, err) {
+            (Mode::Error(_), PartitionError::Synthesis { partition: 1, .. }) => {}
+            (Mode::Panic(_), PartitionError::Panicked { partition: 1, reason }) => {
+                assert!(reason.contains("injected panic"), "{reason}")
+            }
+            (Mode::Unsat, PartitionError::Unverified { partition: 1 }) => {}
+            other => panic!("case {i}: unexpected {other:?}"),
+        }
+        // The next job still succeeds, and every slab is back.
+        assert!(e.prove(Job::new("squares", vec![part(STEPS, 9, Mode::Ok)])).unwrap().is_ok());
+        assert_eq!(e.slabs_outstanding(), 0);
+    }
+    // A circuit larger than the shape the engine reserved for: a clear error, no growth.
+    let out = e.prove(Job::new("squares", vec![part(STEPS * 2, 1, Mode::Ok)])).unwrap();
+    let err = out.first_error().unwrap().to_string();
+    assert!(err.contains("larger than its shape"), "{err}");
+    assert_eq!(e.ledger().regions_after_freeze, 0);
+    let report = e.shutdown(ShutdownMode::Drain);
+    assert!(report.ledger.balanced());
+}
+
+#[test]
+fn random_faults_over_hundreds_of_partitions_keep_memory_flat() {
+    let (e, _) = engine(AllocMode::Slab, 3);
+    let mut rng = ChaCha8Rng::seed_from_u64(42);
+    let reserved = e.ledger().reserved_bytes;
+    let mut handles = Vec::new();
+    let mut expected_bad = 0;
+    for j in 0..60u64 {
+        let parts: Vec<_> = (0..5)
+            .map(|p| {
+                let mode = match rng.next_u32() % 10 {
+                    0 => Mode::Error((rng.next_u32() as usize) % STEPS),
+                    1 => Mode::Panic((rng.next_u32() as usize) % STEPS),
+                    2 => Mode::Unsat,
+                    _ => Mode::Ok,
+                };
+                if mode != Mode::Ok {
+                    expected_bad += 1;
+                }
+                part(STEPS, j * 5 + p, mode)
+            })
+            .collect();
+        handles.push(e.submit(Job::new("squares", parts)).unwrap());
+    }
+    let (mut ok, mut bad) = (0, 0);
+    for h in handles {
+        let out = h.wait().unwrap();
+        assert_eq!(out.partitions.len(), 5);
+        for p in &out.partitions {
+            match p {
+                Ok(p) => {
+                    assert!(p.verified);
+                    ok += 1
+                }
+                Err(_) => bad += 1,
+            }
+        }
+    }
+    assert_eq!(ok + bad, 300, "every partition accounted for");
+    assert_eq!(bad, expected_bad);
+    let snap = e.ledger();
+    assert_eq!(snap.reserved_bytes, reserved);
+    assert_eq!(snap.regions_after_freeze, 0);
+    let report = e.shutdown(ShutdownMode::Drain);
+    assert_eq!(report.slabs_outstanding, 0);
+    assert!(report.ledger.balanced());
+}
+
+#[test]
+fn bad_jobs_are_refused_at_submit() {
+    let (e, _) = engine(AllocMode::Slab, 1);
+    match e.submit(Job::new("nope", vec![part(STEPS, 1, Mode::Ok)])) {
+        Err(EngineError::UnknownKind { kind, known }) => {
+            assert_eq!(kind, "nope");
+            assert_eq!(known, "squares");
+        }
+        other => panic!("{:?}", other.err()),
+    }
+    assert!(matches!(e.submit(Job::new("squares", vec![])), Err(EngineError::NoPartitions)));
+    let mut j = Job::new("squares", vec![part(STEPS, 1, Mode::Ok)]);
+    j.randomness = Some(vec![]);
+    assert!(matches!(e.submit(j), Err(EngineError::Randomness { got: 0, partitions: 1 })));
+    let too_many = (0..65).map(|i| part(STEPS, i, Mode::Ok)).collect();
+    assert!(matches!(e.submit(Job::new("squares", too_many)), Err(EngineError::TooManyPartitions { .. })));
+}
+
+#[test]
+fn params_for_another_shape_are_refused_at_start() {
+    let (shape, _) = setup(STEPS);
+    let (_, other) = setup(STEPS + 40);
+    let r = Engine::new(
+        EngineConfig::default(),
+        vec![CircuitSpec { kind: "squares".into(), shape, params: other }],
+    );
+    let err = r.err().expect("must refuse").to_string();
+    assert!(err.contains("do not fit"), "{err}");
+}
+
+#[test]
+fn cancel_at_shutdown_fails_queued_partitions_and_returns_slabs() {
+    let (e, _) = engine(AllocMode::Slab, 1);
+    let handles: Vec<_> =
+        (0..6u64).map(|j| e.submit(Job::new("squares", vec![part(STEPS, j, Mode::Ok)])).unwrap()).collect();
+    let report = e.shutdown(ShutdownMode::Cancel);
+    assert_eq!(report.slabs_outstanding, 0);
+    let mut cancelled = 0;
+    for h in handles {
+        let out = h.wait().unwrap();
+        match &out.partitions[0] {
+            Ok(p) => assert!(p.verified),
+            Err(PartitionError::Cancelled { .. }) => cancelled += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(report.partitions_ok + report.partitions_failed, 6);
+    assert_eq!(report.partitions_failed as usize, cancelled);
+    let _ = Field::is_zero(&Scalar::ZERO);
+}
