@@ -139,6 +139,8 @@ impl Workload {
     }
 }
 
+/// Holds a result until the clock stops (boxed or not does not matter: it is dropped after).
+#[allow(clippy::large_enum_variant)]
 enum Keep {
     Heap(#[allow(dead_code)] arenaprove_circuits::HeapAssignment),
     Arena(#[allow(dead_code)] arenaprove_circuits::ArenaAssignment),
