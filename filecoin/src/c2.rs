@@ -9,16 +9,28 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
+use arenaprove_arena::{Ledger, RegionConfig};
+use arenaprove_circuits::{shape_of, synthesize_arena, AssignmentPools, Shape};
+use arenaprove_engine::groth16::prover::Prover;
+use arenaprove_engine::groth16::PROOF_BYTES;
+use arenaprove_engine::{
+    prepare_verifying_key, verify_proof, Groth16Error, Parameters, ParamsMemory, PreparedVerifyingKey,
+};
 use blstrs::Scalar;
+use ff::Field;
 use filecoin_hashers::poseidon::PoseidonDomain;
 use filecoin_hashers::Domain;
 use filecoin_proofs::constants::{DefaultPieceDomain, DefaultPieceHasher, SectorShapeBase};
 use filecoin_proofs::types::{PoRepConfig, VanillaSealProof};
+use rand_core::RngCore;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
 
 use crate::api::{C1Output, RegisteredSealProof, SectorInfo, ShapedC1};
 use crate::error::FilecoinError;
+use crate::params::ParamFiles;
 
 /// The StackedDrg circuit of this crate's tree shape.
 pub type SealCircuit = StackedCircuit<SectorShapeBase, DefaultPieceHasher>;
@@ -197,7 +209,177 @@ pub fn reference_c2(c1: &C1Output, info: &SectorInfo) -> Result<Vec<u8>, Filecoi
     Ok(output.proof)
 }
 
-#[allow(dead_code)]
-fn elapsed(started: Instant) -> Duration {
-    started.elapsed()
+/// Options of one C2 run.
+#[derive(Clone, Copy, Debug)]
+pub struct C2Options {
+    /// Verify every partition proof with our verifier before returning it (~2 ms each),
+    /// as `seal_commit_phase2` does with `verify_seal`: a C1 whose vanilla proofs do not
+    /// match its seed or commitments then fails here instead of yielding a bad proof.
+    pub self_verify: bool,
+}
+
+impl Default for C2Options {
+    fn default() -> Self {
+        C2Options { self_verify: true }
+    }
+}
+
+/// Proves C1 outputs of one registered proof's sector size, against parameters loaded
+/// once from the cache. The assignment and prover slabs are reserved at load, sized from
+/// the circuit's shape, and reused by every partition of every sector.
+pub struct C2Prover {
+    registered_proof: RegisteredSealProof,
+    files: ParamFiles,
+    shape: Shape,
+    prover: Prover,
+    pvk: PreparedVerifyingKey,
+    pools: AssignmentPools,
+}
+
+impl fmt::Debug for C2Prover {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("C2Prover")
+            .field("registered_proof", &self.registered_proof)
+            .field("params", &self.files.params)
+            .field("shape", &self.shape)
+            .finish()
+    }
+}
+
+impl C2Prover {
+    /// Loads the parameters for `registered_proof` from the parameter cache
+    /// (`FIL_PROOFS_PARAMETER_CACHE`), `checked` validating every point.
+    pub fn load(registered_proof: RegisteredSealProof, checked: bool) -> Result<Self, FilecoinError> {
+        Self::load_from(registered_proof, &ParamFiles::for_proof(registered_proof)?, checked)
+    }
+
+    /// Loads the parameters from `files` (any directory laid out like the cache).
+    pub fn load_from(
+        registered_proof: RegisteredSealProof,
+        files: &ParamFiles,
+        checked: bool,
+    ) -> Result<Self, FilecoinError> {
+        files.require_params()?;
+        let size = registered_proof.sector_size()?;
+        let mismatch = |reason: String| FilecoinError::ParamsMismatch {
+            sector_size: size.name().to_string(),
+            path: files.params.clone(),
+            reason,
+        };
+        // The circuit's shape, counted on the blank circuit parameter generation uses.
+        let shape = shape_of(blank_circuit(registered_proof)?).map_err(|e| FilecoinError::Synthesis {
+            partition: 0,
+            reason: format!("counting the circuit shape: {e}"),
+        })?;
+        let params =
+            Parameters::read_file(&files.params, checked, &ParamsMemory::default()).map_err(|e| match e {
+                e @ Groth16Error::Io { .. } => FilecoinError::Engine(e.to_string()),
+                e => mismatch(e.to_string()),
+            })?;
+        // Cheap checks first, so a file for another sector size fails at load, by name.
+        let checks =
+            [("vk.ic (inputs)", params.vk.ic.len(), shape.inputs), ("l (aux)", params.l().len(), shape.aux)];
+        for (section, params_len, circuit_len) in checks {
+            if params_len != circuit_len {
+                return Err(mismatch(format!(
+                    "section {section} has {params_len} points, the {size} circuit needs {circuit_len}"
+                )));
+            }
+        }
+        let pvk = prepare_verifying_key(&params.vk);
+        let ledger = Ledger::unlimited();
+        let region = RegionConfig::default();
+        let prover = Prover::new(Arc::new(params), &ledger, region.clone(), 1)
+            .map_err(|e| FilecoinError::Engine(format!("reserving the prover's slabs: {e}")))?;
+        let pools = AssignmentPools::for_shape(&shape, 1, &ledger, region)
+            .map_err(|e| FilecoinError::Engine(format!("reserving the assignment slabs: {e}")))?;
+        Ok(C2Prover { registered_proof, files: files.clone(), shape, prover, pvk, pools })
+    }
+
+    /// The registered proof these parameters serve.
+    pub fn registered_proof(&self) -> RegisteredSealProof {
+        self.registered_proof
+    }
+
+    /// The circuit shape of one partition.
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    /// C2 for one sector: every partition proven in order, proofs concatenated.
+    pub fn prove(&self, c1: &C1Output, rng: &mut impl RngCore) -> Result<C2Output, FilecoinError> {
+        self.prove_with(c1, rng, C2Options::default())
+    }
+
+    /// [`C2Prover::prove`] with options.
+    pub fn prove_with(
+        &self,
+        c1: &C1Output,
+        rng: &mut impl RngCore,
+        options: C2Options,
+    ) -> Result<C2Output, FilecoinError> {
+        let ours = self.registered_proof.sector_size()?;
+        let theirs = c1.registered_proof.sector_size()?;
+        if ours != theirs {
+            return Err(FilecoinError::ParamsMismatch {
+                sector_size: ours.name().to_string(),
+                path: self.files.params.clone(),
+                reason: format!("the C1 output is for a {theirs} sector ({:?})", c1.registered_proof),
+            });
+        }
+        let job = SectorJob::new(c1)?;
+        let _span = tracing::info_span!("c2", sector_size = %ours, partitions = job.partitions()).entered();
+        let mut stages = C2Stages {
+            partitions: job.partitions(),
+            constraints: self.shape.constraints,
+            ..Default::default()
+        };
+        let mut proof_bytes = Vec::with_capacity(job.partitions() * PROOF_BYTES);
+        for k in 0..job.partitions() {
+            let engine = |e: Groth16Error| match e {
+                e @ Groth16Error::ShapeMismatch { .. } => FilecoinError::ParamsMismatch {
+                    sector_size: ours.name().to_string(),
+                    path: self.files.params.clone(),
+                    reason: format!("partition {k}: {e}"),
+                },
+                e => FilecoinError::Engine(format!("partition {k}: {e}")),
+            };
+            let started = Instant::now();
+            let circuit = job.circuit(k)?;
+            let inputs = job.public_inputs(k)?;
+            stages.circuit_build += started.elapsed();
+
+            let started = Instant::now();
+            let mut witness = synthesize_arena(circuit, &self.pools, &self.shape)
+                .map_err(|e| FilecoinError::Synthesis { partition: k, reason: e.to_string() })?;
+            stages.synthesis += started.elapsed();
+
+            let r = Scalar::random(&mut *rng);
+            let s = Scalar::random(&mut *rng);
+            let started = Instant::now();
+            let start = self.prover.prove_start(&mut witness).map_err(engine)?;
+            stages.prove_start += started.elapsed();
+            let started = Instant::now();
+            let (proof, _) = self.prover.finalize(start, &witness, r, s).map_err(engine)?;
+            drop(witness);
+            stages.finalize += started.elapsed();
+
+            if options.self_verify {
+                let started = Instant::now();
+                let ok = verify_proof(&self.pvk, &proof, &inputs).map_err(engine)?;
+                stages.self_verify += started.elapsed();
+                if !ok {
+                    return Err(FilecoinError::Synthesis {
+                        partition: k,
+                        reason: "the proof does not verify against the partition's public inputs: the \
+                                 circuit is unsatisfied (vanilla proofs that do not match the C1's seed, \
+                                 replica id or commitments)"
+                            .into(),
+                    });
+                }
+            }
+            proof_bytes.extend_from_slice(&proof.to_bytes());
+        }
+        Ok(C2Output { proof: proof_bytes, stages })
+    }
 }

@@ -60,6 +60,19 @@ impl ParamFiles {
         })
     }
 
+    /// The same file names in another directory (a second cache, a test fixture).
+    pub fn relocated(&self, dir: &std::path::Path) -> ParamFiles {
+        let moved = |p: &PathBuf| dir.join(p.file_name().unwrap_or_default());
+        ParamFiles {
+            sector_size: self.sector_size.clone(),
+            cache_id: self.cache_id.clone(),
+            params: moved(&self.params),
+            vk: moved(&self.vk),
+            meta: moved(&self.meta),
+            cache_dir: dir.to_path_buf(),
+        }
+    }
+
     /// Errors with [`FilecoinError::MissingParams`] unless the `.params` file exists.
     pub fn require_params(&self) -> Result<(), FilecoinError> {
         if self.params.is_file() {
