@@ -23,7 +23,7 @@ fn counts_this_threads_allocations() {
     assert_eq!((d.deallocs, d.bytes_freed), (1, 800));
     let (_, d) = CountingAlloc::measure_thread(|| {
         let mut v: Vec<u8> = Vec::with_capacity(16);
-        v.extend(std::iter::repeat_n(0, 1000));
+        v.extend(std::iter::repeat(0).take(1000));
         v
     });
     assert!(d.reallocs >= 1, "{d:?}");
