@@ -10,7 +10,12 @@ use ff::Field;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-/// The chain circuit with its witness (x_0 and k drawn from the seed).
+/// The circuit's constant k (the anchors' chain is x' = x^2 + 5). It is part of the
+/// constraints, so it must not depend on the seed: parameters made for one instance must
+/// prove every other instance of the same size.
+pub const CHAIN_K: u64 = 5;
+
+/// The chain circuit with its witness (x_0 drawn from the seed; k = [`CHAIN_K`]).
 #[derive(Clone, Debug)]
 pub struct ChainCircuit {
     pub steps: usize,
@@ -23,8 +28,7 @@ impl ChainCircuit {
     pub fn new(steps: usize, seed: u64) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6368_6169_6e00_0000);
         let x0 = Scalar::random(&mut rng);
-        let k = Scalar::random(&mut rng);
-        ChainCircuit { steps, x0, k }
+        ChainCircuit { steps, x0, k: Scalar::from(CHAIN_K) }
     }
 
     /// Steps whose shape has `constraints` rows (N + 2), at least 1.

@@ -1,0 +1,250 @@
+//! `arenaprove soak`: N consecutive sectors through one long-lived engine; every proof
+//! verified; memory, page faults, handback latency and throughput reported.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use arenaprove::arena::ledger::{page_faults, rss_bytes};
+use arenaprove::circuits::circuits::CircuitKind;
+use arenaprove::engine::pipeline::{AllocMode, Job, JobHandle, ShutdownMode};
+use serde::Serialize;
+
+use crate::common;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Sectors to prove back to back.
+    #[arg(long, default_value_t = 20)]
+    pub sectors: usize,
+    #[arg(long, default_value_t = 2)]
+    pub partitions: usize,
+    /// Target constraints per partition.
+    #[arg(long, default_value_t = 4096)]
+    pub constraints: usize,
+    #[arg(long, default_value = "sector")]
+    pub circuit: CircuitKind,
+    /// slab: the arena (reserved once, handed back by reset); fresh: new mappings per
+    /// partition, unmapped when done (the reference stack's way; the baseline).
+    #[arg(long, default_value = "slab")]
+    pub alloc: AllocMode,
+    #[arg(long, default_value_t = 2)]
+    pub slots: usize,
+    #[arg(long)]
+    pub params: Option<PathBuf>,
+    /// One final JSON object on stdout instead of the human report.
+    #[arg(long)]
+    pub json: bool,
+    /// Draws RSS and per-sector time over the run (SVG).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+pub struct SoakReport {
+    pub circuit: String,
+    pub alloc: String,
+    pub sectors: usize,
+    pub partitions: usize,
+    pub constraints: usize,
+    pub proofs_ok: u64,
+    pub proofs_failed: u64,
+    pub rss_start_bytes: u64,
+    pub rss_warm_bytes: u64,
+    pub rss_end_bytes: u64,
+    pub rss_peak_bytes: u64,
+    pub rss_end_vs_warm: f64,
+    pub warmup_sectors: usize,
+    pub minflt_per_partition: f64,
+    pub regions_after_freeze: usize,
+    pub handback_ns_p50: u64,
+    pub handback_ns_p99: u64,
+    pub handback_ns_max: u64,
+    /// Proofs per minute over the first and last tenth of the sectors.
+    pub throughput_first_tenth: f64,
+    pub throughput_last_tenth: f64,
+    pub wall_s: f64,
+    pub reserved_bytes: usize,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    if a.sectors == 0 || a.partitions == 0 {
+        bail!("--sectors and --partitions must be at least 1");
+    }
+    let quiet = a.json;
+    let rss_start = rss_bytes();
+    let loaded = common::params_for(a.circuit, a.constraints, a.params.as_deref(), quiet)?;
+    let engine = common::engine(a.circuit, &loaded, a.slots, a.alloc)?;
+    let warmup = (a.sectors / 10).max(1).min(a.sectors);
+    let bar = common::bar(quiet, a.sectors as u64, "sectors");
+
+    let mut done_at: Vec<f64> = Vec::with_capacity(a.sectors); // seconds since start
+    let mut rss_at: Vec<u64> = Vec::with_capacity(a.sectors);
+    let mut handback_ns: Vec<u64> = Vec::new();
+    let (mut ok, mut failed) = (0u64, 0u64);
+    let (mut rss_warm, mut flt_warm) = (0u64, 0u64);
+    let t0 = Instant::now();
+    let mut in_flight: VecDeque<JobHandle> = VecDeque::new();
+    let mut next = 0usize;
+    let submit = |k: usize| -> Result<JobHandle> {
+        let parts = (0..a.partitions)
+            .map(|p| {
+                common::circuit(a.circuit, a.constraints, k as u64 + 1, p).map(common::partition_circuit)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(engine.submit(Job::new(a.circuit.to_string(), parts))?)
+    };
+    while done_at.len() < a.sectors {
+        // Keep two sectors queued so the pipeline never drains between sectors.
+        while next < a.sectors && in_flight.len() < 2 {
+            in_flight.push_back(submit(next)?);
+            next += 1;
+        }
+        let out = in_flight.pop_front().expect("a sector in flight").wait()?;
+        for p in &out.partitions {
+            match p {
+                Ok(p) if p.verified => ok += 1,
+                Ok(_) => failed += 1,
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("sector {}: {e}", done_at.len() + 1);
+                }
+            }
+        }
+        done_at.push(t0.elapsed().as_secs_f64());
+        rss_at.push(rss_bytes());
+        if done_at.len() > warmup {
+            handback_ns.extend(out.spans.iter().filter(|s| s.name == "handback").map(|s| s.dur_ns));
+        }
+        if done_at.len() == warmup {
+            rss_warm = rss_bytes();
+            flt_warm = page_faults().0;
+        }
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    let flt_end = page_faults().0;
+    let rss_end = rss_bytes();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let ledger = engine.ledger();
+    let report_engine = engine.shutdown(ShutdownMode::Drain);
+
+    let tenth = (a.sectors / 10).max(1);
+    let per_min = |from: usize, to: usize| -> f64 {
+        // Sectors from..to (exclusive), timed from the completion before `from`.
+        let start = if from == 0 { 0.0 } else { done_at[from - 1] };
+        let secs = (done_at[to - 1] - start).max(1e-9);
+        ((to - from) * a.partitions) as f64 * 60.0 / secs
+    };
+    let after_warm_partitions = ((a.sectors - warmup) * a.partitions).max(1);
+    let report = SoakReport {
+        circuit: a.circuit.to_string(),
+        alloc: format!("{:?}", a.alloc).to_lowercase(),
+        sectors: a.sectors,
+        partitions: a.partitions,
+        constraints: loaded.shape.constraints,
+        proofs_ok: ok,
+        proofs_failed: failed,
+        rss_start_bytes: rss_start,
+        rss_warm_bytes: rss_warm,
+        rss_end_bytes: rss_end,
+        rss_peak_bytes: common::peak_rss_bytes(),
+        rss_end_vs_warm: rss_end as f64 / rss_warm.max(1) as f64,
+        warmup_sectors: warmup,
+        minflt_per_partition: if a.sectors > warmup {
+            (flt_end - flt_warm) as f64 / after_warm_partitions as f64
+        } else {
+            f64::NAN
+        },
+        regions_after_freeze: ledger.regions_after_freeze,
+        handback_ns_p50: common::quantile_u64(&mut handback_ns, 0.5),
+        handback_ns_p99: common::quantile_u64(&mut handback_ns, 0.99),
+        handback_ns_max: handback_ns.iter().copied().max().unwrap_or(0),
+        throughput_first_tenth: per_min(0, tenth),
+        throughput_last_tenth: per_min(a.sectors - tenth, a.sectors),
+        wall_s: t0.elapsed().as_secs_f64(),
+        reserved_bytes: ledger.reserved_bytes,
+    };
+    if report_engine.slabs_outstanding != 0 {
+        bail!("{} slabs still leased at shutdown", report_engine.slabs_outstanding);
+    }
+    if let Some(path) = &a.plot {
+        plot(path, &done_at, &rss_at)?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print_report(&report);
+    }
+    if report.proofs_failed > 0 {
+        bail!("{} proofs failed", report.proofs_failed);
+    }
+    Ok(())
+}
+
+fn mib(b: u64) -> f64 {
+    b as f64 / (1u64 << 20) as f64
+}
+
+fn print_report(r: &SoakReport) {
+    println!(
+        "soak: {} sectors x {} partitions of {} ({} constraints), alloc = {}",
+        r.sectors, r.partitions, r.circuit, r.constraints, r.alloc
+    );
+    println!("  proofs verified      {} ok, {} failed", r.proofs_ok, r.proofs_failed);
+    println!(
+        "  RSS                  start {:.1} MiB, warm {:.1} MiB (after {} sectors), end {:.1} MiB ({:+.2}%), peak {:.1} MiB",
+        mib(r.rss_start_bytes),
+        mib(r.rss_warm_bytes),
+        r.warmup_sectors,
+        mib(r.rss_end_bytes),
+        (r.rss_end_vs_warm - 1.0) * 100.0,
+        mib(r.rss_peak_bytes)
+    );
+    println!("  page faults          {:.1} minor faults per partition after warm-up", r.minflt_per_partition);
+    println!("  regions after freeze {}", r.regions_after_freeze);
+    println!(
+        "  handback             p50 {} ns, p99 {} ns, max {} ns",
+        r.handback_ns_p50, r.handback_ns_p99, r.handback_ns_max
+    );
+    println!(
+        "  throughput           {:.1} proofs/min (first tenth), {:.1} proofs/min (last tenth); {:.1} s wall",
+        r.throughput_first_tenth, r.throughput_last_tenth, r.wall_s
+    );
+}
+
+fn plot(path: &std::path::Path, done_at: &[f64], rss_at: &[u64]) -> Result<()> {
+    use plotters::prelude::*;
+    let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (upper, lower) = root.split_vertically(300);
+    let n = done_at.len();
+    let rss: Vec<f64> = rss_at.iter().map(|b| mib(*b)).collect();
+    let (rmin, rmax) = rss.iter().fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+    let pad = ((rmax - rmin) * 0.1).max(1.0);
+    let mut c = ChartBuilder::on(&upper)
+        .caption("RSS after each sector (MiB)", ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(1usize..n.max(2), (rmin - pad)..(rmax + pad))?;
+    c.configure_mesh().x_desc("sector").draw()?;
+    c.draw_series(LineSeries::new(rss.iter().enumerate().map(|(i, v)| (i + 1, *v)), &BLUE))?;
+    let per: Vec<f64> =
+        done_at.iter().enumerate().map(|(i, t)| t - if i == 0 { 0.0 } else { done_at[i - 1] }).collect();
+    let tmax = per.iter().cloned().fold(0.0, f64::max) * 1.1 + 1e-3;
+    let mut c = ChartBuilder::on(&lower)
+        .caption("time per sector (s)", ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(1usize..n.max(2), 0.0..tmax)?;
+    c.configure_mesh().x_desc("sector").draw()?;
+    c.draw_series(LineSeries::new(per.iter().enumerate().map(|(i, v)| (i + 1, *v)), &RED))?;
+    root.present()?;
+    Ok(())
+}
