@@ -2,12 +2,19 @@
 use clap::{Parser, Subcommand};
 
 mod bench_alloc;
-mod bench_synth;
 mod bench_prove;
+mod bench_synth;
+mod common;
+#[cfg(feature = "filecoin")]
+mod filecoin;
+mod params;
+mod prove;
+mod soak;
 
 /// Counts heap allocations for the bench-* commands (a few relaxed atomics per call).
 #[global_allocator]
-static ALLOC: arenaprove::arena::count_alloc::CountingAlloc = arenaprove::arena::count_alloc::CountingAlloc::new();
+static ALLOC: arenaprove::arena::count_alloc::CountingAlloc =
+    arenaprove::arena::count_alloc::CountingAlloc::new();
 
 #[derive(Parser)]
 #[command(name = "arenaprove", version, about = "Memory-arena-centric Groth16 proving engine")]
@@ -18,12 +25,21 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// The main job: prove one sector (development params generated and cached on first use).
+    Prove(prove::Args),
+    /// Many consecutive sectors through one engine: memory, faults, handback, throughput.
+    Soak(soak::Args),
+    /// Parameter files: gen, inspect, verify.
+    Params(params::Args),
     /// Allocation strategies side by side on a partition-shaped working set.
     BenchAlloc(bench_alloc::Args),
-    /// Synthesis: heap baseline vs ArenaAssignment (bellpepper-core and native gadgets).
-    BenchSynth(bench_synth::Args),
     /// Our CPU Groth16 prover against bellperson 0.27 on the same parameters (issue 4).
     BenchProve(bench_prove::Args),
+    /// Synthesis: heap baseline vs ArenaAssignment (bellpepper-core and native gadgets).
+    BenchSynth(bench_synth::Args),
+    /// Real Filecoin sectors: seal (to C1), c2, verify, bench.
+    #[cfg(feature = "filecoin")]
+    Filecoin(filecoin::Args),
 }
 
 fn main() {
@@ -35,9 +51,14 @@ fn main() {
         .init();
     let cli = Cli::parse();
     let result = match cli.cmd {
+        Cmd::Prove(a) => prove::run(a),
+        Cmd::Soak(a) => soak::run(a),
+        Cmd::Params(a) => params::run(a),
         Cmd::BenchAlloc(a) => bench_alloc::run(a),
-        Cmd::BenchSynth(a) => bench_synth::run(a),
         Cmd::BenchProve(a) => bench_prove::run(a),
+        Cmd::BenchSynth(a) => bench_synth::run(a),
+        #[cfg(feature = "filecoin")]
+        Cmd::Filecoin(a) => filecoin::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");
