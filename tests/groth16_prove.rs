@@ -161,6 +161,50 @@ fn sha256_gadget_proofs_equal_bellperson() {
 }
 
 #[test]
+fn circuits_crate_sha_and_sector_equal_bellperson() {
+    use arenaprove::circuits::circuits::{build, CircuitKind};
+    // sha: the circuits crate's instance (bellpepper gadget on the generic path), 1 block.
+    cross_check("sha (circuits crate)", build(CircuitKind::Sha, 20_000, 3).unwrap(), 31);
+    // sector: the smallest partition (one challenge, ~37k constraints, domain 2^16).
+    cross_check("sector (circuits crate)", build(CircuitKind::Sector, 1, 3).unwrap(), 32);
+}
+
+/// Our prover fed by the circuits crate's native, slab-backed synthesis gives bellperson's
+/// bytes too. (Not sha: its native gadget is a different constraint system from
+/// bellpepper's SHA-256 gadget, so parameters made from one do not fit the other's proofs.)
+#[test]
+fn native_arena_witness_proofs_equal_bellperson() {
+    use arenaprove::arena::{Ledger, RegionConfig};
+    use arenaprove::circuits::circuits::{build, CircuitKind};
+    use arenaprove::circuits::{shape_of_native, synthesize_native, AssignmentPools};
+    for (kind, n) in [(CircuitKind::Chain, 3000usize), (CircuitKind::Sector, 1)] {
+        let c = build(kind, n, 9).unwrap();
+        let s = setup(c.clone(), 41);
+        let shape = shape_of_native(&c).unwrap();
+        let pools =
+            AssignmentPools::for_shape(&shape, 1, &Ledger::unlimited(), RegionConfig::heap()).unwrap();
+        let prover = Prover::with_heap_pool(s.ours.clone()).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let (r, sr) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let mut w = synthesize_native(&c, &pools, &shape).unwrap();
+        let start = prover.prove_start(&mut w).unwrap();
+        // a, b, c went back to their pool the moment h was computed.
+        assert_eq!(pools.abc.outstanding(), 0, "{kind}: a, b, c slabs not released by prove_start");
+        let (ours, _) = prover.finalize(start, &w, r, sr).unwrap();
+        drop(w);
+        assert_eq!(pools.outstanding(), 0);
+        let theirs = bellperson::groth16::create_proof(c.clone(), &s.theirs, r, sr).unwrap();
+        let mut theirs_bytes = Vec::new();
+        theirs.write(&mut theirs_bytes).unwrap();
+        assert_eq!(
+            ours.to_bytes().as_slice(),
+            theirs_bytes.as_slice(),
+            "{kind}: native-witness proof differs"
+        );
+    }
+}
+
+#[test]
 #[ignore = "2^16-domain circuits: ~1 minute in release on 2 cores"]
 fn large_proofs_equal_bellperson() {
     cross_check("sha256 of 64 bytes", Sha256Circuit::new(64, 2), 12);
