@@ -207,7 +207,7 @@ fn need(
     offset: usize,
     bytes: usize,
 ) -> Result<()> {
-    if offset.checked_add(bytes).is_none_or(|end| end > src.len()) {
+    if offset.checked_add(bytes).map_or(true, |end| end > src.len()) {
         return Err(Groth16Error::Truncated {
             file: file.into(),
             section,

@@ -396,9 +396,10 @@ fn append_dense(dst: &mut SlabVec<ScalarBytes>, src: &[ScalarBytes], density: De
     parts.into_par_iter().for_each(|(k, part)| {
         let end = ((k + 1) * FILTER_CHUNK_BITS).min(src.len());
         let mut j = 0;
-        for i in k * FILTER_CHUNK_BITS..end {
-            if density.get(i) {
-                part[j] = src[i];
+        let first = k * FILTER_CHUNK_BITS;
+        for (i, v) in src[first..end].iter().enumerate() {
+            if density.get(first + i) {
+                part[j] = *v;
                 j += 1;
             }
         }
