@@ -108,8 +108,18 @@ fn sha_bellpepper_gadget_arena_equals_heap() {
 
 #[test]
 fn sector_arena_equals_heap() {
-    let c = SectorPartitionCircuit { sector_id: 77, partition: 3, challenges: 1, extra_levels: 2 };
+    let c = SectorPartitionCircuit::full(77, 3, 1, 2);
     check("sector", c, Some(&native_of(c)));
+}
+
+#[test]
+fn small_sector_arena_equals_heap() {
+    // Reduced challenges (fewer compression rounds, shorter path), as soaks and CI use.
+    for target in [1024, 4096] {
+        let c = SectorPartitionCircuit::for_constraints(78, 1, target);
+        assert!(c.sha_rounds < sha256::ROUNDS, "{target}: {c:?} is reduced");
+        check(&format!("sector@{target}"), c, Some(&native_of(c)));
+    }
 }
 
 #[test]

@@ -113,7 +113,7 @@ fn circuit_larger_than_its_shape_is_refused() {
 
 #[test]
 fn native_steady_state_allocates_nothing_per_constraint() {
-    let circuit = SectorPartitionCircuit { sector_id: 5, partition: 1, challenges: 1, extra_levels: 0 };
+    let circuit = SectorPartitionCircuit::full(5, 1, 1, 0);
     let shape = shape_of_native(&circuit).unwrap();
     let (_ledger, pools) = setup(&shape);
     // Warm up: constant tables, recycled Vecs grown to their working sizes.

@@ -88,8 +88,30 @@ pub fn compress<CS: NativeCs>(
     block: &[Bit; 512],
     state: &[UInt32; 8],
 ) -> Result<[UInt32; 8], CircuitError> {
+    compress_rounds(cs, block, state, ROUNDS)
+}
+
+/// Rounds of the SHA-256 compression function.
+pub const ROUNDS: usize = 64;
+
+/// The compression function cut to its first `rounds` rounds (1..=[`ROUNDS`]): the
+/// message schedule is extended only as far as those rounds read it, then the state is
+/// fed forward as usual. **Only `rounds == 64` is SHA-256**; fewer rounds is a smaller
+/// workload of the same kind, used by test circuits that must scale down.
+pub fn compress_rounds<CS: NativeCs>(
+    cs: &mut CS,
+    block: &[Bit; 512],
+    state: &[UInt32; 8],
+    rounds: usize,
+) -> Result<[UInt32; 8], CircuitError> {
+    if !(1..=ROUNDS).contains(&rounds) {
+        return Err(CircuitError::Invalid {
+            what: "sha256 compression rounds",
+            reason: format!("{rounds} not in 1..={ROUNDS}"),
+        });
+    }
     let mut eq = MultiEq::new(cs);
-    let r = compress_with(cs, &mut eq, block, state);
+    let r = compress_with(cs, &mut eq, block, state, rounds);
     eq.finish(cs);
     r
 }
@@ -99,12 +121,13 @@ fn compress_with<CS: NativeCs>(
     eq: &mut MultiEq,
     block: &[Bit; 512],
     state: &[UInt32; 8],
+    rounds: usize,
 ) -> Result<[UInt32; 8], CircuitError> {
     let mut w = [UInt32::constant(0); 64];
     for (i, word) in w.iter_mut().take(16).enumerate() {
         *word = UInt32::from_bits_be(&block[32 * i..32 * i + 32]);
     }
-    for i in 16..64 {
+    for i in 16..rounds {
         let s0 = sigma(cs, &w[i - 15], [7, 18], 3, true)?;
         let s1 = sigma(cs, &w[i - 2], [17, 19], 10, true)?;
         w[i] = UInt32::addmany(cs, eq, &[&w[i - 16], &s0, &w[i - 7], &s1])?;
@@ -113,7 +136,7 @@ fn compress_with<CS: NativeCs>(
     let mut a = Deferred::concrete(state[0]);
     let [_, mut b, mut c, mut d, _, mut f, mut g, mut h] = *state;
     let mut e = Deferred::concrete(state[4]);
-    for i in 0..64 {
+    for i in 0..rounds {
         let new_e = e.compute(cs, eq, None)?;
         let s1 = sigma(cs, &new_e, [6, 11], 25, false)?;
         let ch = UInt32::ch(cs, &new_e, &f, &g)?;
