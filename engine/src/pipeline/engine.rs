@@ -17,7 +17,7 @@ use rand_core::{RngCore, SeedableRng};
 use super::config::{AllocMode, EngineConfig, SLOTS_MAX};
 use super::job::{Job, JobHandle, JobOutput, PartitionCircuit, PartitionError, PartitionOutput, Randomness};
 use super::plan::MemoryPlan;
-use super::timeline::{Level, Timeline};
+use super::timeline::{Level, Timeline, Who};
 use crate::groth16::prover::{ProveStart, Prover};
 use crate::groth16::{prepare_verifying_key, Parameters, PreparedVerifyingKey};
 
@@ -462,9 +462,7 @@ fn dispatcher(
         item.job.timeline.record_interval(
             "wait_slot",
             Level::Stage,
-            item.job.id,
-            item.partition,
-            TID_DISPATCH,
+            Who { job_id: item.job.id, partition: item.partition, thread: TID_DISPATCH },
             t0,
             t0.elapsed(),
         );
@@ -526,7 +524,13 @@ fn synthesize(sh: Arc<Shared>, item: WorkItem, slot: usize, tx: Sender<Synthesiz
         cs.finish().map_err(|e| PartitionError::Synthesis { partition, reason: e.to_string() })?;
         Ok(held)
     })();
-    job.timeline.record_interval("synthesize", Level::Stage, job.id, partition, tid, t0, t0.elapsed());
+    job.timeline.record_interval(
+        "synthesize",
+        Level::Stage,
+        Who { job_id: job.id, partition, thread: tid },
+        t0,
+        t0.elapsed(),
+    );
     match result {
         Ok(held) => {
             let item = WorkItem { job, kind, partition, circuit: Box::new(Spent), randomness };
@@ -573,9 +577,7 @@ fn prover_loop(sh: Arc<Shared>, rx: Receiver<Synthesized>, tx: Sender<Started>, 
         job.timeline.record_interval(
             "wait_prove",
             Level::Stage,
-            job.id,
-            p,
-            tid,
+            Who { job_id: job.id, partition: p, thread: tid },
             enqueued,
             enqueued.elapsed(),
         );
@@ -589,13 +591,25 @@ fn prover_loop(sh: Arc<Shared>, rx: Receiver<Synthesized>, tx: Sender<Started>, 
         let Held { witness, fresh } = &mut held;
         let prover = prover_of(&item.kind, fresh);
         let res = std::panic::catch_unwind(AssertUnwindSafe(|| prover.prove_start(witness)));
-        job.timeline.record_interval("prove_start", Level::Stage, job.id, p, tid, t0, t0.elapsed());
+        job.timeline.record_interval(
+            "prove_start",
+            Level::Stage,
+            Who { job_id: job.id, partition: p, thread: tid },
+            t0,
+            t0.elapsed(),
+        );
         match res {
             Ok(Ok(start)) => {
                 let t = start.timings();
                 let mut at = t0;
                 for (name, d) in [("ntt_h", t.ntt_h), ("msm_h", t.msm_h)] {
-                    job.timeline.record_interval(name, Level::Call, job.id, p, tid, at, d);
+                    job.timeline.record_interval(
+                        name,
+                        Level::Call,
+                        Who { job_id: job.id, partition: p, thread: tid },
+                        at,
+                        d,
+                    );
                     at += d;
                 }
                 let msg = Started { item, slot, held, start, enqueued: Instant::now() };
@@ -632,9 +646,7 @@ fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
         job.timeline.record_interval(
             "wait_finalize",
             Level::Stage,
-            job.id,
-            p,
-            tid,
+            Who { job_id: job.id, partition: p, thread: tid },
             enqueued,
             enqueued.elapsed(),
         );
@@ -646,7 +658,13 @@ fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
         let prover = prover_of(&item.kind, &held.fresh);
         let res = std::panic::catch_unwind(AssertUnwindSafe(|| prover.finalize(start, &held.witness, r, s)));
         let fin_dur = t0.elapsed();
-        job.timeline.record_interval("finalize", Level::Stage, job.id, p, tid, t0, fin_dur);
+        job.timeline.record_interval(
+            "finalize",
+            Level::Stage,
+            Who { job_id: job.id, partition: p, thread: tid },
+            t0,
+            fin_dur,
+        );
         let result = match res {
             Ok(Ok((proof, t))) => {
                 let mut at = t0;
@@ -657,7 +675,13 @@ fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
                     ("msm_b_g2", t.msm_b_g2),
                     ("proof", t.finalize),
                 ] {
-                    job.timeline.record_interval(name, Level::Call, job.id, p, tid, at, d);
+                    job.timeline.record_interval(
+                        name,
+                        Level::Call,
+                        Who { job_id: job.id, partition: p, thread: tid },
+                        at,
+                        d,
+                    );
                     at += d;
                 }
                 let public_inputs = held.witness.input_assignment()[1..].to_vec();
@@ -665,7 +689,13 @@ fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
                     let tv = Instant::now();
                     let ok =
                         crate::groth16::verify_proof(&item.kind.pvk, &proof, &public_inputs).unwrap_or(false);
-                    job.timeline.record_interval("verify", Level::Stage, job.id, p, tid, tv, tv.elapsed());
+                    job.timeline.record_interval(
+                        "verify",
+                        Level::Stage,
+                        Who { job_id: job.id, partition: p, thread: tid },
+                        tv,
+                        tv.elapsed(),
+                    );
                     ok
                 } else {
                     false
@@ -682,7 +712,13 @@ fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
         // Handback: the assignment's slabs (and in fresh mode its mappings) go back here.
         let th = Instant::now();
         drop(held);
-        job.timeline.record_interval("handback", Level::Stage, job.id, p, tid, th, th.elapsed());
+        job.timeline.record_interval(
+            "handback",
+            Level::Stage,
+            Who { job_id: job.id, partition: p, thread: tid },
+            th,
+            th.elapsed(),
+        );
         free_slot(&sh, slot);
         complete(&sh, &job, p, result);
     }

@@ -30,4 +30,4 @@ pub use job::{
     PartitionOutput, Randomness,
 };
 pub use plan::{MemoryPlan, PlanTerm};
-pub use timeline::{chrome_trace_json, Level, Span, StageGap, Timeline};
+pub use timeline::{chrome_trace_json, Level, Span, StageGap, Timeline, Who};

@@ -38,6 +38,14 @@ pub fn ns_since_epoch(t: Instant) -> u64 {
     t.saturating_duration_since(epoch()).as_nanos() as u64
 }
 
+/// Which job, partition and engine thread a span belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Who {
+    pub job_id: u64,
+    pub partition: u32,
+    pub thread: u32,
+}
+
 /// Collects spans of one job; cheap to clone and share between the pipeline's threads.
 #[derive(Clone, Default, Debug)]
 pub struct Timeline {
@@ -54,22 +62,14 @@ impl Timeline {
         self.spans.lock().unwrap_or_else(|p| p.into_inner()).push(span);
     }
 
-    pub fn record_interval(
-        &self,
-        name: &'static str,
-        level: Level,
-        job_id: u64,
-        partition: u32,
-        thread: u32,
-        start: Instant,
-        dur: Duration,
-    ) {
+    /// Records an interval of `who` that ran from `start` for `dur`.
+    pub fn record_interval(&self, name: &'static str, level: Level, who: Who, start: Instant, dur: Duration) {
         self.record(Span {
             name,
             level,
-            job_id,
-            partition,
-            thread,
+            job_id: who.job_id,
+            partition: who.partition,
+            thread: who.thread,
             start_ns: ns_since_epoch(start),
             dur_ns: dur.as_nanos() as u64,
         });
@@ -157,22 +157,24 @@ mod tests {
     fn gaps_subtract_inner_calls() {
         let t = Timeline::new();
         let base = epoch() + Duration::from_millis(1);
-        t.record_interval("prove_start", Level::Stage, 1, 0, 0, base, Duration::from_micros(100));
+        t.record_interval(
+            "prove_start",
+            Level::Stage,
+            Who { job_id: 1, partition: 0, thread: 0 },
+            base,
+            Duration::from_micros(100),
+        );
         t.record_interval(
             "ntt_h",
             Level::Call,
-            1,
-            0,
-            0,
+            Who { job_id: 1, partition: 0, thread: 0 },
             base + Duration::from_micros(5),
             Duration::from_micros(40),
         );
         t.record_interval(
             "msm_h",
             Level::Call,
-            1,
-            0,
-            0,
+            Who { job_id: 1, partition: 0, thread: 0 },
             base + Duration::from_micros(50),
             Duration::from_micros(30),
         );
@@ -180,9 +182,7 @@ mod tests {
         t.record_interval(
             "msm_h",
             Level::Call,
-            1,
-            1,
-            0,
+            Who { job_id: 1, partition: 1, thread: 0 },
             base + Duration::from_micros(10),
             Duration::from_micros(30),
         );
@@ -196,7 +196,13 @@ mod tests {
     #[test]
     fn chrome_trace_is_valid_json_shape() {
         let t = Timeline::new();
-        t.record_interval("synthesize", Level::Stage, 7, 3, 2, epoch(), Duration::from_micros(12));
+        t.record_interval(
+            "synthesize",
+            Level::Stage,
+            Who { job_id: 7, partition: 3, thread: 2 },
+            epoch(),
+            Duration::from_micros(12),
+        );
         let json = chrome_trace_json(&t.spans());
         assert!(json.starts_with("{\"displayTimeUnit\""));
         assert!(json.contains("\"name\":\"synthesize\""));
