@@ -1,0 +1,219 @@
+//! The `arenaprove` program as a newcomer runs it: `prove` writes proofs, a verifying key
+//! and inputs that bellperson's own verifier accepts; `soak` proves sectors with memory
+//! flat; bad input gives a clear error and exit code 1.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use bellperson::groth16::{prepare_verifying_key, verify_proof, Proof, VerifyingKey};
+use blstrs::{Bls12, Scalar};
+
+fn arenaprove(cache: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_arenaprove"))
+        .args(args)
+        .env("ARENAPROVE_CACHE", cache)
+        .output()
+        .expect("running arenaprove")
+}
+
+fn ok(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+fn scalar(hex: &str) -> Scalar {
+    let digits = hex.strip_prefix("0x").expect("0x prefix");
+    assert_eq!(digits.len(), 64, "64 hex digits: {hex}");
+    let mut le = [0u8; 32];
+    for (i, b) in le.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&digits[2 * i..2 * i + 2], 16).unwrap();
+    }
+    Option::from(Scalar::from_bytes_le(&le)).expect("a canonical scalar")
+}
+
+fn check_with_bellperson(dir: &Path, partitions: usize) {
+    let vk = VerifyingKey::<Bls12>::read(&std::fs::read(dir.join("vk.bin")).unwrap()[..])
+        .expect("bellperson reads the vk");
+    let pvk = prepare_verifying_key(&vk);
+    let proofs = std::fs::read(dir.join("proof.bin")).unwrap();
+    assert_eq!(proofs.len(), 192 * partitions);
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("inputs.json")).unwrap()).unwrap();
+    let per: Vec<Vec<Scalar>> = if partitions == 1 {
+        vec![json.as_array().unwrap().iter().map(|v| scalar(v.as_str().unwrap())).collect()]
+    } else {
+        json.as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_array().unwrap().iter().map(|v| scalar(v.as_str().unwrap())).collect())
+            .collect()
+    };
+    assert_eq!(per.len(), partitions);
+    for (k, inputs) in per.iter().enumerate() {
+        let proof =
+            Proof::<Bls12>::read(&proofs[192 * k..192 * (k + 1)]).expect("bellperson reads the proof");
+        assert!(verify_proof(&pvk, &proof, inputs).unwrap(), "partition {k} verifies with bellperson");
+        // A wrong input must not verify.
+        let mut bad = inputs.clone();
+        bad[0] += Scalar::from(1u64);
+        assert!(!verify_proof(&pvk, &proof, &bad).unwrap());
+    }
+}
+
+#[test]
+fn prove_writes_what_bellperson_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (p, v, i) = (d.join("proof.bin"), d.join("vk.bin"), d.join("inputs.json"));
+    for (circuit, partitions) in [("sector", 3usize), ("chain", 1)] {
+        let out = arenaprove(
+            d,
+            &[
+                "prove",
+                "--circuit",
+                circuit,
+                "--constraints",
+                "1024",
+                "--partitions",
+                &partitions.to_string(),
+                "--quiet",
+                "--proof-out",
+                p.to_str().unwrap(),
+                "--vk-out",
+                v.to_str().unwrap(),
+                "--inputs-out",
+                i.to_str().unwrap(),
+                "--trace",
+                d.join("trace.json").to_str().unwrap(),
+            ],
+        );
+        let stdout = ok(&out);
+        assert!(
+            stdout.contains(&format!("{partitions} of {partitions} partition proofs verified")),
+            "{stdout}"
+        );
+        assert!(stdout.contains("prove_start") && stdout.contains("msm_b_g2"), "timeline printed: {stdout}");
+        check_with_bellperson(d, partitions);
+        let trace: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(d.join("trace.json")).unwrap()).unwrap();
+        assert!(trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "finalize" && e["ph"] == "X"));
+    }
+    // The second run of the same circuit reuses the cached params.
+    let out = arenaprove(
+        d,
+        &["prove", "--circuit", "chain", "--constraints", "1024", "--partitions", "1", "--quiet"],
+    );
+    assert!(ok(&out).contains("(loaded;"));
+}
+
+#[test]
+fn soak_keeps_memory_flat_and_verifies_every_proof() {
+    let dir = tempfile::tempdir().unwrap();
+    for alloc in ["slab", "fresh"] {
+        let out = arenaprove(
+            dir.path(),
+            &[
+                "soak",
+                "--sectors",
+                "8",
+                "--partitions",
+                "2",
+                "--constraints",
+                "1024",
+                "--alloc",
+                alloc,
+                "--json",
+            ],
+        );
+        let stdout = ok(&out);
+        let r: serde_json::Value = serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
+        assert_eq!(r["proofs_ok"], 16, "{r}");
+        assert_eq!(r["proofs_failed"], 0);
+        assert_eq!(r["regions_after_freeze"], 0);
+        for field in [
+            "rss_warm_bytes",
+            "rss_end_bytes",
+            "rss_peak_bytes",
+            "handback_ns_p99",
+            "throughput_first_tenth",
+            "throughput_last_tenth",
+            "minflt_per_partition",
+        ] {
+            assert!(r[field].is_number(), "{field} in {r}");
+        }
+        if alloc == "slab" {
+            // Memory flat after warm-up (generous bound for a noisy CI machine).
+            let (warm, end) = (r["rss_warm_bytes"].as_f64().unwrap(), r["rss_end_bytes"].as_f64().unwrap());
+            assert!(end <= warm * 1.05, "RSS grew from {warm} to {end}");
+        }
+    }
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let truncated = d.join("truncated.params");
+    std::fs::write(&truncated, [0u8; 100]).unwrap();
+    let out = arenaprove(
+        d,
+        &[
+            "prove",
+            "--circuit",
+            "chain",
+            "--constraints",
+            "1024",
+            "--params",
+            truncated.to_str().unwrap(),
+            "--quiet",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("truncated.params") && err.contains("truncated"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    let out = arenaprove(d, &["prove", "--circuit", "nope"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nope"));
+
+    let out = arenaprove(d, &["prove", "--partitions", "0", "--quiet"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--partitions"));
+
+    // Params for another circuit size are refused, naming both shapes.
+    let other = d.join("other.params");
+    ok(&arenaprove(
+        d,
+        &["params", "gen", "--circuit", "chain", "--constraints", "2048", "--out", other.to_str().unwrap()],
+    ));
+    let out = arenaprove(
+        d,
+        &[
+            "prove",
+            "--circuit",
+            "chain",
+            "--constraints",
+            "1024",
+            "--params",
+            other.to_str().unwrap(),
+            "--quiet",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("do not fit"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
