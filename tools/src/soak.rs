@@ -61,6 +61,11 @@ pub struct SoakReport {
     pub handback_ns_p50: u64,
     pub handback_ns_p99: u64,
     pub handback_ns_max: u64,
+    /// Per slab (the ledger's histogram, bucket upper bounds): one lease's handback alone.
+    /// 0 in fresh mode, whose per-partition pools keep their own ledgers.
+    pub slab_handback_ns_p50: u64,
+    pub slab_handback_ns_p99: u64,
+    pub slab_handback_ns_max: u64,
     /// Proofs per minute over the first and last tenth of the sectors.
     pub throughput_first_tenth: f64,
     pub throughput_last_tenth: f64,
@@ -164,6 +169,9 @@ pub fn run(a: Args) -> Result<()> {
         handback_ns_p50: common::quantile_u64(&mut handback_ns, 0.5),
         handback_ns_p99: common::quantile_u64(&mut handback_ns, 0.99),
         handback_ns_max: handback_ns.iter().copied().max().unwrap_or(0),
+        slab_handback_ns_p50: ledger.handback_ns_p50(),
+        slab_handback_ns_p99: ledger.handback_ns_p99(),
+        slab_handback_ns_max: ledger.handback_ns_max,
         throughput_first_tenth: per_min(0, tenth),
         throughput_last_tenth: per_min(a.sectors - tenth, a.sectors),
         wall_s: t0.elapsed().as_secs_f64(),
@@ -208,8 +216,12 @@ fn print_report(r: &SoakReport) {
     println!("  page faults          {:.1} minor faults per partition after warm-up", r.minflt_per_partition);
     println!("  regions after freeze {}", r.regions_after_freeze);
     println!(
-        "  handback             p50 {} ns, p99 {} ns, max {} ns",
+        "  handback             per partition (finalizer thread): p50 {} ns, p99 {} ns, max {} ns",
         r.handback_ns_p50, r.handback_ns_p99, r.handback_ns_max
+    );
+    println!(
+        "                       per slab (ledger): p50 <= {} ns, p99 <= {} ns, max {} ns",
+        r.slab_handback_ns_p50, r.slab_handback_ns_p99, r.slab_handback_ns_max
     );
     println!(
         "  throughput           {:.1} proofs/min (first tenth), {:.1} proofs/min (last tenth); {:.1} s wall",
