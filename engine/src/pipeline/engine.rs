@@ -590,7 +590,9 @@ fn prover_loop(sh: Arc<Shared>, rx: Receiver<Synthesized>, tx: Sender<Started>, 
         let t0 = Instant::now();
         let Held { witness, fresh } = &mut held;
         let prover = prover_of(&item.kind, fresh);
-        let res = std::panic::catch_unwind(AssertUnwindSafe(|| prover.prove_start(witness)));
+        let span = tracing::info_span!("prove_start", job = job.id, partition = p);
+        let res =
+            std::panic::catch_unwind(AssertUnwindSafe(|| span.in_scope(|| prover.prove_start(witness))));
         job.timeline.record_interval(
             "prove_start",
             Level::Stage,
@@ -656,7 +658,10 @@ fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
         });
         let t0 = Instant::now();
         let prover = prover_of(&item.kind, &held.fresh);
-        let res = std::panic::catch_unwind(AssertUnwindSafe(|| prover.finalize(start, &held.witness, r, s)));
+        let res = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            tracing::info_span!("finalize", job = job.id, partition = p)
+                .in_scope(|| prover.finalize(start, &held.witness, r, s))
+        }));
         let fin_dur = t0.elapsed();
         job.timeline.record_interval(
             "finalize",
@@ -687,8 +692,9 @@ fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
                 let public_inputs = held.witness.input_assignment()[1..].to_vec();
                 let verified = if sh.config.verify {
                     let tv = Instant::now();
-                    let ok =
-                        crate::groth16::verify_proof(&item.kind.pvk, &proof, &public_inputs).unwrap_or(false);
+                    let ok = tracing::info_span!("verify", job = job.id, partition = p).in_scope(|| {
+                        crate::groth16::verify_proof(&item.kind.pvk, &proof, &public_inputs).unwrap_or(false)
+                    });
                     job.timeline.record_interval(
                         "verify",
                         Level::Stage,
@@ -711,7 +717,7 @@ fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
         };
         // Handback: the assignment's slabs (and in fresh mode its mappings) go back here.
         let th = Instant::now();
-        drop(held);
+        tracing::info_span!("handback", job = job.id, partition = p).in_scope(|| drop(held));
         job.timeline.record_interval(
             "handback",
             Level::Stage,
