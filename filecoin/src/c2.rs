@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use arenaprove_arena::{Ledger, RegionConfig};
-use arenaprove_circuits::{shape_of, synthesize_arena, AssignmentPools, Shape};
-use arenaprove_engine::groth16::prover::Prover;
+use arenaprove_circuits::{shape_of, synthesize_arena, AssignmentPools, ProverWitness, Shape};
+use arenaprove_engine::groth16::prover::{Prover, StageTimings};
 use arenaprove_engine::groth16::PROOF_BYTES;
 use arenaprove_engine::{
     prepare_verifying_key, verify_proof, Groth16Error, Parameters, ParamsMemory, PreparedVerifyingKey,
@@ -143,9 +143,24 @@ pub struct C2Stages {
     pub constraints: usize,
     pub circuit_build: Duration,
     pub synthesis: Duration,
+    /// Wall time of `prove_start` (ntt_h + msm_h).
     pub prove_start: Duration,
+    /// Wall time of `finalize` (msm_l, msm_a, msm_b_g1, msm_b_g2, combine).
     pub finalize: Duration,
+    /// The engine's own per-stage split, summed over partitions (its `synthesize` unused).
+    pub engine: StageTimings,
     pub self_verify: Duration,
+}
+
+fn add_timings(sum: &mut StageTimings, t: &StageTimings) {
+    sum.synthesize += t.synthesize;
+    sum.ntt_h += t.ntt_h;
+    sum.msm_h += t.msm_h;
+    sum.msm_l += t.msm_l;
+    sum.msm_a += t.msm_a;
+    sum.msm_b_g1 += t.msm_b_g1;
+    sum.msm_b_g2 += t.msm_b_g2;
+    sum.finalize += t.finalize;
 }
 
 impl C2Stages {
@@ -158,6 +173,13 @@ impl C2Stages {
             "synthesis_s": self.synthesis.as_secs_f64(),
             "prove_start_s": self.prove_start.as_secs_f64(),
             "finalize_s": self.finalize.as_secs_f64(),
+            "ntt_h_s": self.engine.ntt_h.as_secs_f64(),
+            "msm_h_s": self.engine.msm_h.as_secs_f64(),
+            "msm_l_s": self.engine.msm_l.as_secs_f64(),
+            "msm_a_s": self.engine.msm_a.as_secs_f64(),
+            "msm_b_g1_s": self.engine.msm_b_g1.as_secs_f64(),
+            "msm_b_g2_s": self.engine.msm_b_g2.as_secs_f64(),
+            "combine_s": self.engine.finalize.as_secs_f64(),
             "self_verify_s": self.self_verify.as_secs_f64(),
         })
     }
@@ -167,14 +189,21 @@ impl fmt::Display for C2Stages {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} partition(s) of {} constraints: circuit {:.3} s, synthesis {:.2} s, prove_start {:.2} s, \
-             finalize {:.2} s, self-verify {:.3} s",
+            "{} partition(s) of {} constraints: circuit {:.3} s, synthesis {:.2} s, prove_start {:.2} s \
+             (ntt_h {:.2}, msm_h {:.2}), finalize {:.2} s (msm_l {:.2}, msm_a {:.2}, msm_b_g1 {:.2}, \
+             msm_b_g2 {:.2}), self-verify {:.3} s",
             self.partitions,
             self.constraints,
             self.circuit_build.as_secs_f64(),
             self.synthesis.as_secs_f64(),
             self.prove_start.as_secs_f64(),
+            self.engine.ntt_h.as_secs_f64(),
+            self.engine.msm_h.as_secs_f64(),
             self.finalize.as_secs_f64(),
+            self.engine.msm_l.as_secs_f64(),
+            self.engine.msm_a.as_secs_f64(),
+            self.engine.msm_b_g1.as_secs_f64(),
+            self.engine.msm_b_g2.as_secs_f64(),
             self.self_verify.as_secs_f64()
         )
     }
@@ -209,12 +238,16 @@ pub fn reference_c2(c1: &C1Output, info: &SectorInfo) -> Result<Vec<u8>, Filecoi
     Ok(output.proof)
 }
 
+const INPUTS_MISMATCH: &str = "the public inputs the circuit computes from the vanilla proofs differ from \
+     those the verifier derives from the C1's seed, replica id and commitments (a tampered or mixed-up C1)";
+
 /// Options of one C2 run.
 #[derive(Clone, Copy, Debug)]
 pub struct C2Options {
-    /// Verify every partition proof with our verifier before returning it (~2 ms each),
-    /// as `seal_commit_phase2` does with `verify_seal`: a C1 whose vanilla proofs do not
-    /// match its seed or commitments then fails here instead of yielding a bad proof.
+    /// Check each partition's public inputs against the circuit's before proving, and
+    /// verify every partition proof with our verifier before returning it (~2 ms each), as
+    /// `seal_commit_phase2` does with `verify_seal`: a C1 whose vanilla proofs do not match
+    /// its seed or commitments fails at once instead of yielding a useless proof.
     pub self_verify: bool,
 }
 
@@ -353,6 +386,12 @@ impl C2Prover {
             let mut witness = synthesize_arena(circuit, &self.pools, &self.shape)
                 .map_err(|e| FilecoinError::Synthesis { partition: k, reason: e.to_string() })?;
             stages.synthesis += started.elapsed();
+            // The circuit computes its public inputs from the vanilla proofs; they must be
+            // the ones the verifier derives from the C1's seed, replica id and commitments.
+            // Checked before the expensive part.
+            if options.self_verify && witness.input_assignment().get(1..) != Some(&inputs[..]) {
+                return Err(FilecoinError::Synthesis { partition: k, reason: INPUTS_MISMATCH.into() });
+            }
 
             let r = Scalar::random(&mut *rng);
             let s = Scalar::random(&mut *rng);
@@ -360,7 +399,8 @@ impl C2Prover {
             let start = self.prover.prove_start(&mut witness).map_err(engine)?;
             stages.prove_start += started.elapsed();
             let started = Instant::now();
-            let (proof, _) = self.prover.finalize(start, &witness, r, s).map_err(engine)?;
+            let (proof, timings) = self.prover.finalize(start, &witness, r, s).map_err(engine)?;
+            add_timings(&mut stages.engine, &timings);
             drop(witness);
             stages.finalize += started.elapsed();
 
@@ -371,10 +411,7 @@ impl C2Prover {
                 if !ok {
                     return Err(FilecoinError::Synthesis {
                         partition: k,
-                        reason: "the proof does not verify against the partition's public inputs: the \
-                                 circuit is unsatisfied (vanilla proofs that do not match the C1's seed, \
-                                 replica id or commitments)"
-                            .into(),
+                        reason: "the proof does not verify against the partition's public inputs".into(),
                     });
                 }
             }

@@ -1,0 +1,303 @@
+//! `arenaprove filecoin ...`: real Filecoin sectors (feature `filecoin`).
+//!
+//! * `seal`: seal a test sector with filecoin-proofs up to commit phase 1, write
+//!   `c1.json` (filecoin-proofs-api format) and `sector.json`, and generate development
+//!   parameters into the cache when absent;
+//! * `c2`: prove a C1 output with our engine, write the concatenated partition proofs;
+//! * `verify`: filecoin-proofs' `verify_seal` on a proof (exit 0 only when accepted);
+//! * `bench`: our C2 against filecoin-proofs' `seal_commit_phase2`, same C1, same params.
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use arenaprove::filecoin::{self as fc, C1Output, RegisteredSealProof, SectorInfo, SectorSize};
+use clap::{Args as ClapArgs, Subcommand};
+
+#[derive(ClapArgs)]
+pub struct Args {
+    /// Groth16 parameter cache directory (sets FIL_PROOFS_PARAMETER_CACHE; default: that
+    /// variable, else /var/tmp/filecoin-proof-parameters/).
+    #[arg(long, global = true, value_name = "DIR")]
+    param_cache: Option<PathBuf>,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Seal a test sector up to commit phase 1; write DIR/c1.json and DIR/sector.json.
+    Seal(SealArgs),
+    /// Commit phase 2 with our engine: C1 output in, concatenated partition proofs out.
+    C2(C2Args),
+    /// Check a seal proof with filecoin-proofs' verify_seal (exit 0 only when accepted).
+    Verify(VerifyArgs),
+    /// Our C2 against filecoin-proofs' seal_commit_phase2 on the same C1 and params.
+    Bench(BenchArgs),
+}
+
+#[derive(ClapArgs)]
+struct SealArgs {
+    /// Sector size: 2KiB or 8MiB.
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    /// Output directory (created if absent).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Seed for the sector's data, ids and randomness (default: from the clock; printed).
+    #[arg(long)]
+    rng_seed: Option<u64>,
+    /// Do not generate parameters when the cache lacks them.
+    #[arg(long)]
+    no_params: bool,
+}
+
+#[derive(ClapArgs)]
+struct C2Args {
+    /// Commit-phase-1 output (filecoin-proofs-api JSON; filecoin-proofs' plain JSON with
+    /// --sector-size or --registered-proof).
+    #[arg(long, value_name = "FILE")]
+    c1: PathBuf,
+    /// Where to write the proof (partition proofs concatenated, 192 bytes each).
+    #[arg(long, value_name = "PROOF")]
+    out: PathBuf,
+    /// The C1 file is filecoin-proofs' plain format for this sector size (proof
+    /// StackedDrg<size>V1_1).
+    #[arg(long)]
+    sector_size: Option<String>,
+    /// The C1 file is filecoin-proofs' plain format for this registered proof.
+    #[arg(long, conflicts_with = "sector_size")]
+    registered_proof: Option<String>,
+    /// Validate every parameter point while loading (slower).
+    #[arg(long)]
+    checked: bool,
+}
+
+#[derive(ClapArgs)]
+struct VerifyArgs {
+    /// Commit-phase-1 output the proof was made from (gives the registered proof).
+    #[arg(long, value_name = "FILE")]
+    c1: PathBuf,
+    /// sector.json as `seal` writes it.
+    #[arg(long, value_name = "SECTOR_JSON")]
+    sector: PathBuf,
+    /// The proof file.
+    #[arg(long, value_name = "PROOF")]
+    proof: PathBuf,
+    /// The C1 file is filecoin-proofs' plain format (registered proof from sector.json).
+    #[arg(long)]
+    plain: bool,
+}
+
+#[derive(ClapArgs)]
+struct BenchArgs {
+    /// Sector size: 2KiB or 8MiB.
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    /// Runs of each side (median reported).
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+    /// Seed for the sector (default 1).
+    #[arg(long, default_value_t = 1)]
+    rng_seed: u64,
+    /// Print one JSON object at the end.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    if let Some(dir) = &args.param_cache {
+        // storage-proofs-core reads its settings once, at first use: set it before that.
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
+    }
+    match args.cmd {
+        Cmd::Seal(a) => seal(a),
+        Cmd::C2(a) => c2(a),
+        Cmd::Verify(a) => verify(a),
+        Cmd::Bench(a) => bench(a),
+    }
+}
+
+fn clock_seed() -> u64 {
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32)
+}
+
+fn ensure_params(registered_proof: RegisteredSealProof, seed: u64) -> Result<()> {
+    let files = fc::params::ParamFiles::for_proof(registered_proof)?;
+    if files.params.is_file() {
+        eprintln!("params: {} (present)", files.params.display());
+        return Ok(());
+    }
+    eprintln!(
+        "params: generating INSECURE development parameters for {} (random toxic waste) into {}",
+        files.sector_size,
+        files.cache_dir.display()
+    );
+    let mut rng = fc::rng_from_seed(seed ^ 0x7061_7261_6d73);
+    match fc::params::ensure_params(registered_proof, &mut rng)? {
+        fc::params::ParamsStatus::Generated { params_bytes, seconds } => {
+            eprintln!("params: wrote {} ({params_bytes} bytes) in {seconds:.1} s", files.params.display())
+        }
+        fc::params::ParamsStatus::Present => eprintln!("params: {} (present)", files.params.display()),
+    }
+    Ok(())
+}
+
+fn seal(a: SealArgs) -> Result<()> {
+    let size: SectorSize = a.sector_size.parse()?;
+    let seed = a.rng_seed.unwrap_or_else(clock_seed);
+    let mut rng = fc::rng_from_seed(seed);
+    let request = fc::SealRequest::random(size, &mut rng);
+    if !a.no_params {
+        ensure_params(request.registered_proof, seed)?;
+    }
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let sealed = fc::seal_sector(&request, &mut rng, &a.out)?;
+    let c1_path = a.out.join("c1.json");
+    std::fs::write(&c1_path, sealed.c1.to_api_json()?)
+        .with_context(|| format!("writing {}", c1_path.display()))?;
+    let sector_path = a.out.join("sector.json");
+    sealed.info.write(&sector_path)?;
+    let t = sealed.timings;
+    eprintln!(
+        "sealed {size} sector {} (rng seed {seed}): add_piece {:.1} ms, PC1 {:.1} ms, PC2 {:.1} ms, C1 {:.1} ms",
+        request.sector_id,
+        t.add_piece.as_secs_f64() * 1e3,
+        t.pc1.as_secs_f64() * 1e3,
+        t.pc2.as_secs_f64() * 1e3,
+        t.c1.as_secs_f64() * 1e3
+    );
+    println!("{}", c1_path.display());
+    println!("{}", sector_path.display());
+    Ok(())
+}
+
+fn plain_as(
+    sector_size: Option<&str>,
+    registered_proof: Option<&str>,
+) -> Result<Option<RegisteredSealProof>> {
+    Ok(match (sector_size, registered_proof) {
+        (Some(s), _) => Some(s.parse::<SectorSize>()?.default_registered_proof()),
+        (None, Some(r)) => Some(r.parse::<RegisteredSealProof>()?),
+        (None, None) => None,
+    })
+}
+
+fn c2(a: C2Args) -> Result<()> {
+    let plain = plain_as(a.sector_size.as_deref(), a.registered_proof.as_deref())?;
+    let c1 = C1Output::read(&a.c1, plain)?;
+    let started = Instant::now();
+    let prover = fc::C2Prover::load(c1.registered_proof, a.checked)?;
+    let load_s = started.elapsed().as_secs_f64();
+    let mut rng = fc::rng_from_seed(clock_seed());
+    let out = prover.prove(&c1, &mut rng)?;
+    write_file(&a.out, &out.proof)?;
+    eprintln!("params load {load_s:.2} s; {}", out.stages);
+    println!("{}", a.out.display());
+    Ok(())
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+fn verify(a: VerifyArgs) -> Result<()> {
+    let info = SectorInfo::read(&a.sector)?;
+    let c1 = C1Output::read(&a.c1, a.plain.then_some(info.registered_proof))?;
+    if c1.registered_proof != info.registered_proof {
+        bail!(
+            "{} is for {:?} but {} is for {:?}",
+            a.c1.display(),
+            c1.registered_proof,
+            a.sector.display(),
+            info.registered_proof
+        );
+    }
+    let (comm_r, comm_d) = c1.commitments();
+    if (comm_r, comm_d) != (info.comm_r, info.comm_d) {
+        eprintln!("note: comm_r/comm_d of {} differ from {}", a.c1.display(), a.sector.display());
+    }
+    let proof = std::fs::read(&a.proof).with_context(|| format!("reading {}", a.proof.display()))?;
+    match fc::verify_seal(&info, &proof)? {
+        fc::Verdict::Accepted => {
+            println!("accepted");
+            Ok(())
+        }
+        fc::Verdict::Rejected => bail!("rejected: verify_seal returned false for {}", a.proof.display()),
+        fc::Verdict::Malformed(why) => bail!("rejected: {}: {why}", a.proof.display()),
+    }
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(|a, b| a.total_cmp(b));
+    xs[xs.len() / 2]
+}
+
+fn bench(a: BenchArgs) -> Result<()> {
+    if a.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let size: SectorSize = a.sector_size.parse()?;
+    let mut rng = fc::rng_from_seed(a.rng_seed);
+    let request = fc::SealRequest::random(size, &mut rng);
+    ensure_params(request.registered_proof, a.rng_seed)?;
+    let work = tempfile_dir()?;
+    let sealed = fc::seal_sector(&request, &mut rng, &work)?;
+    let _ = std::fs::remove_dir_all(&work);
+
+    let started = Instant::now();
+    let prover = fc::C2Prover::load(request.registered_proof, false)?;
+    let ours_load_s = started.elapsed().as_secs_f64();
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let mut stages = Vec::new();
+    for run in 0..a.runs {
+        let started = Instant::now();
+        let out = prover.prove(&sealed.c1, &mut rng)?;
+        ours.push(started.elapsed().as_secs_f64());
+        if !fc::verify_seal(&sealed.info, &out.proof)?.is_accepted() {
+            bail!("run {run}: our proof was rejected by verify_seal");
+        }
+        eprintln!("ours   run {run}: {:.2} s ({})", ours[run], out.stages);
+        stages.push(out.stages);
+
+        let started = Instant::now();
+        let proof = fc::c2::reference_c2(&sealed.c1, &sealed.info)?;
+        theirs.push(started.elapsed().as_secs_f64());
+        if !fc::verify_seal(&sealed.info, &proof)?.is_accepted() {
+            bail!("run {run}: filecoin-proofs' proof was rejected by verify_seal");
+        }
+        eprintln!("theirs run {run}: {:.2} s (seal_commit_phase2, includes its verify_seal)", theirs[run]);
+    }
+    let (ours_s, theirs_s) = (median(ours), median(theirs));
+    let mid = &stages[stages.len() / 2];
+    let speedup = theirs_s / ours_s;
+    if a.json {
+        let obj = serde_json::json!({
+            "sector_size": size.name(),
+            "runs": a.runs,
+            "constraints": mid.constraints,
+            "partitions": mid.partitions,
+            "ours_s_median": ours_s,
+            "ours_params_load_s": ours_load_s,
+            "seal_commit_phase2_s_median": theirs_s,
+            "speedup": speedup,
+            "stages": mid.to_json(),
+        });
+        println!("{obj}");
+    } else {
+        println!(
+            "filecoin c2 {size}: ours {ours_s:.2} s, seal_commit_phase2 {theirs_s:.2} s, speedup {speedup:.2}x \
+             (median of {} runs; params load {ours_load_s:.2} s not included)",
+            a.runs
+        );
+        println!("ours stages: {mid}");
+    }
+    Ok(())
+}
+
+fn tempfile_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("arenaprove-filecoin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
