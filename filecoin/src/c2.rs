@@ -15,6 +15,9 @@ use arenaprove_arena::{Ledger, RegionConfig};
 use arenaprove_circuits::{shape_of, synthesize_arena, AssignmentPools, ProverWitness, Shape};
 use arenaprove_engine::groth16::prover::{Prover, StageTimings};
 use arenaprove_engine::groth16::PROOF_BYTES;
+use arenaprove_engine::pipeline::{
+    generic, CircuitSpec, Engine, EngineConfig, Job, JobHandle, JobOutput, ShutdownMode, ShutdownReport,
+};
 use arenaprove_engine::{
     prepare_verifying_key, verify_proof, Groth16Error, Parameters, ParamsMemory, PreparedVerifyingKey,
 };
@@ -257,6 +260,51 @@ impl Default for C2Options {
     }
 }
 
+/// Parameters loaded from the cache and checked against the circuit's shape.
+pub struct LoadedParams {
+    pub params: Arc<Parameters>,
+    /// Shape of one partition circuit, counted on the blank circuit.
+    pub shape: Shape,
+}
+
+impl LoadedParams {
+    /// Loads `files.params` for `registered_proof`'s circuit; a file made for another
+    /// circuit (another sector size) is refused here, naming the section.
+    pub fn load(
+        registered_proof: RegisteredSealProof,
+        files: &ParamFiles,
+        checked: bool,
+    ) -> Result<Self, FilecoinError> {
+        files.require_params()?;
+        let size = registered_proof.sector_size()?;
+        let mismatch = |reason: String| FilecoinError::ParamsMismatch {
+            sector_size: size.name().to_string(),
+            path: files.params.clone(),
+            reason,
+        };
+        // The circuit's shape, counted on the blank circuit parameter generation uses.
+        let shape = shape_of(blank_circuit(registered_proof)?).map_err(|e| FilecoinError::Synthesis {
+            partition: 0,
+            reason: format!("counting the circuit shape: {e}"),
+        })?;
+        let params =
+            Parameters::read_file(&files.params, checked, &ParamsMemory::default()).map_err(|e| match e {
+                e @ Groth16Error::Io { .. } => FilecoinError::Engine(e.to_string()),
+                e => mismatch(e.to_string()),
+            })?;
+        let checks =
+            [("vk.ic (inputs)", params.vk.ic.len(), shape.inputs), ("l (aux)", params.l().len(), shape.aux)];
+        for (section, params_len, circuit_len) in checks {
+            if params_len != circuit_len {
+                return Err(mismatch(format!(
+                    "section {section} has {params_len} points, the {size} circuit needs {circuit_len}"
+                )));
+            }
+        }
+        Ok(LoadedParams { params: Arc::new(params), shape })
+    }
+}
+
 /// Proves C1 outputs of one registered proof's sector size, against parameters loaded
 /// once from the cache. The assignment and prover slabs are reserved at load, sized from
 /// the circuit's shape, and reused by every partition of every sector.
@@ -292,41 +340,15 @@ impl C2Prover {
         files: &ParamFiles,
         checked: bool,
     ) -> Result<Self, FilecoinError> {
-        files.require_params()?;
-        let size = registered_proof.sector_size()?;
-        let mismatch = |reason: String| FilecoinError::ParamsMismatch {
-            sector_size: size.name().to_string(),
-            path: files.params.clone(),
-            reason,
-        };
-        // The circuit's shape, counted on the blank circuit parameter generation uses.
-        let shape = shape_of(blank_circuit(registered_proof)?).map_err(|e| FilecoinError::Synthesis {
-            partition: 0,
-            reason: format!("counting the circuit shape: {e}"),
-        })?;
-        let params =
-            Parameters::read_file(&files.params, checked, &ParamsMemory::default()).map_err(|e| match e {
-                e @ Groth16Error::Io { .. } => FilecoinError::Engine(e.to_string()),
-                e => mismatch(e.to_string()),
-            })?;
-        // Cheap checks first, so a file for another sector size fails at load, by name.
-        let checks =
-            [("vk.ic (inputs)", params.vk.ic.len(), shape.inputs), ("l (aux)", params.l().len(), shape.aux)];
-        for (section, params_len, circuit_len) in checks {
-            if params_len != circuit_len {
-                return Err(mismatch(format!(
-                    "section {section} has {params_len} points, the {size} circuit needs {circuit_len}"
-                )));
-            }
-        }
-        let pvk = prepare_verifying_key(&params.vk);
+        let loaded = LoadedParams::load(registered_proof, files, checked)?;
+        let pvk = prepare_verifying_key(&loaded.params.vk);
         let ledger = Ledger::unlimited();
         let region = RegionConfig::default();
-        let prover = Prover::new(Arc::new(params), &ledger, region.clone(), 1)
+        let prover = Prover::new(loaded.params, &ledger, region.clone(), 1)
             .map_err(|e| FilecoinError::Engine(format!("reserving the prover's slabs: {e}")))?;
-        let pools = AssignmentPools::for_shape(&shape, 1, &ledger, region)
+        let pools = AssignmentPools::for_shape(&loaded.shape, 1, &ledger, region)
             .map_err(|e| FilecoinError::Engine(format!("reserving the assignment slabs: {e}")))?;
-        Ok(C2Prover { registered_proof, files: files.clone(), shape, prover, pvk, pools })
+        Ok(C2Prover { registered_proof, files: files.clone(), shape: loaded.shape, prover, pvk, pools })
     }
 
     /// The registered proof these parameters serve.
@@ -418,5 +440,102 @@ impl C2Prover {
             proof_bytes.extend_from_slice(&proof.to_bytes());
         }
         Ok(C2Output { proof: proof_bytes, stages })
+    }
+}
+
+/// C2 on the long-lived engine (issue 5's pipeline): one job per sector, one partition
+/// circuit per vanilla proof list, parameters loaded once, slots reserved at start.
+/// Synthesis of the next partition (or sector) overlaps proving of the current one.
+pub struct C2Engine {
+    registered_proof: RegisteredSealProof,
+    kind: String,
+    shape: Shape,
+    engine: Engine,
+}
+
+impl fmt::Debug for C2Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("C2Engine").field("kind", &self.kind).field("shape", &self.shape).finish()
+    }
+}
+
+/// A sector submitted to a [`C2Engine`].
+pub struct C2Pending {
+    handle: JobHandle,
+    /// The public inputs filecoin-proofs derives, per partition.
+    expected_inputs: Vec<Vec<Scalar>>,
+}
+
+impl C2Engine {
+    /// Starts an engine serving `registered_proof`'s circuit with parameters from the cache.
+    pub fn start(
+        registered_proof: RegisteredSealProof,
+        config: EngineConfig,
+        checked: bool,
+    ) -> Result<Self, FilecoinError> {
+        let files = ParamFiles::for_proof(registered_proof)?;
+        let loaded = LoadedParams::load(registered_proof, &files, checked)?;
+        let kind = format!("stacked-drg-{}", registered_proof.sector_size()?.name());
+        let spec = CircuitSpec { kind: kind.clone(), shape: loaded.shape, params: loaded.params };
+        let engine = Engine::new(config, vec![spec]).map_err(|e| FilecoinError::Engine(e.to_string()))?;
+        Ok(C2Engine { registered_proof, kind, shape: loaded.shape, engine })
+    }
+
+    /// The engine (memory plan, ledger, stats).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The circuit shape of one partition.
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    /// Submits one sector's C2 (blocks when the engine's job queue is full).
+    pub fn submit(&self, c1: &C1Output) -> Result<C2Pending, FilecoinError> {
+        let (ours, theirs) = (self.registered_proof.sector_size()?, c1.registered_proof.sector_size()?);
+        if ours != theirs {
+            return Err(FilecoinError::BadArgument(format!(
+                "this engine proves {ours} sectors; the C1 output is for a {theirs} sector"
+            )));
+        }
+        let job = SectorJob::new(c1)?;
+        let mut circuits = Vec::with_capacity(job.partitions());
+        let mut expected_inputs = Vec::with_capacity(job.partitions());
+        for k in 0..job.partitions() {
+            circuits.push(generic(job.circuit(k)?));
+            expected_inputs.push(job.public_inputs(k)?);
+        }
+        let handle = self
+            .engine
+            .submit(Job::new(self.kind.clone(), circuits))
+            .map_err(|e| FilecoinError::Engine(e.to_string()))?;
+        Ok(C2Pending { handle, expected_inputs })
+    }
+
+    /// Stops the engine, draining queued jobs.
+    pub fn shutdown(self) -> ShutdownReport {
+        self.engine.shutdown(ShutdownMode::Drain)
+    }
+}
+
+impl C2Pending {
+    /// Waits for the sector: its proof bytes (partitions concatenated in order) and the
+    /// engine's job output (timeline). Fails when a partition failed, or when the public
+    /// inputs the circuit computed differ from those filecoin-proofs derives.
+    pub fn wait(self) -> Result<(Vec<u8>, JobOutput), FilecoinError> {
+        let out = self.handle.wait().map_err(|e| FilecoinError::Engine(e.to_string()))?;
+        if let Some(e) = out.first_error() {
+            return Err(FilecoinError::Engine(e.to_string()));
+        }
+        for (k, (partition, expected)) in out.partitions.iter().zip(&self.expected_inputs).enumerate() {
+            let got = partition.as_ref().map(|p| &p.public_inputs);
+            if got.ok() != Some(expected) {
+                return Err(FilecoinError::Synthesis { partition: k, reason: INPUTS_MISMATCH.into() });
+            }
+        }
+        let proof =
+            out.proof_bytes().ok_or_else(|| FilecoinError::Internal("a partition without a proof".into()))?;
+        Ok((proof, out))
     }
 }

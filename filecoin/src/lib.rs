@@ -21,7 +21,7 @@ pub mod seal;
 pub mod verify;
 
 pub use api::{C1Output, RegisteredSealProof, SectorInfo, SectorSize};
-pub use c2::{C2Options, C2Output, C2Prover, C2Stages};
+pub use c2::{C2Engine, C2Options, C2Output, C2Pending, C2Prover, C2Stages};
 pub use error::FilecoinError;
 pub use seal::{seal_sector, SealRequest, SealedSector};
 pub use verify::{verify_seal, Verdict};

@@ -33,6 +33,28 @@ enum Cmd {
     Verify(VerifyArgs),
     /// Our C2 against filecoin-proofs' seal_commit_phase2 on the same C1 and params.
     Bench(BenchArgs),
+    /// Seal and prove N distinct sectors back to back on the long-lived engine; every
+    /// proof checked with verify_seal; the `soak` report.
+    Soak(SoakArgs),
+}
+
+#[derive(ClapArgs)]
+struct SoakArgs {
+    /// Sector size: 2KiB or 8MiB.
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    /// Sectors to seal and prove.
+    #[arg(long, default_value_t = 20)]
+    sectors: usize,
+    /// Partition slots of the engine (each a full working set).
+    #[arg(long, default_value_t = 2)]
+    slots: usize,
+    /// Seed for the sectors (default 1).
+    #[arg(long, default_value_t = 1)]
+    rng_seed: u64,
+    /// One final JSON object on stdout instead of the human report.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(ClapArgs)]
@@ -114,6 +136,7 @@ pub fn run(args: Args) -> Result<()> {
         Cmd::C2(a) => c2(a),
         Cmd::Verify(a) => verify(a),
         Cmd::Bench(a) => bench(a),
+        Cmd::Soak(a) => soak(a),
     }
 }
 
@@ -300,4 +323,164 @@ fn tempfile_dir() -> Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!("arenaprove-filecoin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     Ok(dir)
+}
+
+fn soak(a: SoakArgs) -> Result<()> {
+    use arenaprove::arena::ledger::{page_faults, rss_bytes};
+    use arenaprove::engine::pipeline::EngineConfig;
+    use std::collections::VecDeque;
+
+    if a.sectors == 0 {
+        bail!("--sectors must be at least 1");
+    }
+    let size: SectorSize = a.sector_size.parse()?;
+    let registered_proof = size.default_registered_proof();
+    ensure_params(registered_proof, a.rng_seed)?;
+    let rss_start = rss_bytes();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .saturating_sub(1)
+        .clamp(1, a.slots.max(1));
+    let config = EngineConfig { slots: a.slots, synth_workers: workers, ..EngineConfig::default() };
+    let c2 = fc::C2Engine::start(registered_proof, config, false)?;
+    let partitions = usize::from(registered_proof.porep_config()?.partitions);
+    let work = tempfile_dir()?;
+    let mut rng = fc::rng_from_seed(a.rng_seed);
+    let warmup = (a.sectors / 10).max(1).min(a.sectors);
+    let bar = crate::common::bar(a.json, a.sectors as u64, "sectors");
+
+    let mut done_at: Vec<f64> = Vec::with_capacity(a.sectors);
+    let mut handback_ns: Vec<u64> = Vec::new();
+    let (mut ok, mut failed) = (0u64, 0u64);
+    let (mut rss_warm, mut flt_warm) = (0u64, 0u64);
+    let mut seal_s = 0.0f64;
+    let t0 = Instant::now();
+    let mut in_flight: VecDeque<(SectorInfo, fc::C2Pending)> = VecDeque::new();
+    let mut next = 0usize;
+    while done_at.len() < a.sectors {
+        // Seal the next sector while the engine proves the ones in flight.
+        while next < a.sectors && in_flight.len() < 2 {
+            let started = Instant::now();
+            let request = fc::SealRequest::random(size, &mut rng);
+            let sealed = fc::seal_sector(&request, &mut rng, &work)?;
+            seal_s += started.elapsed().as_secs_f64();
+            in_flight.push_back((sealed.info, c2.submit(&sealed.c1)?));
+            next += 1;
+        }
+        let (info, pending) = in_flight.pop_front().expect("a sector in flight");
+        match pending.wait() {
+            Ok((proof, out)) => {
+                if fc::verify_seal(&info, &proof)?.is_accepted() {
+                    ok += partitions as u64;
+                } else {
+                    failed += partitions as u64;
+                    eprintln!("sector {}: proof rejected by verify_seal", info.sector_id);
+                }
+                if done_at.len() >= warmup {
+                    handback_ns.extend(out.spans.iter().filter(|s| s.name == "handback").map(|s| s.dur_ns));
+                }
+            }
+            Err(e) => {
+                failed += partitions as u64;
+                eprintln!("sector {}: {e}", info.sector_id);
+            }
+        }
+        done_at.push(t0.elapsed().as_secs_f64());
+        if done_at.len() == warmup {
+            rss_warm = rss_bytes();
+            flt_warm = page_faults().0;
+        }
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    let (flt_end, rss_end) = (page_faults().0, rss_bytes());
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    let ledger = c2.engine().ledger();
+    let constraints = c2.shape().constraints;
+    let shutdown = c2.shutdown();
+    let tenth = (a.sectors / 10).max(1);
+    let per_min = |from: usize, to: usize| -> f64 {
+        let start = if from == 0 { 0.0 } else { done_at[from - 1] };
+        ((to - from) * partitions) as f64 * 60.0 / (done_at[to - 1] - start).max(1e-9)
+    };
+    let after_warm_partitions = ((a.sectors - warmup) * partitions).max(1);
+    let q = crate::common::quantile_u64;
+    let report = crate::soak::SoakReport {
+        circuit: format!("stacked-drg-{size}"),
+        alloc: "slab".into(),
+        sectors: a.sectors,
+        partitions,
+        constraints,
+        proofs_ok: ok,
+        proofs_failed: failed,
+        rss_start_bytes: rss_start,
+        rss_warm_bytes: rss_warm,
+        rss_end_bytes: rss_end,
+        rss_peak_bytes: crate::common::peak_rss_bytes(),
+        rss_end_vs_warm: rss_end as f64 / rss_warm.max(1) as f64,
+        warmup_sectors: warmup,
+        minflt_per_partition: if a.sectors > warmup {
+            (flt_end - flt_warm) as f64 / after_warm_partitions as f64
+        } else {
+            f64::NAN
+        },
+        regions_after_freeze: ledger.regions_after_freeze,
+        handback_ns_p50: q(&mut handback_ns, 0.5),
+        handback_ns_p99: q(&mut handback_ns, 0.99),
+        handback_ns_max: handback_ns.iter().copied().max().unwrap_or(0),
+        slab_handback_ns_p50: ledger.handback_ns_p50(),
+        slab_handback_ns_p99: ledger.handback_ns_p99(),
+        slab_handback_ns_max: ledger.handback_ns_max,
+        throughput_first_tenth: per_min(0, tenth),
+        throughput_last_tenth: per_min(a.sectors - tenth, a.sectors),
+        wall_s: t0.elapsed().as_secs_f64(),
+        reserved_bytes: ledger.reserved_bytes,
+    };
+    if shutdown.slabs_outstanding != 0 {
+        bail!("{} slabs still leased at shutdown", shutdown.slabs_outstanding);
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+        let r = &report;
+        println!(
+            "filecoin soak: {} {size} sectors sealed and proven ({} constraints per partition)",
+            r.sectors, r.constraints
+        );
+        println!(
+            "  verify_seal          {} partition proofs accepted, {} failed",
+            r.proofs_ok, r.proofs_failed
+        );
+        println!(
+            "  RSS                  start {:.1} MiB, warm {:.1} MiB (after {} sectors), end {:.1} MiB ({:+.2}%), peak {:.1} MiB",
+            mib(r.rss_start_bytes),
+            mib(r.rss_warm_bytes),
+            r.warmup_sectors,
+            mib(r.rss_end_bytes),
+            (r.rss_end_vs_warm - 1.0) * 100.0,
+            mib(r.rss_peak_bytes)
+        );
+        println!(
+            "  page faults          {:.1} minor faults per partition after warm-up",
+            r.minflt_per_partition
+        );
+        println!("  regions after freeze {}", r.regions_after_freeze);
+        println!(
+            "  handback             p50 {} ns, p99 {} ns, max {} ns",
+            r.handback_ns_p50, r.handback_ns_p99, r.handback_ns_max
+        );
+        println!(
+            "  throughput           {:.2} proofs/min (first tenth), {:.2} (last tenth); {:.1} s wall, {seal_s:.1} s sealing",
+            r.throughput_first_tenth, r.throughput_last_tenth, r.wall_s
+        );
+    }
+    if report.proofs_failed > 0 {
+        bail!("{} proofs failed", report.proofs_failed);
+    }
+    Ok(())
 }
