@@ -120,7 +120,7 @@ impl<'a> SectorJob<'a> {
         })?;
         <Compound as CompoundProof<Drg, SealCircuit>>::circuit(
             &self.public_inputs,
-            Default::default(),
+            (), // StackedCircuit's ComponentPrivateInputs (circuit_proofs passes Default::default())
             vanilla,
             &self.public_params.vanilla_params,
             Some(k),
