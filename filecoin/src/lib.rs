@@ -3,14 +3,40 @@
 //! Owns the path from what a storage provider holds to what the chain verifies:
 //! * [`api`]: the commit-phase-1 (C1) output in filecoin-proofs-api's JSON format (and
 //!   filecoin-proofs' plain one), `sector.json`, registered proofs and their PoRep config;
-//! * [`seal`]: sealing a real test sector with filecoin-proofs up to C1;
-//! * [`params`]: the Groth16 parameter cache filecoin-proofs reads (names, presence);
+//! * [`seal`]: sealing a real test sector with filecoin-proofs 19.1.0 up to C1;
+//! * [`params`]: the Groth16 parameter cache filecoin-proofs reads (names, presence) and
+//!   insecure development parameters from the engine's generator;
+//! * [`c2`]: the adapter: one StackedDrg circuit per partition, built exactly as
+//!   `StackedCompound::circuit_proofs` builds it, synthesized into `ArenaAssignment` and
+//!   proven by the engine, either directly ([`C2Prover`]) or on the long-lived pipeline
+//!   ([`C2Engine`]); public inputs from `StackedCompound::generate_public_inputs` (what
+//!   `get_seal_inputs` returns);
 //! * [`verify`]: filecoin-proofs' own `verify_seal`.
 //!
 //! Invariants: the PoRep config (sector size, porep id, API version, features) always comes
 //! from the input's registered proof, as filecoin-proofs does; a proof is the partition
-//! proofs (192 bytes each) concatenated in partition order; bad input is an error naming
-//! the file and the problem, never a panic.
+//! proofs (192 bytes each) concatenated in partition order; parameters are loaded once per
+//! prover and checked against the circuit's shape at load; before proving, the public
+//! inputs the circuit computes from the vanilla proofs must equal those the verifier
+//! derives from the C1's seed, replica id and commitments (a tampered C1 fails in
+//! seconds, not after a proof); bad input is an error naming the file and the problem,
+//! never a panic.
+//!
+//! Sharp edges:
+//! * storage-proofs-core reads `FIL_PROOFS_PARAMETER_CACHE` once per process, at first use:
+//!   set it before calling anything here (the CLI's `--param-cache` does).
+//! * Development parameters are insecure (known toxic waste). They carry the official file
+//!   names, so never put them in a cache that production verifies from; official files
+//!   load unchanged. `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` must stay off for development
+//!   files (their digests are not in the manifest).
+//! * Tree shapes: 2 KiB, 8 MiB and 512 MiB (filecoin-proofs' `SectorShapeBase`); 32/64 GiB
+//!   and non-interactive PoRep are refused with a clear error (see [`api`]).
+//!
+//! Testing: `tests/api.rs` (formats, sealing; seconds) and `tests/c2.rs` (2 KiB end to end
+//! against `verify_seal`). The c2 tests generate 2 KiB development parameters once into
+//! `<target>/tmp/filecoin-params` (1.1 GB; a few minutes on 2 cores) and reuse them in
+//! later runs. Heavier checks (8 MiB, an unchecked proof of a tampered C1) are `#[ignore]`:
+//! `cargo test --release -p arenaprove-filecoin --test c2 -- --ignored`.
 #![forbid(unsafe_code)]
 
 pub mod api;
