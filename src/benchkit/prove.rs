@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::arena::{Ledger, RegionConfig};
 use crate::circuits::{shape_of_native, synthesize_native, AssignmentPools, Shape};
-use crate::engine::deps::blstrs::{self, Scalar};
+use crate::engine::deps::blstrs::Scalar;
 use crate::engine::deps::ff::Field;
 use crate::engine::deps::rand_chacha::ChaCha8Rng;
 use crate::engine::deps::rand_core::SeedableRng;
@@ -160,6 +160,7 @@ impl Ours {
 pub mod peer {
     //! The bellperson 0.27 side (needs the `peer` feature).
     use super::*;
+    use crate::engine::deps::blstrs;
     pub use crate::engine::peer::bellperson;
     pub type BpParams = bellperson::groth16::Parameters<blstrs::Bls12>;
 
