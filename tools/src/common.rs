@@ -176,11 +176,14 @@ pub fn bar(quiet: bool, len: u64, what: &str) -> Option<indicatif::ProgressBar> 
     Some(b)
 }
 
+/// Synthesis workers: one per core beyond the first, at least 1 and at most `slots`.
+pub fn synth_workers(slots: usize) -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, slots.max(1))
+}
+
 /// Engine limits the CLI uses: slots for overlap, one synthesis worker per spare core.
 pub fn engine(kind: CircuitKind, loaded: &LoadedParams, slots: usize, alloc: AllocMode) -> Result<Engine> {
-    let workers =
-        std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, slots);
-    let cfg = EngineConfig { slots, synth_workers: workers, alloc, ..EngineConfig::default() };
+    let cfg = EngineConfig { slots, synth_workers: synth_workers(slots), alloc, ..EngineConfig::default() };
     let spec = CircuitSpec { kind: kind.to_string(), shape: loaded.shape, params: loaded.params.clone() };
     Ok(Engine::new(cfg, vec![spec])?)
 }

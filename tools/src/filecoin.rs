@@ -252,11 +252,6 @@ fn verify(a: VerifyArgs) -> Result<()> {
     }
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(|a, b| a.total_cmp(b));
-    xs[xs.len() / 2]
-}
-
 fn bench(a: BenchArgs) -> Result<()> {
     if a.runs == 0 {
         bail!("--runs must be at least 1");
@@ -292,7 +287,7 @@ fn bench(a: BenchArgs) -> Result<()> {
         }
         eprintln!("theirs run {run}: {:.2} s (seal_commit_phase2, includes its verify_seal)", theirs[run]);
     }
-    let (ours_s, theirs_s) = (median(ours), median(theirs));
+    let (ours_s, theirs_s) = (crate::common::median(&mut ours), crate::common::median(&mut theirs));
     let mid = &stages[stages.len() / 2];
     let speedup = theirs_s / ours_s;
     if a.json {
@@ -326,7 +321,7 @@ fn tempfile_dir() -> Result<PathBuf> {
 }
 
 fn soak(a: SoakArgs) -> Result<()> {
-    use arenaprove::arena::ledger::{page_faults, rss_bytes};
+    use arenaprove::arena::ledger::rss_bytes;
     use arenaprove::engine::pipeline::EngineConfig;
     use std::collections::VecDeque;
 
@@ -337,27 +332,23 @@ fn soak(a: SoakArgs) -> Result<()> {
     let registered_proof = size.default_registered_proof();
     ensure_params(registered_proof, a.rng_seed)?;
     let rss_start = rss_bytes();
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .saturating_sub(1)
-        .clamp(1, a.slots.max(1));
-    let config = EngineConfig { slots: a.slots, synth_workers: workers, ..EngineConfig::default() };
+    let config = EngineConfig {
+        slots: a.slots,
+        synth_workers: crate::common::synth_workers(a.slots),
+        ..EngineConfig::default()
+    };
     let c2 = fc::C2Engine::start(registered_proof, config, false)?;
     let partitions = usize::from(registered_proof.porep_config()?.partitions);
     let work = tempfile_dir()?;
     let mut rng = fc::rng_from_seed(a.rng_seed);
-    let warmup = (a.sectors / 10).max(1).min(a.sectors);
     let bar = crate::common::bar(a.json, a.sectors as u64, "sectors");
 
-    let mut done_at: Vec<f64> = Vec::with_capacity(a.sectors);
-    let mut handback_ns: Vec<u64> = Vec::new();
-    let (mut ok, mut failed) = (0u64, 0u64);
-    let (mut rss_warm, mut flt_warm) = (0u64, 0u64);
+    let mut rec = crate::soak::SoakRecorder::new(a.sectors, partitions, rss_start);
     let mut seal_s = 0.0f64;
-    let t0 = Instant::now();
     let mut in_flight: VecDeque<(SectorInfo, fc::C2Pending)> = VecDeque::new();
     let mut next = 0usize;
-    while done_at.len() < a.sectors {
+    let all = partitions as u64;
+    while rec.done() < a.sectors {
         // Seal the next sector while the engine proves the ones in flight.
         while next < a.sectors && in_flight.len() < 2 {
             let started = Instant::now();
@@ -371,30 +362,22 @@ fn soak(a: SoakArgs) -> Result<()> {
         match pending.wait() {
             Ok((proof, out)) => {
                 if fc::verify_seal(&info, &proof)?.is_accepted() {
-                    ok += partitions as u64;
+                    rec.sector_done(all, 0, &out.spans);
                 } else {
-                    failed += partitions as u64;
                     eprintln!("sector {}: proof rejected by verify_seal", info.sector_id);
-                }
-                if done_at.len() >= warmup {
-                    handback_ns.extend(out.spans.iter().filter(|s| s.name == "handback").map(|s| s.dur_ns));
+                    rec.sector_done(0, all, &out.spans);
                 }
             }
             Err(e) => {
-                failed += partitions as u64;
                 eprintln!("sector {}: {e}", info.sector_id);
+                rec.sector_done(0, all, &[]);
             }
-        }
-        done_at.push(t0.elapsed().as_secs_f64());
-        if done_at.len() == warmup {
-            rss_warm = rss_bytes();
-            flt_warm = page_faults().0;
         }
         if let Some(b) = &bar {
             b.inc(1);
         }
     }
-    let (flt_end, rss_end) = (page_faults().0, rss_bytes());
+    rec.stop();
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -402,82 +385,20 @@ fn soak(a: SoakArgs) -> Result<()> {
     let ledger = c2.engine().ledger();
     let constraints = c2.shape().constraints;
     let shutdown = c2.shutdown();
-    let tenth = (a.sectors / 10).max(1);
-    let per_min = |from: usize, to: usize| -> f64 {
-        let start = if from == 0 { 0.0 } else { done_at[from - 1] };
-        ((to - from) * partitions) as f64 * 60.0 / (done_at[to - 1] - start).max(1e-9)
-    };
-    let after_warm_partitions = ((a.sectors - warmup) * partitions).max(1);
-    let q = crate::common::quantile_u64;
-    let report = crate::soak::SoakReport {
-        circuit: format!("stacked-drg-{size}"),
-        alloc: "slab".into(),
-        sectors: a.sectors,
-        partitions,
-        constraints,
-        proofs_ok: ok,
-        proofs_failed: failed,
-        rss_start_bytes: rss_start,
-        rss_warm_bytes: rss_warm,
-        rss_end_bytes: rss_end,
-        rss_peak_bytes: crate::common::peak_rss_bytes(),
-        rss_end_vs_warm: rss_end as f64 / rss_warm.max(1) as f64,
-        warmup_sectors: warmup,
-        minflt_per_partition: if a.sectors > warmup {
-            (flt_end - flt_warm) as f64 / after_warm_partitions as f64
-        } else {
-            f64::NAN
-        },
-        regions_after_freeze: ledger.regions_after_freeze,
-        handback_ns_p50: q(&mut handback_ns, 0.5),
-        handback_ns_p99: q(&mut handback_ns, 0.99),
-        handback_ns_max: handback_ns.iter().copied().max().unwrap_or(0),
-        slab_handback_ns_p50: ledger.handback_ns_p50(),
-        slab_handback_ns_p99: ledger.handback_ns_p99(),
-        slab_handback_ns_max: ledger.handback_ns_max,
-        throughput_first_tenth: per_min(0, tenth),
-        throughput_last_tenth: per_min(a.sectors - tenth, a.sectors),
-        wall_s: t0.elapsed().as_secs_f64(),
-        reserved_bytes: ledger.reserved_bytes,
-    };
+    let report = rec.report(format!("stacked-drg-{size}"), "slab".into(), constraints, &ledger);
     if shutdown.slabs_outstanding != 0 {
         bail!("{} slabs still leased at shutdown", shutdown.slabs_outstanding);
     }
     if a.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
-        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
         let r = &report;
         println!(
             "filecoin soak: {} {size} sectors sealed and proven ({} constraints per partition)",
             r.sectors, r.constraints
         );
-        println!(
-            "  verify_seal          {} partition proofs accepted, {} failed",
-            r.proofs_ok, r.proofs_failed
-        );
-        println!(
-            "  RSS                  start {:.1} MiB, warm {:.1} MiB (after {} sectors), end {:.1} MiB ({:+.2}%), peak {:.1} MiB",
-            mib(r.rss_start_bytes),
-            mib(r.rss_warm_bytes),
-            r.warmup_sectors,
-            mib(r.rss_end_bytes),
-            (r.rss_end_vs_warm - 1.0) * 100.0,
-            mib(r.rss_peak_bytes)
-        );
-        println!(
-            "  page faults          {:.1} minor faults per partition after warm-up",
-            r.minflt_per_partition
-        );
-        println!("  regions after freeze {}", r.regions_after_freeze);
-        println!(
-            "  handback             p50 {} ns, p99 {} ns, max {} ns",
-            r.handback_ns_p50, r.handback_ns_p99, r.handback_ns_max
-        );
-        println!(
-            "  throughput           {:.2} proofs/min (first tenth), {:.2} (last tenth); {:.1} s wall, {seal_s:.1} s sealing",
-            r.throughput_first_tenth, r.throughput_last_tenth, r.wall_s
-        );
+        crate::soak::print_report(r, "verify_seal");
+        println!("  sealing              {seal_s:.1} s");
     }
     if report.proofs_failed > 0 {
         bail!("{} proofs failed", report.proofs_failed);

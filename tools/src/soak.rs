@@ -7,8 +7,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use arenaprove::arena::ledger::{page_faults, rss_bytes};
+use arenaprove::arena::LedgerSnapshot;
 use arenaprove::circuits::circuits::CircuitKind;
-use arenaprove::engine::pipeline::{AllocMode, Job, JobHandle, ShutdownMode};
+use arenaprove::engine::pipeline::{AllocMode, Job, JobHandle, ShutdownMode, Span};
 use serde::Serialize;
 
 use crate::common;
@@ -73,6 +74,125 @@ pub struct SoakReport {
     pub reserved_bytes: usize,
 }
 
+/// What a soak run records as sectors complete; `report` turns it into a [`SoakReport`].
+/// Shared by `soak` and `filecoin soak`, so both report the same figures the same way.
+pub struct SoakRecorder {
+    sectors: usize,
+    partitions: usize,
+    warmup: usize,
+    t0: Instant,
+    rss_start: u64,
+    /// Seconds since start at each sector's completion, and RSS then.
+    done_at: Vec<f64>,
+    rss_at: Vec<u64>,
+    /// Per-partition handbacks after warm-up (timeline span `handback`).
+    handback_ns: Vec<u64>,
+    ok: u64,
+    failed: u64,
+    rss_warm: u64,
+    flt_warm: u64,
+    rss_end: u64,
+    flt_end: u64,
+}
+
+impl SoakRecorder {
+    /// Starts the clock; warm-up is the first tenth of the sectors (at least one).
+    pub fn new(sectors: usize, partitions: usize, rss_start: u64) -> Self {
+        SoakRecorder {
+            sectors,
+            partitions,
+            warmup: (sectors / 10).max(1).min(sectors),
+            t0: Instant::now(),
+            rss_start,
+            done_at: Vec::with_capacity(sectors),
+            rss_at: Vec::with_capacity(sectors),
+            handback_ns: Vec::new(),
+            ok: 0,
+            failed: 0,
+            rss_warm: 0,
+            flt_warm: 0,
+            rss_end: 0,
+            flt_end: 0,
+        }
+    }
+
+    /// Sectors completed so far.
+    pub fn done(&self) -> usize {
+        self.done_at.len()
+    }
+
+    /// One sector completed with `ok` / `failed` partition proofs and its timeline.
+    pub fn sector_done(&mut self, ok: u64, failed: u64, spans: &[Span]) {
+        self.ok += ok;
+        self.failed += failed;
+        if self.done_at.len() >= self.warmup {
+            self.handback_ns.extend(spans.iter().filter(|s| s.name == "handback").map(|s| s.dur_ns));
+        }
+        self.done_at.push(self.t0.elapsed().as_secs_f64());
+        self.rss_at.push(rss_bytes());
+        if self.done_at.len() == self.warmup {
+            self.rss_warm = rss_bytes();
+            self.flt_warm = page_faults().0;
+        }
+    }
+
+    /// Takes the end-of-run RSS and fault counts (before the engine shuts down).
+    pub fn stop(&mut self) {
+        self.flt_end = page_faults().0;
+        self.rss_end = rss_bytes();
+    }
+
+    /// The report, with the engine's ledger taken before shutdown.
+    pub fn report(
+        &mut self,
+        circuit: String,
+        alloc: String,
+        constraints: usize,
+        ledger: &LedgerSnapshot,
+    ) -> SoakReport {
+        let (n, parts, done_at) = (self.sectors, self.partitions, &self.done_at);
+        let tenth = (n / 10).max(1);
+        let per_min = |from: usize, to: usize| -> f64 {
+            // Sectors from..to (exclusive), timed from the completion before `from`.
+            let start = if from == 0 { 0.0 } else { done_at[from - 1] };
+            let secs = (done_at[to - 1] - start).max(1e-9);
+            ((to - from) * parts) as f64 * 60.0 / secs
+        };
+        let after_warm_partitions = ((n - self.warmup) * parts).max(1);
+        SoakReport {
+            circuit,
+            alloc,
+            sectors: n,
+            partitions: parts,
+            constraints,
+            proofs_ok: self.ok,
+            proofs_failed: self.failed,
+            rss_start_bytes: self.rss_start,
+            rss_warm_bytes: self.rss_warm,
+            rss_end_bytes: self.rss_end,
+            rss_peak_bytes: common::peak_rss_bytes(),
+            rss_end_vs_warm: self.rss_end as f64 / self.rss_warm.max(1) as f64,
+            warmup_sectors: self.warmup,
+            minflt_per_partition: if n > self.warmup {
+                (self.flt_end - self.flt_warm) as f64 / after_warm_partitions as f64
+            } else {
+                f64::NAN
+            },
+            regions_after_freeze: ledger.regions_after_freeze,
+            handback_ns_p50: common::quantile_u64(&mut self.handback_ns, 0.5),
+            handback_ns_p99: common::quantile_u64(&mut self.handback_ns, 0.99),
+            handback_ns_max: self.handback_ns.iter().copied().max().unwrap_or(0),
+            slab_handback_ns_p50: ledger.handback_ns_p50(),
+            slab_handback_ns_p99: ledger.handback_ns_p99(),
+            slab_handback_ns_max: ledger.handback_ns_max,
+            throughput_first_tenth: per_min(0, tenth),
+            throughput_last_tenth: per_min(n - tenth, n),
+            wall_s: self.t0.elapsed().as_secs_f64(),
+            reserved_bytes: ledger.reserved_bytes,
+        }
+    }
+}
+
 pub fn run(a: Args) -> Result<()> {
     if a.sectors == 0 || a.partitions == 0 {
         bail!("--sectors and --partitions must be at least 1");
@@ -81,15 +201,9 @@ pub fn run(a: Args) -> Result<()> {
     let rss_start = rss_bytes();
     let loaded = common::params_for(a.circuit, a.constraints, a.params.as_deref(), quiet)?;
     let engine = common::engine(a.circuit, &loaded, a.slots, a.alloc)?;
-    let warmup = (a.sectors / 10).max(1).min(a.sectors);
     let bar = common::bar(quiet, a.sectors as u64, "sectors");
 
-    let mut done_at: Vec<f64> = Vec::with_capacity(a.sectors); // seconds since start
-    let mut rss_at: Vec<u64> = Vec::with_capacity(a.sectors);
-    let mut handback_ns: Vec<u64> = Vec::new();
-    let (mut ok, mut failed) = (0u64, 0u64);
-    let (mut rss_warm, mut flt_warm) = (0u64, 0u64);
-    let t0 = Instant::now();
+    let mut rec = SoakRecorder::new(a.sectors, a.partitions, rss_start);
     let mut in_flight: VecDeque<JobHandle> = VecDeque::new();
     let mut next = 0usize;
     let submit = |k: usize| -> Result<JobHandle> {
@@ -100,93 +214,55 @@ pub fn run(a: Args) -> Result<()> {
             .collect::<Result<Vec<_>>>()?;
         Ok(engine.submit(Job::new(a.circuit.to_string(), parts))?)
     };
-    while done_at.len() < a.sectors {
+    while rec.done() < a.sectors {
         // Keep two sectors queued so the pipeline never drains between sectors.
         while next < a.sectors && in_flight.len() < 2 {
             in_flight.push_back(submit(next)?);
             next += 1;
         }
         let out = in_flight.pop_front().expect("a sector in flight").wait()?;
+        let (mut ok, mut failed) = (0u64, 0u64);
         for p in &out.partitions {
             match p {
                 Ok(p) if p.verified => ok += 1,
                 Ok(_) => failed += 1,
                 Err(e) => {
                     failed += 1;
-                    eprintln!("sector {}: {e}", done_at.len() + 1);
+                    eprintln!("sector {}: {e}", rec.done() + 1);
                 }
             }
         }
-        done_at.push(t0.elapsed().as_secs_f64());
-        rss_at.push(rss_bytes());
-        if done_at.len() > warmup {
-            handback_ns.extend(out.spans.iter().filter(|s| s.name == "handback").map(|s| s.dur_ns));
-        }
-        if done_at.len() == warmup {
-            rss_warm = rss_bytes();
-            flt_warm = page_faults().0;
-        }
+        rec.sector_done(ok, failed, &out.spans);
         if let Some(b) = &bar {
             b.inc(1);
         }
     }
-    let flt_end = page_faults().0;
-    let rss_end = rss_bytes();
+    rec.stop();
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     let ledger = engine.ledger();
     let report_engine = engine.shutdown(ShutdownMode::Drain);
-
-    let tenth = (a.sectors / 10).max(1);
-    let per_min = |from: usize, to: usize| -> f64 {
-        // Sectors from..to (exclusive), timed from the completion before `from`.
-        let start = if from == 0 { 0.0 } else { done_at[from - 1] };
-        let secs = (done_at[to - 1] - start).max(1e-9);
-        ((to - from) * a.partitions) as f64 * 60.0 / secs
-    };
-    let after_warm_partitions = ((a.sectors - warmup) * a.partitions).max(1);
-    let report = SoakReport {
-        circuit: a.circuit.to_string(),
-        alloc: format!("{:?}", a.alloc).to_lowercase(),
-        sectors: a.sectors,
-        partitions: a.partitions,
-        constraints: loaded.shape.constraints,
-        proofs_ok: ok,
-        proofs_failed: failed,
-        rss_start_bytes: rss_start,
-        rss_warm_bytes: rss_warm,
-        rss_end_bytes: rss_end,
-        rss_peak_bytes: common::peak_rss_bytes(),
-        rss_end_vs_warm: rss_end as f64 / rss_warm.max(1) as f64,
-        warmup_sectors: warmup,
-        minflt_per_partition: if a.sectors > warmup {
-            (flt_end - flt_warm) as f64 / after_warm_partitions as f64
-        } else {
-            f64::NAN
-        },
-        regions_after_freeze: ledger.regions_after_freeze,
-        handback_ns_p50: common::quantile_u64(&mut handback_ns, 0.5),
-        handback_ns_p99: common::quantile_u64(&mut handback_ns, 0.99),
-        handback_ns_max: handback_ns.iter().copied().max().unwrap_or(0),
-        slab_handback_ns_p50: ledger.handback_ns_p50(),
-        slab_handback_ns_p99: ledger.handback_ns_p99(),
-        slab_handback_ns_max: ledger.handback_ns_max,
-        throughput_first_tenth: per_min(0, tenth),
-        throughput_last_tenth: per_min(a.sectors - tenth, a.sectors),
-        wall_s: t0.elapsed().as_secs_f64(),
-        reserved_bytes: ledger.reserved_bytes,
-    };
+    let report = rec.report(
+        a.circuit.to_string(),
+        format!("{:?}", a.alloc).to_lowercase(),
+        loaded.shape.constraints,
+        &ledger,
+    );
     if report_engine.slabs_outstanding != 0 {
         bail!("{} slabs still leased at shutdown", report_engine.slabs_outstanding);
     }
     if let Some(path) = &a.plot {
-        plot(path, &done_at, &rss_at)?;
+        plot(path, &rec.done_at, &rec.rss_at)?;
     }
     if a.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
-        print_report(&report);
+        println!(
+            "soak: {} sectors x {} partitions of {} ({} constraints), alloc = {}",
+            report.sectors, report.partitions, report.circuit, report.constraints, report.alloc
+        );
+        print_report(&report, "proofs verified");
     }
     if report.proofs_failed > 0 {
         bail!("{} proofs failed", report.proofs_failed);
@@ -198,12 +274,10 @@ fn mib(b: u64) -> f64 {
     b as f64 / (1u64 << 20) as f64
 }
 
-fn print_report(r: &SoakReport) {
-    println!(
-        "soak: {} sectors x {} partitions of {} ({} constraints), alloc = {}",
-        r.sectors, r.partitions, r.circuit, r.constraints, r.alloc
-    );
-    println!("  proofs verified      {} ok, {} failed", r.proofs_ok, r.proofs_failed);
+/// The report's body (the caller prints its own header line); `proofs` labels the
+/// verification line ("proofs verified", "verify_seal").
+pub fn print_report(r: &SoakReport, proofs: &str) {
+    println!("  {proofs:<20} {} ok, {} failed", r.proofs_ok, r.proofs_failed);
     println!(
         "  RSS                  start {:.1} MiB, warm {:.1} MiB (after {} sectors), end {:.1} MiB ({:+.2}%), peak {:.1} MiB",
         mib(r.rss_start_bytes),

@@ -279,47 +279,38 @@ fn decode_fault(first: u8, rest_zero: bool) -> PointFault {
     }
 }
 
-impl Decode for blst_p1_affine {
-    const BYTES: usize = G1_BYTES;
-    #[inline]
-    fn decode(bytes: &[u8], checked: bool, allow_infinity: bool) -> std::result::Result<Self, PointFault> {
-        let repr: &[u8; G1_BYTES] = bytes.try_into().expect("caller slices G1_BYTES");
-        if repr[0] & 0x80 != 0 {
-            // blst would read a compressed encoding here; this format has none.
-            return Err(PointFault::BadEncoding);
+/// `Decode` for one uncompressed affine encoding (G1 and G2 differ only in types and size).
+macro_rules! decode_uncompressed {
+    ($raw:ty, $affine:ty, $bytes:expr) => {
+        impl Decode for $raw {
+            const BYTES: usize = $bytes;
+            #[inline]
+            fn decode(
+                bytes: &[u8],
+                checked: bool,
+                allow_infinity: bool,
+            ) -> std::result::Result<Self, PointFault> {
+                let repr: &[u8; $bytes] = bytes.try_into().expect("caller slices BYTES");
+                if repr[0] & 0x80 != 0 {
+                    // blst would read a compressed encoding here; this format has none.
+                    return Err(PointFault::BadEncoding);
+                }
+                let p: Option<$affine> = <$affine>::from_uncompressed_unchecked(repr).into();
+                let p = p.ok_or_else(|| decode_fault(repr[0], repr[1..].iter().all(|&b| b == 0)))?;
+                if bool::from(p.is_identity()) {
+                    return if allow_infinity { Ok(*p.as_ref()) } else { Err(PointFault::Infinity) };
+                }
+                if checked && !bool::from(p.is_torsion_free()) {
+                    return Err(PointFault::NotInSubgroup);
+                }
+                Ok(*p.as_ref())
+            }
         }
-        let p: Option<G1Affine> = G1Affine::from_uncompressed_unchecked(repr).into();
-        let p = p.ok_or_else(|| decode_fault(repr[0], repr[1..].iter().all(|&b| b == 0)))?;
-        if bool::from(p.is_identity()) {
-            return if allow_infinity { Ok(*p.as_ref()) } else { Err(PointFault::Infinity) };
-        }
-        if checked && !bool::from(p.is_torsion_free()) {
-            return Err(PointFault::NotInSubgroup);
-        }
-        Ok(*p.as_ref())
-    }
+    };
 }
 
-impl Decode for blst_p2_affine {
-    const BYTES: usize = G2_BYTES;
-    #[inline]
-    fn decode(bytes: &[u8], checked: bool, allow_infinity: bool) -> std::result::Result<Self, PointFault> {
-        let repr: &[u8; G2_BYTES] = bytes.try_into().expect("caller slices G2_BYTES");
-        if repr[0] & 0x80 != 0 {
-            // blst would read a compressed encoding here; this format has none.
-            return Err(PointFault::BadEncoding);
-        }
-        let p: Option<G2Affine> = G2Affine::from_uncompressed_unchecked(repr).into();
-        let p = p.ok_or_else(|| decode_fault(repr[0], repr[1..].iter().all(|&b| b == 0)))?;
-        if bool::from(p.is_identity()) {
-            return if allow_infinity { Ok(*p.as_ref()) } else { Err(PointFault::Infinity) };
-        }
-        if checked && !bool::from(p.is_torsion_free()) {
-            return Err(PointFault::NotInSubgroup);
-        }
-        Ok(*p.as_ref())
-    }
-}
+decode_uncompressed!(blst_p1_affine, G1Affine, G1_BYTES);
+decode_uncompressed!(blst_p2_affine, G2Affine, G2_BYTES);
 
 /// Decodes `out.len()` points of `sec` (starting at point `first`) in parallel.
 fn decode_into<T: Decode>(
