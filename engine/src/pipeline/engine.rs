@@ -99,12 +99,18 @@ struct JobState {
     tx: Sender<JobOutput>,
 }
 
-struct WorkItem {
+/// Which partition of which job, as it travels through the stages.
+struct Partition {
     job: Arc<JobState>,
     kind: Arc<Kind>,
     partition: u32,
-    circuit: Box<dyn PartitionCircuit>,
     randomness: Option<Randomness>,
+}
+
+/// A partition waiting for synthesis: its circuit is consumed there.
+struct WorkItem {
+    item: Partition,
+    circuit: Box<dyn PartitionCircuit>,
 }
 
 /// Storage of one in-flight partition: the assignment, plus (fresh mode) the pools and
@@ -115,14 +121,14 @@ struct Held {
 }
 
 struct Synthesized {
-    item: WorkItem,
+    item: Partition,
     slot: usize,
     held: Held,
     enqueued: Instant,
 }
 
 struct Started {
-    item: WorkItem,
+    item: Partition,
     slot: usize,
     held: Held,
     start: ProveStart,
@@ -323,11 +329,13 @@ impl Engine {
         let randomness = job.randomness;
         for (i, circuit) in job.partitions.into_iter().enumerate() {
             let item = WorkItem {
-                job: state.clone(),
-                kind: kind.clone(),
-                partition: i as u32,
+                item: Partition {
+                    job: state.clone(),
+                    kind: kind.clone(),
+                    partition: i as u32,
+                    randomness: randomness.as_ref().map(|r| r[i]),
+                },
                 circuit,
-                randomness: randomness.as_ref().map(|r| r[i]),
             };
             tx.send(item).map_err(|_| EngineError::ShutDown)?;
         }
@@ -451,7 +459,8 @@ fn dispatcher(
     pool: rayon::ThreadPool,
     prove_tx: Sender<Synthesized>,
 ) {
-    for item in rx.iter() {
+    for work in rx.iter() {
+        let item = &work.item;
         if sh.cancel.load(Ordering::SeqCst) {
             let p = item.partition;
             complete(&sh, &item.job, p, Err(PartitionError::Cancelled { partition: p }));
@@ -468,7 +477,7 @@ fn dispatcher(
         );
         let sh2 = sh.clone();
         let tx = prove_tx.clone();
-        pool.spawn(move || synthesize(sh2, item, slot, tx));
+        pool.spawn(move || synthesize(sh2, work, slot, tx));
     }
     // Dropping the pool waits for queued synthesis tasks; then prove_tx closes.
     drop(pool);
@@ -497,12 +506,13 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "non-string panic payload".into())
 }
 
-fn synthesize(sh: Arc<Shared>, item: WorkItem, slot: usize, tx: Sender<Synthesized>) {
+fn synthesize(sh: Arc<Shared>, work: WorkItem, slot: usize, tx: Sender<Synthesized>) {
     let tid = rayon::current_thread_index().map_or(1, |i| i as u32 + 1);
     let t0 = Instant::now();
-    let WorkItem { job, kind, partition, circuit, randomness } = item;
+    let WorkItem { item, circuit } = work;
+    let (job, kind, partition) = (&item.job, &item.kind, item.partition);
     let result = (|| -> Result<Held, PartitionError> {
-        let mut held = new_held(&sh, &kind)
+        let mut held = new_held(&sh, kind)
             .map_err(|e| PartitionError::Synthesis { partition, reason: e.to_string() })?;
         let cs = &mut held.witness;
         cs.alloc_one().map_err(|e| PartitionError::Synthesis { partition, reason: e.to_string() })?;
@@ -533,7 +543,6 @@ fn synthesize(sh: Arc<Shared>, item: WorkItem, slot: usize, tx: Sender<Synthesiz
     );
     match result {
         Ok(held) => {
-            let item = WorkItem { job, kind, partition, circuit: Box::new(Spent), randomness };
             let msg = Synthesized { item, slot, held, enqueued: Instant::now() };
             if let Err(e) = tx.send(msg) {
                 // The prover is gone (shutdown): give everything back.
@@ -547,19 +556,8 @@ fn synthesize(sh: Arc<Shared>, item: WorkItem, slot: usize, tx: Sender<Synthesiz
         Err(e) => {
             // The assignment (if any) was dropped inside the closure: slabs are back.
             free_slot(&sh, slot);
-            complete(&sh, &job, partition, Err(e));
+            complete(&sh, &item.job, partition, Err(e));
         }
-    }
-}
-
-/// Placeholder for a circuit already consumed by synthesis.
-struct Spent;
-impl PartitionCircuit for Spent {
-    fn synthesize_into(
-        self: Box<Self>,
-        _: &mut ArenaAssignment,
-    ) -> Result<(), bellpepper_core::SynthesisError> {
-        Err(bellpepper_core::SynthesisError::AssignmentMissing)
     }
 }
 
