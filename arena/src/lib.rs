@@ -55,6 +55,7 @@
 
 pub mod count_alloc;
 pub mod error;
+mod freemap;
 pub mod ledger;
 pub mod plain;
 pub mod region;

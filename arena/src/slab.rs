@@ -1,18 +1,17 @@
 //! [`SlabPool`]: a fixed number of equal slabs carved out of one [`Region`] at construction,
 //! lent out as [`Lease`] guards and handed back in O(1) when the guard drops.
 //!
-//! The free list is a bounded lock-free queue of slab indices (crossbeam `ArrayQueue`):
-//! `try_lease` is one pop, handback is one push. A blocking [`SlabPool::lease`] waits on a
-//! condition variable only when the pool is empty; handback touches that mutex only when
-//! someone is waiting.
+//! The free list is a bitmap held inside the pool (see `freemap`): `try_lease` clears the
+//! lowest set bit with a CAS, handback is one wait-free `fetch_or`. A blocking
+//! [`SlabPool::lease`] waits on a condition variable only when the pool is empty; handback
+//! touches that mutex only when someone is waiting.
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crossbeam::queue::ArrayQueue;
-
+use crate::freemap::FreeMap;
 use crate::{ArenaError, Ledger, Region, RegionConfig, RegionHook, SLAB_ALIGN_BYTES};
 
 /// Limit on slabs per pool (indices are u32; far above any real partition plan).
@@ -41,9 +40,10 @@ impl SlabPoolConfig {
     pub fn stride_bytes(&self) -> usize {
         self.slab_bytes.next_multiple_of(SLAB_ALIGN_BYTES)
     }
-    /// Bytes the pool's region reserves (before rounding to 2 MiB).
+    /// Bytes the pool's region reserves (before rounding to 2 MiB): the slabs, then the
+    /// free map.
     pub fn region_bytes(&self) -> Option<usize> {
-        self.stride_bytes().checked_mul(self.slab_count)
+        self.stride_bytes().checked_mul(self.slab_count)?.checked_add(FreeMap::bytes_for(self.slab_count))
     }
 }
 
@@ -53,7 +53,8 @@ pub struct SlabPool {
     slab_bytes: usize,
     stride_bytes: usize,
     slab_count: usize,
-    free: ArrayQueue<u32>,
+    /// Lives in `region` (after the last slab): declared first so it is dropped first.
+    free: FreeMap,
     waiters: AtomicUsize,
     wait_lock: Mutex<()>,
     wait_cv: Condvar,
@@ -67,7 +68,7 @@ impl std::fmt::Debug for SlabPool {
             .field("name", &self.name)
             .field("slab_bytes", &self.slab_bytes)
             .field("slab_count", &self.slab_count)
-            .field("free", &self.free.len())
+            .field("free", &self.free.count())
             .finish()
     }
 }
@@ -88,10 +89,13 @@ impl SlabPool {
         }
         let region_bytes = cfg.region_bytes().ok_or_else(|| bad("slab_bytes * slab_count overflows"))?;
         let region = Region::new(&cfg.name, region_bytes, &cfg.region, ledger, hook)?;
-        let free = ArrayQueue::new(cfg.slab_count);
-        for i in 0..cfg.slab_count {
-            free.push(i as u32).expect("queue sized to slab_count");
-        }
+        let map_at = cfg.stride_bytes() * cfg.slab_count;
+        // SAFETY: the region spans region_bytes() = map_at + bytes_for(slab_count); map_at is a
+        // multiple of SLAB_ALIGN_BYTES (so 8-aligned); no slab reaches past map_at; the
+        // region is dropped after the map (field order of SlabPool).
+        let free = unsafe {
+            FreeMap::new_full_in(cfg.slab_count, NonNull::new_unchecked(region.base().as_ptr().add(map_at)))
+        };
         Ok(Arc::new(SlabPool {
             name: cfg.name.clone(),
             slab_bytes: cfg.slab_bytes,
@@ -117,11 +121,11 @@ impl SlabPool {
     }
     /// Slabs free right now (a snapshot).
     pub fn free_count(&self) -> usize {
-        self.free.len()
+        self.free.count()
     }
     /// Slabs leased right now (a snapshot).
     pub fn outstanding(&self) -> usize {
-        self.slab_count - self.free.len()
+        self.slab_count - self.free.count()
     }
     pub fn region(&self) -> &Region {
         &self.region
@@ -150,7 +154,7 @@ impl SlabPool {
     /// Leases a slab for `bytes` (at most `slab_bytes`) if one is free now.
     pub fn try_lease(self: &Arc<Self>, bytes: usize) -> Result<Lease, ArenaError> {
         self.check_size(bytes)?;
-        match self.free.pop() {
+        match self.free.take() {
             Some(i) => Ok(self.make_lease(i, bytes)),
             None => Err(ArenaError::Exhausted { pool: self.name.clone(), slab_count: self.slab_count }),
         }
@@ -159,14 +163,14 @@ impl SlabPool {
     /// Leases a slab, waiting up to `timeout` for one to come back.
     pub fn lease(self: &Arc<Self>, bytes: usize, timeout: Duration) -> Result<Lease, ArenaError> {
         self.check_size(bytes)?;
-        if let Some(i) = self.free.pop() {
+        if let Some(i) = self.free.take() {
             return Ok(self.make_lease(i, bytes));
         }
         let deadline = Instant::now() + timeout;
         self.waiters.fetch_add(1, Ordering::SeqCst);
         let mut guard = self.wait_lock.lock().unwrap_or_else(|p| p.into_inner());
         let result = loop {
-            if let Some(i) = self.free.pop() {
+            if let Some(i) = self.free.take() {
                 break Ok(i);
             }
             let now = Instant::now();
@@ -199,7 +203,7 @@ impl SlabPool {
             // SAFETY: the lease for `index` is being dropped; nobody else holds this slab.
             unsafe { std::ptr::write_bytes(self.slab_ptr(index).as_ptr(), 0xA5, self.slab_bytes) };
         }
-        if self.free.push(index).is_err() {
+        if self.free.put(index).is_err() {
             // Pair assertion: a slab can come back only once per lease.
             panic!("pool '{}': slab {index} handed back twice", self.name);
         }

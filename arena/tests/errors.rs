@@ -32,14 +32,15 @@ fn lease_larger_than_slab() {
 fn pool_larger_than_memory_limit() {
     let limit = 8 * HUGE_PAGE_BYTES;
     let ledger = Ledger::new(limit);
-    // Limit 16 MiB: a 12 MiB pool fits; another 8 MiB would make 20 MiB and is refused.
+    // Limit 16 MiB: a pool of 3 x 4 MiB slabs fits (14 MiB: the free map after the slabs
+    // takes one more huge page); 2 x 4 MiB more (10 MiB) would make 24 MiB and is refused.
     let ok = SlabPool::new(heap_pool("small", 4 << 20, 3), &ledger, None).unwrap();
     let e = SlabPool::new(heap_pool("big", 4 << 20, 2), &ledger, None).unwrap_err();
     match &e {
         ArenaError::OverLimit { what, requested_bytes, reserved_bytes, limit_bytes } => {
             assert_eq!(what, "big");
-            assert_eq!(*requested_bytes, 8 << 20);
-            assert_eq!(*reserved_bytes, 12 << 20);
+            assert_eq!(*requested_bytes, 10 << 20);
+            assert_eq!(*reserved_bytes, 14 << 20);
             assert_eq!(*limit_bytes, limit);
         }
         other => panic!("expected OverLimit, got {other:?}"),
@@ -47,7 +48,7 @@ fn pool_larger_than_memory_limit() {
     assert!(e.to_string().contains("memory limit"), "{e}");
     // The refused reservation left the ledger as it was.
     let snap = ledger.snapshot();
-    assert_eq!((snap.reserved_bytes, snap.regions), (12 << 20, 1));
+    assert_eq!((snap.reserved_bytes, snap.regions), (14 << 20, 1));
     drop(ok);
     assert_eq!(ledger.snapshot().reserved_bytes, 0, "dropping the pool releases its region");
     // A pool that can never fit even an empty ledger.

@@ -121,14 +121,17 @@ pub struct ArenaAssignment {
     rows_over: usize,
     /// The first error `enforce` could not return.
     sticky: Option<CircuitError>,
-    scratch: LcScratch,
+    /// Linear-combination temporaries: synthesis memory, so [`ArenaAssignment::finish`]
+    /// returns them to the pool when synthesis ends (not at handback).
+    scratch: Option<LcScratch>,
     lc_terms: Arc<VecPool<Term>>,
 }
 
 impl Drop for ArenaAssignment {
     fn drop(&mut self) {
-        // The slabs go back by their leases' own Drop; the scratch Vecs go back here.
-        std::mem::take(&mut self.scratch).recycle(&self.lc_terms);
+        // The slabs go back by their leases' own Drop; scratch Vecs still held (synthesis
+        // ended without `finish`) go back here.
+        self.release_scratch();
     }
 }
 
@@ -170,7 +173,7 @@ impl ArenaAssignment {
             constraints: 0,
             rows_over: 0,
             sticky: None,
-            scratch: LcScratch::from_pool(&pools.lc_terms),
+            scratch: Some(LcScratch::from_pool(&pools.lc_terms)),
             lc_terms: pools.lc_terms.clone(),
         };
         // Pair assertion: the leases hold the shape.
@@ -190,6 +193,7 @@ impl ArenaAssignment {
 
     /// Appends the `input_i * 0 = 0` rows and reports any sticky error.
     pub fn finish(&mut self) -> Result<(), CircuitError> {
+        self.release_scratch();
         for i in 0..self.inputs.len() {
             self.push_row(self.inputs[i], Scalar::ZERO, Scalar::ZERO);
         }
@@ -205,6 +209,13 @@ impl ArenaAssignment {
             });
         }
         Ok(())
+    }
+
+    /// Hands the linear-combination scratch Vecs back to their pool.
+    fn release_scratch(&mut self) {
+        if let Some(scratch) = self.scratch.take() {
+            scratch.recycle(&self.lc_terms);
+        }
     }
 
     fn over(&self, what: &'static str, requested: usize, capacity: usize) -> CircuitError {
@@ -338,7 +349,9 @@ impl NativeCs for ArenaAssignment {
     }
     #[inline]
     fn lc_scratch(&mut self) -> &mut LcScratch {
-        &mut self.scratch
+        // Only a circuit that keeps enforcing after `finish` takes the second path.
+        let pool = &self.lc_terms;
+        self.scratch.get_or_insert_with(|| LcScratch::from_pool(pool))
     }
     fn lc_pool(&self) -> &VecPool<Term> {
         &self.lc_terms

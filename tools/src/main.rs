@@ -8,6 +8,7 @@ mod common;
 #[cfg(feature = "filecoin")]
 mod filecoin;
 mod params;
+mod probe_stalls;
 mod prove;
 mod soak;
 
@@ -37,6 +38,8 @@ enum Cmd {
     BenchProve(bench_prove::Args),
     /// Synthesis: heap baseline vs ArenaAssignment (bellpepper-core and native gadgets).
     BenchSynth(bench_synth::Args),
+    /// How often one plain memory write stalls on this machine (heap vs arena regions).
+    ProbeStalls(probe_stalls::Args),
     /// Real Filecoin sectors: seal (to C1), c2, verify, bench.
     #[cfg(feature = "filecoin")]
     Filecoin(filecoin::Args),
@@ -57,6 +60,7 @@ fn main() {
         Cmd::BenchAlloc(a) => bench_alloc::run(a),
         Cmd::BenchProve(a) => bench_prove::run(a),
         Cmd::BenchSynth(a) => bench_synth::run(a),
+        Cmd::ProbeStalls(a) => probe_stalls::run(a),
         #[cfg(feature = "filecoin")]
         Cmd::Filecoin(a) => filecoin::run(a),
     };

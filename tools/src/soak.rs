@@ -59,14 +59,17 @@ pub struct SoakReport {
     pub warmup_sectors: usize,
     pub minflt_per_partition: f64,
     pub regions_after_freeze: usize,
-    pub handback_ns_p50: u64,
-    pub handback_ns_p99: u64,
-    pub handback_ns_max: u64,
-    /// Per slab (the ledger's histogram, bucket upper bounds): one lease's handback alone.
-    /// 0 in fresh mode, whose per-partition pools keep their own ledgers.
-    pub slab_handback_ns_p50: u64,
-    pub slab_handback_ns_p99: u64,
-    pub slab_handback_ns_max: u64,
+    /// Handback: one slab going back to its pool (every lease of the run; the ledger's
+    /// histogram, so p50/p99 are bucket upper bounds). `null` in fresh mode, which has no
+    /// pool to hand back to: what it pays instead is in `partition_release_ns_*`.
+    pub handback_ns_p50: Option<u64>,
+    pub handback_ns_p99: Option<u64>,
+    pub handback_ns_max: Option<u64>,
+    /// Everything one partition held, released at once by the finalizer (timeline span
+    /// `handback`, after warm-up): in slab mode its leases, in fresh mode its mappings.
+    pub partition_release_ns_p50: u64,
+    pub partition_release_ns_p99: u64,
+    pub partition_release_ns_max: u64,
     /// Proofs per minute over the first and last tenth of the sectors.
     pub throughput_first_tenth: f64,
     pub throughput_last_tenth: f64,
@@ -85,8 +88,8 @@ pub struct SoakRecorder {
     /// Seconds since start at each sector's completion, and RSS then.
     done_at: Vec<f64>,
     rss_at: Vec<u64>,
-    /// Per-partition handbacks after warm-up (timeline span `handback`).
-    handback_ns: Vec<u64>,
+    /// Per-partition releases after warm-up (timeline span `handback`).
+    release_ns: Vec<u64>,
     ok: u64,
     failed: u64,
     rss_warm: u64,
@@ -106,7 +109,7 @@ impl SoakRecorder {
             rss_start,
             done_at: Vec::with_capacity(sectors),
             rss_at: Vec::with_capacity(sectors),
-            handback_ns: Vec::new(),
+            release_ns: Vec::new(),
             ok: 0,
             failed: 0,
             rss_warm: 0,
@@ -126,7 +129,7 @@ impl SoakRecorder {
         self.ok += ok;
         self.failed += failed;
         if self.done_at.len() >= self.warmup {
-            self.handback_ns.extend(spans.iter().filter(|s| s.name == "handback").map(|s| s.dur_ns));
+            self.release_ns.extend(spans.iter().filter(|s| s.name == "handback").map(|s| s.dur_ns));
         }
         self.done_at.push(self.t0.elapsed().as_secs_f64());
         self.rss_at.push(rss_bytes());
@@ -151,6 +154,8 @@ impl SoakRecorder {
         ledger: &LedgerSnapshot,
     ) -> SoakReport {
         let (n, parts, done_at) = (self.sectors, self.partitions, &self.done_at);
+        // Fresh mode's per-partition pools keep ledgers of their own: nothing in this one.
+        let slabs = alloc == "slab";
         let tenth = (n / 10).max(1);
         let per_min = |from: usize, to: usize| -> f64 {
             // Sectors from..to (exclusive), timed from the completion before `from`.
@@ -179,12 +184,12 @@ impl SoakRecorder {
                 f64::NAN
             },
             regions_after_freeze: ledger.regions_after_freeze,
-            handback_ns_p50: common::quantile_u64(&mut self.handback_ns, 0.5),
-            handback_ns_p99: common::quantile_u64(&mut self.handback_ns, 0.99),
-            handback_ns_max: self.handback_ns.iter().copied().max().unwrap_or(0),
-            slab_handback_ns_p50: ledger.handback_ns_p50(),
-            slab_handback_ns_p99: ledger.handback_ns_p99(),
-            slab_handback_ns_max: ledger.handback_ns_max,
+            handback_ns_p50: slabs.then(|| ledger.handback_ns_p50()),
+            handback_ns_p99: slabs.then(|| ledger.handback_ns_p99()),
+            handback_ns_max: slabs.then_some(ledger.handback_ns_max),
+            partition_release_ns_p50: common::quantile_u64(&mut self.release_ns, 0.5),
+            partition_release_ns_p99: common::quantile_u64(&mut self.release_ns, 0.99),
+            partition_release_ns_max: self.release_ns.iter().copied().max().unwrap_or(0),
             throughput_first_tenth: per_min(0, tenth),
             throughput_last_tenth: per_min(n - tenth, n),
             wall_s: self.t0.elapsed().as_secs_f64(),
@@ -289,13 +294,15 @@ pub fn print_report(r: &SoakReport, proofs: &str) {
     );
     println!("  page faults          {:.1} minor faults per partition after warm-up", r.minflt_per_partition);
     println!("  regions after freeze {}", r.regions_after_freeze);
+    match (r.handback_ns_p50, r.handback_ns_p99, r.handback_ns_max) {
+        (Some(p50), Some(p99), Some(max)) => println!(
+            "  handback             per slab (ledger): p50 <= {p50} ns, p99 <= {p99} ns, max {max} ns"
+        ),
+        _ => println!("  handback             none (fresh: no pool; see release)"),
+    }
     println!(
-        "  handback             per partition (finalizer thread): p50 {} ns, p99 {} ns, max {} ns",
-        r.handback_ns_p50, r.handback_ns_p99, r.handback_ns_max
-    );
-    println!(
-        "                       per slab (ledger): p50 <= {} ns, p99 <= {} ns, max {} ns",
-        r.slab_handback_ns_p50, r.slab_handback_ns_p99, r.slab_handback_ns_max
+        "  partition release    all a partition held (finalizer thread): p50 {} ns, p99 {} ns, max {} ns",
+        r.partition_release_ns_p50, r.partition_release_ns_p99, r.partition_release_ns_max
     );
     println!(
         "  throughput           {:.1} proofs/min (first tenth), {:.1} proofs/min (last tenth); {:.1} s wall",
