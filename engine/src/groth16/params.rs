@@ -9,9 +9,9 @@
 //!                | u32 n | b_g2[n] (192 each)
 //! ```
 //!
-//! Loading reads the file with parallel positional reads straight into one slab per
-//! section (a `memmap2::Mmap` needs `unsafe`, which this crate forbids; reading into the
-//! resident slabs once per process costs the same single pass over the page cache). In
+//! Loading memory-maps the file (memmap2, through the arena's [`MappedFile`]: the one
+//! `unsafe` a map needs lives there, since this crate forbids it) and decodes every point
+//! straight from the map, in parallel, into one resident slab per section. In
 //! `checked` mode every point is validated in parallel: a valid encoding, on the curve, in
 //! the prime-order subgroup and, where bellperson 0.27 rejects it, not the point at
 //! infinity (every point except the six fixed verifying-key points).
@@ -20,7 +20,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use arenaprove_arena::{Ledger, RegionConfig, SlabPool, SlabPoolConfig, SlabVec};
+use arenaprove_arena::{Ledger, MappedFile, RegionConfig, SlabPool, SlabPoolConfig, SlabVec};
 use blst::{blst_p1_affine, blst_p2_affine};
 use blstrs::{G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
@@ -114,8 +114,7 @@ impl VerifyingKey {
     /// Reads a verifying key file (bellperson's `VerifyingKey::write` output); every point is
     /// checked. `file` names the source in errors.
     pub fn from_bytes(bytes: &[u8], file: &str) -> Result<VerifyingKey> {
-        let src = Source::Bytes(bytes);
-        let (vk, end) = read_vk(&src, file)?;
+        let (vk, end) = read_vk(bytes, file)?;
         if end != bytes.len() {
             return Err(Groth16Error::TrailingBytes {
                 file: file.into(),
@@ -163,34 +162,6 @@ fn write_file_with(
     Ok(())
 }
 
-/// Where parameters are read from.
-enum Source<'a> {
-    File { file: &'a std::fs::File, len: usize },
-    Bytes(&'a [u8]),
-}
-
-impl Source<'_> {
-    fn len(&self) -> usize {
-        match self {
-            Source::File { len, .. } => *len,
-            Source::Bytes(b) => b.len(),
-        }
-    }
-    /// Reads `buf.len()` bytes at `offset`; the caller has checked the range fits.
-    fn read_at(&self, buf: &mut [u8], offset: usize) -> std::io::Result<()> {
-        match self {
-            Source::File { file, .. } => {
-                use std::os::unix::fs::FileExt;
-                file.read_exact_at(buf, offset as u64)
-            }
-            Source::Bytes(b) => {
-                buf.copy_from_slice(&b[offset..offset + buf.len()]);
-                Ok(())
-            }
-        }
-    }
-}
-
 /// Where one section lies in the file.
 #[derive(Clone, Copy, Debug)]
 struct Section {
@@ -200,7 +171,7 @@ struct Section {
 }
 
 fn need(
-    src: &Source,
+    src: &[u8],
     file: &str,
     section: &'static str,
     index: usize,
@@ -220,21 +191,16 @@ fn need(
     Ok(())
 }
 
-fn io_err(file: &str) -> impl Fn(std::io::Error) -> Groth16Error + '_ {
-    move |e| Groth16Error::Io { file: file.into(), op: "read", source: e }
-}
-
 /// Reads the u32 count that opens `section` at `offset`, and checks the whole section fits.
 fn read_section(
-    src: &Source,
+    src: &[u8],
     file: &str,
     section: &'static str,
     offset: usize,
     point_bytes: usize,
 ) -> Result<Section> {
     need(src, file, section, 0, offset, 4)?;
-    let mut raw = [0u8; 4];
-    src.read_at(&mut raw, offset).map_err(io_err(file))?;
+    let raw: [u8; 4] = src[offset..offset + 4].try_into().expect("4 bytes, checked by need");
     let count = u32::from_be_bytes(raw) as usize;
     if count > SECTION_POINTS_MAX {
         return Err(Groth16Error::SectionTooLong {
@@ -312,38 +278,29 @@ macro_rules! decode_uncompressed {
 decode_uncompressed!(blst_p1_affine, G1Affine, G1_BYTES);
 decode_uncompressed!(blst_p2_affine, G2Affine, G2_BYTES);
 
-/// Decodes `out.len()` points of `sec` (starting at point `first`) in parallel.
-fn decode_into<T: Decode>(
-    src: &Source,
-    file: &str,
-    sec: Section,
-    checked: bool,
-    out: &mut [T],
-) -> Result<()> {
+/// Decodes the points of `sec` into `out`, in parallel, straight from the file's bytes.
+fn decode_into<T: Decode>(src: &[u8], file: &str, sec: Section, checked: bool, out: &mut [T]) -> Result<()> {
     debug_assert_eq!(out.len(), sec.count);
-    out.par_chunks_mut(POINTS_PER_TASK).enumerate().try_for_each_init(
-        Vec::new,
-        |buf: &mut Vec<u8>, (task, dst)| {
-            let first = task * POINTS_PER_TASK;
-            let offset = sec.offset + first * T::BYTES;
-            buf.resize(dst.len() * T::BYTES, 0);
-            src.read_at(buf, offset).map_err(io_err(file))?;
-            for (i, (d, bytes)) in dst.iter_mut().zip(buf.chunks_exact(T::BYTES)).enumerate() {
-                *d = T::decode(bytes, checked, false).map_err(|fault| Groth16Error::BadPoint {
-                    file: file.into(),
-                    section: sec.name,
-                    index: first + i,
-                    offset: offset + i * T::BYTES,
-                    fault,
-                })?;
-            }
-            Ok(())
-        },
-    )
+    out.par_chunks_mut(POINTS_PER_TASK).enumerate().try_for_each(|(task, dst)| {
+        let first = task * POINTS_PER_TASK;
+        let offset = sec.offset + first * T::BYTES;
+        // read_section checked that the whole section lies in `src`.
+        let bytes = &src[offset..offset + dst.len() * T::BYTES];
+        for (i, (d, bytes)) in dst.iter_mut().zip(bytes.chunks_exact(T::BYTES)).enumerate() {
+            *d = T::decode(bytes, checked, false).map_err(|fault| Groth16Error::BadPoint {
+                file: file.into(),
+                section: sec.name,
+                index: first + i,
+                offset: offset + i * T::BYTES,
+                fault,
+            })?;
+        }
+        Ok(())
+    })
 }
 
 fn read_point<T: Decode>(
-    src: &Source,
+    src: &[u8],
     file: &str,
     section: &'static str,
     offset: usize,
@@ -351,9 +308,7 @@ fn read_point<T: Decode>(
     allow_infinity: bool,
 ) -> Result<T> {
     need(src, file, section, index, offset, T::BYTES)?;
-    let mut buf = vec![0u8; T::BYTES];
-    src.read_at(&mut buf, offset).map_err(io_err(file))?;
-    T::decode(&buf, true, allow_infinity).map_err(|fault| Groth16Error::BadPoint {
+    T::decode(&src[offset..offset + T::BYTES], true, allow_infinity).map_err(|fault| Groth16Error::BadPoint {
         file: file.into(),
         section,
         index,
@@ -363,7 +318,7 @@ fn read_point<T: Decode>(
 }
 
 /// Reads and fully checks a verifying key at offset 0; returns it and the offset after it.
-fn read_vk(src: &Source, file: &str) -> Result<(VerifyingKey, usize)> {
+fn read_vk(src: &[u8], file: &str) -> Result<(VerifyingKey, usize)> {
     let mut off = 0;
     let mut next = |bytes: usize| {
         let o = off;
@@ -545,31 +500,30 @@ impl Parameters {
         write_file_with(path.as_ref(), |w| self.write(w))
     }
 
-    /// Loads a parameters file into resident slabs. `checked` validates every point (curve,
-    /// subgroup, infinity) in parallel; unchecked still refuses points off the curve and
-    /// points at infinity, as bellperson's unchecked read does.
+    /// Loads a parameters file into resident slabs: the file is memory-mapped (see
+    /// [`MappedFile`] for the one assumption that makes) and every point decoded from the
+    /// map, in parallel, into the parameter region. `checked` validates every point (curve,
+    /// subgroup, infinity); unchecked still refuses points off the curve and points at
+    /// infinity, as bellperson's unchecked read does.
     pub fn read_file(path: impl AsRef<Path>, checked: bool, mem: &ParamsMemory) -> Result<Parameters> {
         let path = path.as_ref();
         let name = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|e| Groth16Error::Io {
-            file: name.clone(),
-            op: "open",
-            source: e,
-        })?;
-        let len = file
-            .metadata()
-            .map_err(|e| Groth16Error::Io { file: name.clone(), op: "stat", source: e })?
-            .len() as usize;
-        let _span = tracing::info_span!("params_load", file = %name, bytes = len, checked).entered();
-        Parameters::read_source(&Source::File { file: &file, len }, &name, checked, mem)
+        let io = |op: &'static str| {
+            let name = name.clone();
+            move |e| Groth16Error::Io { file: name, op, source: e }
+        };
+        let file = std::fs::File::open(path).map_err(io("open"))?;
+        let map = MappedFile::open(&file).map_err(io("map"))?;
+        let _span = tracing::info_span!("params_load", file = %name, bytes = map.len(), checked).entered();
+        Parameters::read_source(map.bytes(), &name, checked, mem)
     }
 
     /// Loads parameters from bytes in memory; `name` labels errors.
     pub fn from_bytes(bytes: &[u8], name: &str, checked: bool, mem: &ParamsMemory) -> Result<Parameters> {
-        Parameters::read_source(&Source::Bytes(bytes), name, checked, mem)
+        Parameters::read_source(bytes, name, checked, mem)
     }
 
-    fn read_source(src: &Source, file: &str, checked: bool, mem: &ParamsMemory) -> Result<Parameters> {
+    fn read_source(src: &[u8], file: &str, checked: bool, mem: &ParamsMemory) -> Result<Parameters> {
         let (vk, mut off) = read_vk(src, file)?;
         let g1_section = |name: &'static str, off: &mut usize| -> Result<SlabVec<blst_p1_affine>> {
             let sec = read_section(src, file, name, *off, G1_BYTES)?;
