@@ -147,3 +147,24 @@ fn native_error_part_way_returns_leases() {
     assert!(err.to_string().contains("fails on purpose"));
     assert_all_back(&ledger, &pools);
 }
+
+#[test]
+fn lc_scratch_goes_back_when_synthesis_finishes_not_at_handback() {
+    let circuit = SectorPartitionCircuit::full(5, 1, 1, 0);
+    let shape = shape_of_native(&circuit).unwrap();
+    let (ledger, pools) = setup(&shape);
+    drop(synthesize_native(&circuit, &pools, &shape).unwrap());
+    let before = pools.lc_terms.stats();
+    let w = synthesize_native(&circuit, &pools, &shape).unwrap();
+    let finished = pools.lc_terms.stats();
+    // Every Vec synthesis took (the assignment's a, b, c scratch and the gadgets'
+    // temporaries) is back once `finish` has run, while the witness (and its slabs) is
+    // still held for proving.
+    let taken = (finished.hits + finished.misses) - (before.hits + before.misses);
+    assert!(taken >= 3, "{before:?} -> {finished:?}");
+    assert_eq!(finished.kept - before.kept, taken, "{before:?} -> {finished:?}");
+    assert!(pools.outstanding() > 0, "the witness still holds its slabs");
+    drop(w);
+    assert_eq!(pools.lc_terms.stats().kept, finished.kept, "nothing more to give back at handback");
+    assert_all_back(&ledger, &pools);
+}
