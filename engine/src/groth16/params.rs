@@ -226,10 +226,13 @@ fn read_section(
     Ok(Section { name: section, offset: body, count })
 }
 
-/// Decodes one point; `Err` says why it is refused.
-trait Decode: Sized + Copy + Send + Sync + Default {
+/// One point's uncompressed encoding, both ways.
+trait Encoding: Sized + Copy + Send + Sync + Default {
     const BYTES: usize;
+    /// Decodes one point; `Err` says why it is refused.
     fn decode(bytes: &[u8], checked: bool, allow_infinity: bool) -> std::result::Result<Self, PointFault>;
+    /// Writes the point into `out` (`BYTES` long).
+    fn encode(&self, out: &mut [u8]);
 }
 
 /// Classifies a failed decode: flag bits first, then "not on the curve" (blst's deserializer
@@ -245,10 +248,11 @@ fn decode_fault(first: u8, rest_zero: bool) -> PointFault {
     }
 }
 
-/// `Decode` for one uncompressed affine encoding (G1 and G2 differ only in types and size).
-macro_rules! decode_uncompressed {
-    ($raw:ty, $affine:ty, $bytes:expr) => {
-        impl Decode for $raw {
+/// `Encoding` for one uncompressed affine encoding (G1 and G2 differ only in types, size and
+/// the blst-to-blstrs conversion).
+macro_rules! uncompressed_encoding {
+    ($raw:ty, $affine:ty, $bytes:expr, $to_affine:expr) => {
+        impl Encoding for $raw {
             const BYTES: usize = $bytes;
             #[inline]
             fn decode(
@@ -271,15 +275,25 @@ macro_rules! decode_uncompressed {
                 }
                 Ok(*p.as_ref())
             }
+            #[inline]
+            fn encode(&self, out: &mut [u8]) {
+                out.copy_from_slice(&$to_affine(self).to_uncompressed());
+            }
         }
     };
 }
 
-decode_uncompressed!(blst_p1_affine, G1Affine, G1_BYTES);
-decode_uncompressed!(blst_p2_affine, G2Affine, G2_BYTES);
+uncompressed_encoding!(blst_p1_affine, G1Affine, G1_BYTES, g1);
+uncompressed_encoding!(blst_p2_affine, G2Affine, G2_BYTES, g2);
 
 /// Decodes the points of `sec` into `out`, in parallel, straight from the file's bytes.
-fn decode_into<T: Decode>(src: &[u8], file: &str, sec: Section, checked: bool, out: &mut [T]) -> Result<()> {
+fn decode_into<T: Encoding>(
+    src: &[u8],
+    file: &str,
+    sec: Section,
+    checked: bool,
+    out: &mut [T],
+) -> Result<()> {
     debug_assert_eq!(out.len(), sec.count);
     out.par_chunks_mut(POINTS_PER_TASK).enumerate().try_for_each(|(task, dst)| {
         let first = task * POINTS_PER_TASK;
@@ -299,7 +313,7 @@ fn decode_into<T: Decode>(src: &[u8], file: &str, sec: Section, checked: bool, o
     })
 }
 
-fn read_point<T: Decode>(
+fn read_point<T: Encoding>(
     src: &[u8],
     file: &str,
     section: &'static str,
@@ -473,21 +487,11 @@ impl Parameters {
     /// Writes bellperson 0.27's `Parameters::write` format.
     pub fn write<W: Write>(&self, mut w: W) -> std::io::Result<()> {
         self.vk.write(&mut w)?;
-        write_g1s(&mut w, &self.h)?;
-        write_g1s(&mut w, &self.l)?;
-        write_g1s(&mut w, &self.a)?;
-        write_g1s(&mut w, &self.b_g1)?;
-        w.write_all(&(self.b_g2.len() as u32).to_be_bytes())?;
-        let mut buf = Vec::new();
-        for chunk in self.b_g2.chunks(4096) {
-            buf.clear();
-            buf.resize(chunk.len() * G2_BYTES, 0);
-            buf.par_chunks_mut(G2_BYTES)
-                .zip(chunk.par_iter())
-                .for_each(|(d, p)| d.copy_from_slice(&g2(p).to_uncompressed()));
-            w.write_all(&buf)?;
-        }
-        Ok(())
+        write_section(&mut w, &self.h)?;
+        write_section(&mut w, &self.l)?;
+        write_section(&mut w, &self.a)?;
+        write_section(&mut w, &self.b_g1)?;
+        write_section(&mut w, &self.b_g2)
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -551,15 +555,14 @@ impl Parameters {
     }
 }
 
-fn write_g1s<W: Write>(w: &mut W, points: &[blst_p1_affine]) -> std::io::Result<()> {
+/// Writes a u32 big-endian count, then the points, encoded in parallel 768 KiB at a time.
+fn write_section<W: Write, T: Encoding>(w: &mut W, points: &[T]) -> std::io::Result<()> {
     w.write_all(&(points.len() as u32).to_be_bytes())?;
     let mut buf = Vec::new();
-    for chunk in points.chunks(8192) {
+    for chunk in points.chunks((768 << 10) / T::BYTES) {
         buf.clear();
-        buf.resize(chunk.len() * G1_BYTES, 0);
-        buf.par_chunks_mut(G1_BYTES)
-            .zip(chunk.par_iter())
-            .for_each(|(d, p)| d.copy_from_slice(&g1(p).to_uncompressed()));
+        buf.resize(chunk.len() * T::BYTES, 0);
+        buf.par_chunks_mut(T::BYTES).zip(chunk.par_iter()).for_each(|(d, p)| p.encode(d));
         w.write_all(&buf)?;
     }
     Ok(())

@@ -572,13 +572,8 @@ fn prover_loop(sh: Arc<Shared>, rx: Receiver<Synthesized>, tx: Sender<Started>, 
     for Synthesized { item, slot, mut held, enqueued } in rx.iter() {
         let job = item.job.clone();
         let p = item.partition;
-        job.timeline.record_interval(
-            "wait_prove",
-            Level::Stage,
-            Who { job_id: job.id, partition: p, thread: tid },
-            enqueued,
-            enqueued.elapsed(),
-        );
+        let who = Who { job_id: job.id, partition: p, thread: tid };
+        job.timeline.record_interval("wait_prove", Level::Stage, who, enqueued, enqueued.elapsed());
         if sh.cancel.load(Ordering::SeqCst) {
             drop(held);
             free_slot(&sh, slot);
@@ -591,27 +586,11 @@ fn prover_loop(sh: Arc<Shared>, rx: Receiver<Synthesized>, tx: Sender<Started>, 
         let span = tracing::info_span!("prove_start", job = job.id, partition = p);
         let res =
             std::panic::catch_unwind(AssertUnwindSafe(|| span.in_scope(|| prover.prove_start(witness))));
-        job.timeline.record_interval(
-            "prove_start",
-            Level::Stage,
-            Who { job_id: job.id, partition: p, thread: tid },
-            t0,
-            t0.elapsed(),
-        );
+        job.timeline.record_interval("prove_start", Level::Stage, who, t0, t0.elapsed());
         match res {
             Ok(Ok(start)) => {
                 let t = start.timings();
-                let mut at = t0;
-                for (name, d) in [("ntt_h", t.ntt_h), ("msm_h", t.msm_h)] {
-                    job.timeline.record_interval(
-                        name,
-                        Level::Call,
-                        Who { job_id: job.id, partition: p, thread: tid },
-                        at,
-                        d,
-                    );
-                    at += d;
-                }
+                job.timeline.record_calls(who, t0, &[("ntt_h", t.ntt_h), ("msm_h", t.msm_h)]);
                 let msg = Started { item, slot, held, start, enqueued: Instant::now() };
                 if let Err(e) = tx.send(msg) {
                     let m = e.into_inner();
@@ -643,13 +622,8 @@ fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
     for Started { item, slot, held, start, enqueued } in rx.iter() {
         let job = item.job.clone();
         let p = item.partition;
-        job.timeline.record_interval(
-            "wait_finalize",
-            Level::Stage,
-            Who { job_id: job.id, partition: p, thread: tid },
-            enqueued,
-            enqueued.elapsed(),
-        );
+        let who = Who { job_id: job.id, partition: p, thread: tid };
+        job.timeline.record_interval("wait_finalize", Level::Stage, who, enqueued, enqueued.elapsed());
         let Randomness { r, s } = item.randomness.unwrap_or_else(|| {
             let mut rng = sh.rng.lock().unwrap_or_else(|p| p.into_inner());
             Randomness { r: Scalar::random(&mut *rng), s: Scalar::random(&mut *rng) }
@@ -661,45 +635,27 @@ fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
                 .in_scope(|| prover.finalize(start, &held.witness, r, s))
         }));
         let fin_dur = t0.elapsed();
-        job.timeline.record_interval(
-            "finalize",
-            Level::Stage,
-            Who { job_id: job.id, partition: p, thread: tid },
-            t0,
-            fin_dur,
-        );
+        job.timeline.record_interval("finalize", Level::Stage, who, t0, fin_dur);
         let result = match res {
             Ok(Ok((proof, t))) => {
-                let mut at = t0;
-                for (name, d) in [
-                    ("msm_l", t.msm_l),
-                    ("msm_a", t.msm_a),
-                    ("msm_b_g1", t.msm_b_g1),
-                    ("msm_b_g2", t.msm_b_g2),
-                    ("proof", t.finalize),
-                ] {
-                    job.timeline.record_interval(
-                        name,
-                        Level::Call,
-                        Who { job_id: job.id, partition: p, thread: tid },
-                        at,
-                        d,
-                    );
-                    at += d;
-                }
+                job.timeline.record_calls(
+                    who,
+                    t0,
+                    &[
+                        ("msm_l", t.msm_l),
+                        ("msm_a", t.msm_a),
+                        ("msm_b_g1", t.msm_b_g1),
+                        ("msm_b_g2", t.msm_b_g2),
+                        ("proof", t.finalize),
+                    ],
+                );
                 let public_inputs = held.witness.input_assignment()[1..].to_vec();
                 let verified = if sh.config.verify {
                     let tv = Instant::now();
                     let ok = tracing::info_span!("verify", job = job.id, partition = p).in_scope(|| {
                         crate::groth16::verify_proof(&item.kind.pvk, &proof, &public_inputs).unwrap_or(false)
                     });
-                    job.timeline.record_interval(
-                        "verify",
-                        Level::Stage,
-                        Who { job_id: job.id, partition: p, thread: tid },
-                        tv,
-                        tv.elapsed(),
-                    );
+                    job.timeline.record_interval("verify", Level::Stage, who, tv, tv.elapsed());
                     ok
                 } else {
                     false
@@ -716,13 +672,7 @@ fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
         // Handback: the assignment's slabs (and in fresh mode its mappings) go back here.
         let th = Instant::now();
         tracing::info_span!("handback", job = job.id, partition = p).in_scope(|| drop(held));
-        job.timeline.record_interval(
-            "handback",
-            Level::Stage,
-            Who { job_id: job.id, partition: p, thread: tid },
-            th,
-            th.elapsed(),
-        );
+        job.timeline.record_interval("handback", Level::Stage, who, th, th.elapsed());
         free_slot(&sh, slot);
         complete(&sh, &job, p, result);
     }

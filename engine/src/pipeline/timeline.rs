@@ -75,6 +75,16 @@ impl Timeline {
         });
     }
 
+    /// Records `calls` as intervals laid end to end from `start` (the inner timers a
+    /// backend reports as durations only).
+    pub fn record_calls(&self, who: Who, start: Instant, calls: &[(&'static str, Duration)]) {
+        let mut at = start;
+        for &(name, d) in calls {
+            self.record_interval(name, Level::Call, who, at, d);
+            at += d;
+        }
+    }
+
     pub fn spans(&self) -> Vec<Span> {
         let mut v = self.spans.lock().unwrap_or_else(|p| p.into_inner()).clone();
         v.sort_by_key(|s| (s.start_ns, s.level));
@@ -157,35 +167,20 @@ mod tests {
     fn gaps_subtract_inner_calls() {
         let t = Timeline::new();
         let base = epoch() + Duration::from_millis(1);
-        t.record_interval(
-            "prove_start",
-            Level::Stage,
-            Who { job_id: 1, partition: 0, thread: 0 },
-            base,
-            Duration::from_micros(100),
-        );
-        t.record_interval(
-            "ntt_h",
-            Level::Call,
-            Who { job_id: 1, partition: 0, thread: 0 },
-            base + Duration::from_micros(5),
-            Duration::from_micros(40),
-        );
-        t.record_interval(
-            "msm_h",
-            Level::Call,
-            Who { job_id: 1, partition: 0, thread: 0 },
-            base + Duration::from_micros(50),
-            Duration::from_micros(30),
-        );
+        let record = |name, level, partition, from_us, dur_us| {
+            t.record_interval(
+                name,
+                level,
+                Who { job_id: 1, partition, thread: 0 },
+                base + Duration::from_micros(from_us),
+                Duration::from_micros(dur_us),
+            )
+        };
+        record("prove_start", Level::Stage, 0, 0, 100);
+        record("ntt_h", Level::Call, 0, 5, 40);
+        record("msm_h", Level::Call, 0, 50, 30);
         // Another partition's call must not count.
-        t.record_interval(
-            "msm_h",
-            Level::Call,
-            Who { job_id: 1, partition: 1, thread: 0 },
-            base + Duration::from_micros(10),
-            Duration::from_micros(30),
-        );
+        record("msm_h", Level::Call, 1, 10, 30);
         let g = t.gaps();
         assert_eq!(g.len(), 1);
         assert_eq!(g[0].outer_ns, 100_000);
