@@ -112,14 +112,20 @@ fn our_c2_is_accepted_by_verify_seal_and_tampering_is_rejected() {
     assert!(matches!(verify_seal(&sector.info, &long).unwrap(), Verdict::Malformed(_)));
 }
 
-#[test]
-fn a_c1_with_a_tampered_seed_is_refused_before_proving() {
-    let prover = prover_2kib();
+/// A sealed 2 KiB sector whose C1 claims another seed; also returns the original seed.
+fn sealed_with_tampered_seed() -> (SealedSector, [u8; 32]) {
     let mut sector = sealed(SectorSize::Kib2, 32);
     let original_seed = sector.c1.seed();
     let mut seed = original_seed;
     seed[3] ^= 0xa5;
     sector.c1.set_seed(seed);
+    (sector, original_seed)
+}
+
+#[test]
+fn a_c1_with_a_tampered_seed_is_refused_before_proving() {
+    let prover = prover_2kib();
+    let (sector, _) = sealed_with_tampered_seed();
 
     // With checks on (the default) the mismatch is caught before proving.
     let err = prover.prove(&sector.c1, &mut rng_from_seed(3)).unwrap_err();
@@ -134,11 +140,7 @@ fn a_c1_with_a_tampered_seed_is_refused_before_proving() {
 #[ignore]
 fn unchecked_c2_of_a_tampered_seed_proves_only_the_original_seed() {
     let prover = prover_2kib();
-    let mut sector = sealed(SectorSize::Kib2, 32);
-    let original_seed = sector.c1.seed();
-    let mut seed = original_seed;
-    seed[3] ^= 0xa5;
-    sector.c1.set_seed(seed);
+    let (sector, original_seed) = sealed_with_tampered_seed();
     // Without it the bytes come out. The seed enters the circuit only through the public
     // inputs (the challenges); the witness is the vanilla proofs, made for the original
     // challenges. So the proof is one for the original seed: verify_seal accepts it with
@@ -147,7 +149,7 @@ fn unchecked_c2_of_a_tampered_seed_proves_only_the_original_seed() {
         .prove_with(&sector.c1, &mut rng_from_seed(4), C2Options { self_verify: false })
         .expect("proving yields bytes");
     let mut with_claimed_seed = sector.info.clone();
-    with_claimed_seed.seed = seed;
+    with_claimed_seed.seed = sector.c1.seed();
     assert_eq!(verify_seal(&with_claimed_seed, &out.proof).unwrap(), Verdict::Rejected);
     assert_eq!(sector.info.seed, original_seed);
     assert_eq!(verify_seal(&sector.info, &out.proof).unwrap(), Verdict::Accepted);

@@ -167,19 +167,23 @@ fn bad_input_is_a_clear_error() {
     let d = dir.path();
     let truncated = d.join("truncated.params");
     std::fs::write(&truncated, [0u8; 100]).unwrap();
-    let out = arenaprove(
-        d,
-        &[
-            "prove",
-            "--circuit",
-            "chain",
-            "--constraints",
-            "1024",
-            "--params",
-            truncated.to_str().unwrap(),
-            "--quiet",
-        ],
-    );
+    // A 1,024-constraint chain proof from the given params file.
+    let prove_chain_with = |params: &Path| {
+        arenaprove(
+            d,
+            &[
+                "prove",
+                "--circuit",
+                "chain",
+                "--constraints",
+                "1024",
+                "--params",
+                params.to_str().unwrap(),
+                "--quiet",
+            ],
+        )
+    };
+    let out = prove_chain_with(&truncated);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("truncated.params") && err.contains("truncated"), "{err}");
@@ -199,19 +203,7 @@ fn bad_input_is_a_clear_error() {
         d,
         &["params", "gen", "--circuit", "chain", "--constraints", "2048", "--out", other.to_str().unwrap()],
     ));
-    let out = arenaprove(
-        d,
-        &[
-            "prove",
-            "--circuit",
-            "chain",
-            "--constraints",
-            "1024",
-            "--params",
-            other.to_str().unwrap(),
-            "--quiet",
-        ],
-    );
+    let out = prove_chain_with(&other);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("do not fit"),
