@@ -218,6 +218,12 @@ impl ArenaAssignment {
         }
     }
 
+    /// Records an over-shape error (the first error sticks) and returns one for the caller.
+    fn refuse(&mut self, what: &'static str, requested: usize, capacity: usize) -> CircuitError {
+        self.record(self.over(what, requested, capacity));
+        self.over(what, requested, capacity)
+    }
+
     fn over(&self, what: &'static str, requested: usize, capacity: usize) -> CircuitError {
         CircuitError::OverShape { what, requested, capacity, shape: self.shape }
     }
@@ -251,9 +257,7 @@ impl ArenaAssignment {
     fn alloc_aux_value(&mut self, value: Scalar) -> Result<Variable, CircuitError> {
         let n = self.aux.len();
         if n >= self.shape.aux {
-            let e = self.over("aux", n + 1, self.shape.aux);
-            self.record(self.over("aux", n + 1, self.shape.aux));
-            return Err(e);
+            return Err(self.refuse("aux", n + 1, self.shape.aux));
         }
         self.aux.push(value)?;
         self.a_aux_density.add_element()?;
@@ -265,9 +269,7 @@ impl ArenaAssignment {
     fn alloc_input_value(&mut self, value: Scalar) -> Result<Variable, CircuitError> {
         let n = self.inputs.len();
         if n >= self.shape.inputs {
-            let e = self.over("inputs", n + 1, self.shape.inputs);
-            self.record(self.over("inputs", n + 1, self.shape.inputs));
-            return Err(e);
+            return Err(self.refuse("inputs", n + 1, self.shape.inputs));
         }
         self.inputs.push(value)?;
         self.b_input_density.add_element()?;

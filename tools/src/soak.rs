@@ -154,8 +154,8 @@ impl SoakRecorder {
         ledger: &LedgerSnapshot,
     ) -> SoakReport {
         let (n, parts, done_at) = (self.sectors, self.partitions, &self.done_at);
-        // Fresh mode's per-partition pools keep ledgers of their own: nothing in this one.
-        let slabs = alloc == "slab";
+        // Fresh mode's per-partition pools keep ledgers of their own: this one saw no handback.
+        let slabs = ledger.handbacks_total > 0;
         let tenth = (n / 10).max(1);
         let per_min = |from: usize, to: usize| -> f64 {
             // Sectors from..to (exclusive), timed from the completion before `from`.
