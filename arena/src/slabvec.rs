@@ -1,8 +1,15 @@
 //! [`SlabVec<T>`]: a fixed-capacity typed vector over a [`Lease`].
 
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+
+use rayon::prelude::*;
 
 use crate::{ArenaError, Lease, Plain};
+
+/// A [`SlabVec::resize`] fill at least this large runs in parallel (one task per this many
+/// bytes): the prover and the parameter loader size multi-GiB vectors this way.
+pub const PAR_FILL_BYTES: usize = 1 << 20;
 
 /// A vector of `T` living in one slab. Its capacity is fixed by the lease; going past it
 /// is an [`ArenaError::Capacity`], never a reallocation. Dropping it hands the slab back.
@@ -78,13 +85,29 @@ impl<T: Plain> SlabVec<T> {
     }
 
     /// Sets the length to `new_len`, writing `value` into new slots (like `Vec::resize`).
+    /// Fills of [`PAR_FILL_BYTES`] or more are spread over rayon's threads.
     pub fn resize(&mut self, new_len: usize, value: T) -> Result<(), ArenaError> {
         if new_len > self.cap {
             return Err(self.full(new_len));
         }
-        for i in self.len..new_len {
-            // SAFETY: i < new_len <= cap.
-            unsafe { self.base().add(i).write(value) };
+        if new_len > self.len {
+            let n = new_len - self.len;
+            // SAFETY: len..new_len lies inside the slab this vector owns (new_len <= cap);
+            // the slots are only written here.
+            let slots = unsafe {
+                std::slice::from_raw_parts_mut(self.base().add(self.len).cast::<MaybeUninit<T>>(), n)
+            };
+            let fill = |chunk: &mut [MaybeUninit<T>]| {
+                for s in chunk {
+                    s.write(value);
+                }
+            };
+            let chunk = (PAR_FILL_BYTES / std::mem::size_of::<T>()).max(1);
+            if n > chunk {
+                slots.par_chunks_mut(chunk).for_each(fill);
+            } else {
+                fill(slots);
+            }
         }
         self.len = new_len;
         Ok(())

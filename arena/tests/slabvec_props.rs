@@ -144,3 +144,16 @@ fn scalars_fill_a_slab() {
     let n = sv.len() as u64;
     assert_eq!(sum, blstrs::Scalar::from(n * (n - 1) / 2));
 }
+
+/// Fills larger than `PAR_FILL_BYTES` take the parallel path: every slot written, none past.
+#[test]
+fn large_resize_fills_every_slot_in_parallel() {
+    let n = 3 * arenaprove_arena::slabvec::PAR_FILL_BYTES / 8 + 5;
+    let mut v = SlabVec::<u64>::new(pool((n + 7) * 8).try_lease((n + 7) * 8).unwrap());
+    v.resize(3, 1).unwrap();
+    let filled = v.extend_fill(n - 3, 7).unwrap();
+    assert_eq!(filled.len(), n - 3);
+    assert_eq!(v.len(), n);
+    assert_eq!(&v[..3], &[1, 1, 1]);
+    assert!(v[3..].iter().all(|&x| x == 7));
+}
