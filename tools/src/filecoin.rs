@@ -267,6 +267,10 @@ fn bench(a: BenchArgs) -> Result<()> {
     let started = Instant::now();
     let prover = fc::C2Prover::load(request.registered_proof, false)?;
     let ours_load_s = started.elapsed().as_secs_f64();
+    // One untimed run per side: seal_commit_phase2 maps and caches its parameters on first
+    // use (and faults them in during its first MSMs), while ours were loaded above.
+    prover.prove(&sealed.c1, &mut rng)?;
+    fc::c2::reference_c2(&sealed.c1, &sealed.info)?;
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     let mut stages = Vec::new();
     for run in 0..a.runs {
