@@ -292,15 +292,7 @@ impl LoadedParams {
                 e @ Groth16Error::Io { .. } => FilecoinError::Engine(e.to_string()),
                 e => mismatch(e.to_string()),
             })?;
-        let checks =
-            [("vk.ic (inputs)", params.vk.ic.len(), shape.inputs), ("l (aux)", params.l().len(), shape.aux)];
-        for (section, params_len, circuit_len) in checks {
-            if params_len != circuit_len {
-                return Err(mismatch(format!(
-                    "section {section} has {params_len} points, the {size} circuit needs {circuit_len}"
-                )));
-            }
-        }
+        params.check_fits(&shape).map_err(|e| mismatch(format!("{e} ({size} circuit)")))?;
         Ok(LoadedParams { params: Arc::new(params), shape })
     }
 }

@@ -69,10 +69,6 @@ pub struct LoadedParams {
     pub seconds: f64,
 }
 
-fn fits(p: &Parameters, s: &Shape) -> bool {
-    p.vk.ic.len() == s.inputs && p.l().len() == s.aux && p.domain_size() == s.domain_size
-}
-
 /// Loads `--params FILE` (checked), or the cached development params for this shape,
 /// generating and caching them when absent or stale.
 pub fn params_for(
@@ -90,17 +86,8 @@ pub fn params_for(
     let t0 = Instant::now();
     if let Some(path) = explicit {
         let params = Parameters::read_file(path, true, &mem)?;
-        if !fits(&params, &shape) {
-            bail!(
-                "{}: parameters do not fit {kind} at {constraints} constraints (shape {shape}: {} IC points vs {} inputs, {} L points vs {} aux, domain {} vs {})",
-                path.display(),
-                params.vk.ic.len(),
-                shape.inputs,
-                params.l().len(),
-                shape.aux,
-                params.domain_size(),
-                shape.domain_size
-            );
+        if let Err(e) = params.check_fits(&shape) {
+            bail!("{}: {e} ({kind} at {constraints} constraints, shape {shape})", path.display());
         }
         return Ok(LoadedParams {
             params: Arc::new(params),
@@ -115,7 +102,7 @@ pub fn params_for(
     let path = dir.join(format!("{kind}-c{}-i{}-a{}.params", shape.constraints, shape.inputs, shape.aux));
     if path.exists() {
         match Parameters::read_file(&path, false, &mem) {
-            Ok(p) if fits(&p, &shape) => {
+            Ok(p) if p.check_fits(&shape).is_ok() => {
                 return Ok(LoadedParams {
                     params: Arc::new(p),
                     shape,
@@ -221,9 +208,4 @@ pub fn quantile_u64(v: &mut [u64], q: f64) -> u64 {
     }
     v.sort_unstable();
     v[((v.len() - 1) as f64 * q).round() as usize]
-}
-
-/// The shape check also used by `params verify`.
-pub fn params_fit(p: &Parameters, s: &Shape) -> bool {
-    fits(p, s)
 }

@@ -91,8 +91,8 @@ pub fn run(a: Args) -> Result<()> {
             if let (Some(k), Some(n)) = (circuit, constraints) {
                 let sample = common::circuit(k, n, 0, 0)?;
                 let shape = arenaprove::circuits::shape::shape_of_native(&sample)?;
-                if !common::params_fit(&p, &shape) {
-                    bail!("{}: does not fit {k} at {n} constraints (shape {shape})", file.display());
+                if let Err(e) = p.check_fits(&shape) {
+                    bail!("{}: {e} ({k} at {n} constraints, shape {shape})", file.display());
                 }
                 println!("fits {k} at {n} constraints (shape {shape})");
             }

@@ -21,6 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arenaprove_arena::{Ledger, MappedFile, RegionConfig, SlabPool, SlabPoolConfig, SlabVec};
+use arenaprove_circuits::Shape;
 use blst::{blst_p1_affine, blst_p2_affine};
 use blstrs::{G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
@@ -474,6 +475,22 @@ impl Parameters {
     /// The evaluation domain these parameters were made for (`h.len() + 1`).
     pub fn domain_size(&self) -> usize {
         self.h.len() + 1
+    }
+
+    /// `Err(ShapeMismatch)` naming the first section that does not fit a circuit of
+    /// `shape`: IC points against inputs, L against aux variables, H against the domain.
+    pub fn check_fits(&self, shape: &Shape) -> Result<()> {
+        let sections = [
+            ("vk.ic", self.vk.ic.len(), shape.inputs),
+            ("l", self.l.len(), shape.aux),
+            ("h", self.h.len(), shape.domain_size - 1),
+        ];
+        match sections.into_iter().find(|&(_, params_len, circuit_len)| params_len != circuit_len) {
+            Some((section, params_len, circuit_len)) => {
+                Err(Groth16Error::ShapeMismatch { section, params_len, circuit_len })
+            }
+            None => Ok(()),
+        }
     }
 
     /// Bytes of the encoded file.

@@ -402,22 +402,9 @@ fn max_shape(shapes: &[Shape]) -> Shape {
 }
 
 fn check_params_fit(s: &CircuitSpec) -> Result<(), EngineError> {
-    let p = &s.params;
-    let bad = |reason: String| EngineError::ParamsShape { kind: s.kind.clone(), reason };
-    if p.vk.ic.len() != s.shape.inputs {
-        return Err(bad(format!(
-            "verifying key has {} IC points, the circuit {} inputs",
-            p.vk.ic.len(),
-            s.shape.inputs
-        )));
-    }
-    if p.l().len() != s.shape.aux {
-        return Err(bad(format!("L has {} points, the circuit {} aux variables", p.l().len(), s.shape.aux)));
-    }
-    if p.domain_size() != s.shape.domain_size {
-        return Err(bad(format!("domain {} vs the circuit's {}", p.domain_size(), s.shape.domain_size)));
-    }
-    Ok(())
+    s.params
+        .check_fits(&s.shape)
+        .map_err(|e| EngineError::ParamsShape { kind: s.kind.clone(), reason: e.to_string() })
 }
 
 /// Ends one partition: stores its result, frees its slot, and completes the job when it
