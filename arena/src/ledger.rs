@@ -19,7 +19,6 @@ pub struct Ledger {
     refused_after_freeze: AtomicUsize,
     leased_bytes: AtomicUsize,
     leased_bytes_hwm: AtomicUsize,
-    leases_out: AtomicUsize,
     leases_total: AtomicU64,
     handbacks_total: AtomicU64,
     handback_ns_max: AtomicU64,
@@ -39,6 +38,7 @@ pub struct LedgerSnapshot {
     pub refused_after_freeze: usize,
     pub leased_bytes: usize,
     pub leased_bytes_hwm: usize,
+    /// Leases not yet handed back (leases_total - handbacks_total).
     pub leases_out: usize,
     pub leases_total: u64,
     pub handbacks_total: u64,
@@ -49,7 +49,7 @@ pub struct LedgerSnapshot {
 impl LedgerSnapshot {
     /// Every lease came back.
     pub fn balanced(&self) -> bool {
-        self.leases_out == 0 && self.leased_bytes == 0 && self.leases_total == self.handbacks_total
+        self.leases_out == 0 && self.leased_bytes == 0
     }
     /// Median handback latency (upper bound of its histogram bucket), ns.
     pub fn handback_ns_p50(&self) -> u64 {
@@ -89,7 +89,6 @@ impl Ledger {
             refused_after_freeze: AtomicUsize::new(0),
             leased_bytes: AtomicUsize::new(0),
             leased_bytes_hwm: AtomicUsize::new(0),
-            leases_out: AtomicUsize::new(0),
             leases_total: AtomicU64::new(0),
             handbacks_total: AtomicU64::new(0),
             handback_ns_max: AtomicU64::new(0),
@@ -169,13 +168,11 @@ impl Ledger {
     pub(crate) fn on_lease(&self, bytes: usize) {
         let now = self.leased_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
         self.leased_bytes_hwm.fetch_max(now, Ordering::Relaxed);
-        self.leases_out.fetch_add(1, Ordering::Relaxed);
         self.leases_total.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn on_handback(&self, bytes: usize, latency_ns: u64) {
         self.leased_bytes.fetch_sub(bytes, Ordering::Relaxed);
-        self.leases_out.fetch_sub(1, Ordering::Relaxed);
         self.handbacks_total.fetch_add(1, Ordering::Relaxed);
         self.handback_ns_max.fetch_max(latency_ns, Ordering::Relaxed);
         let bucket = (63 - latency_ns.max(1).leading_zeros() as usize).min(LATENCY_BUCKETS - 1);
@@ -183,6 +180,9 @@ impl Ledger {
     }
 
     pub fn snapshot(&self) -> LedgerSnapshot {
+        // Handbacks first, so that the later read of leases has seen their leases too.
+        let handbacks_total = self.handbacks_total.load(Ordering::SeqCst);
+        let leases_total = self.leases_total.load(Ordering::SeqCst);
         LedgerSnapshot {
             limit_bytes: self.limit_bytes,
             frozen: self.is_frozen(),
@@ -192,9 +192,9 @@ impl Ledger {
             refused_after_freeze: self.refused_after_freeze.load(Ordering::SeqCst),
             leased_bytes: self.leased_bytes.load(Ordering::SeqCst),
             leased_bytes_hwm: self.leased_bytes_hwm.load(Ordering::SeqCst),
-            leases_out: self.leases_out.load(Ordering::SeqCst),
-            leases_total: self.leases_total.load(Ordering::SeqCst),
-            handbacks_total: self.handbacks_total.load(Ordering::SeqCst),
+            leases_out: leases_total.saturating_sub(handbacks_total) as usize,
+            leases_total,
+            handbacks_total,
             handback_ns_max: self.handback_ns_max.load(Ordering::SeqCst),
             handback_hist: self.handback_hist.iter().map(|a| a.load(Ordering::SeqCst)).collect(),
         }

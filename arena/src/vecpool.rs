@@ -127,7 +127,10 @@ impl<T> VecPool<T> {
     /// (every `take` allocates); that is allowed, for A/B measurements.
     pub fn with_config(cfg: VecPoolConfig) -> Self {
         let shards_wanted = if cfg.shards == 0 {
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+            // Read once per process: every ShapeCs and assignment makes a pool, and
+            // available_parallelism reads cgroup files each time.
+            static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+            *CPUS.get_or_init(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
         } else {
             cfg.shards
         };

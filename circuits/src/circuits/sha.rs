@@ -46,8 +46,12 @@ impl ShaCircuit {
     }
     /// Blocks whose circuit is nearest `constraints` (at least 1).
     pub fn blocks_for_constraints(constraints: usize) -> usize {
-        let one = crate::shape_of_native(&ShaCircuit::new(1, 0)).map(|s| s.constraints).unwrap_or(1);
-        let two = crate::shape_of_native(&ShaCircuit::new(2, 0)).map(|s| s.constraints).unwrap_or(2);
+        // Counted once per process (the sizes do not depend on the message).
+        static ONE_TWO: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
+        let &(one, two) = ONE_TWO.get_or_init(|| {
+            let count = |blocks| crate::shape_of_native(&ShaCircuit::new(blocks, 0)).map(|s| s.constraints);
+            (count(1).unwrap_or(1), count(2).unwrap_or(2))
+        });
         let per = (two - one).max(1);
         let base = one - per;
         (((constraints.saturating_sub(base)) as f64 / per as f64).round() as usize).max(1)
