@@ -35,6 +35,8 @@ type ScalarBytes = [u8; SCALAR_BYTES];
 const LEASE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Variables per parallel task when filtering by density (a multiple of 64: whole words).
 const FILTER_CHUNK_BITS: usize = 64 * 1024;
+// `append_dense` counts each chunk by whole density words.
+const _: () = assert!(FILTER_CHUNK_BITS % 64 == 0);
 
 /// The sizes of one proof that the pool plan needs: from the parameters (exact) or from a
 /// circuit [`Shape`] (an upper bound: every variable dense).
@@ -381,7 +383,9 @@ fn append_dense(dst: &mut SlabVec<ScalarBytes>, src: &[ScalarBytes], density: De
         .into_par_iter()
         .map(|k| {
             let end = ((k + 1) * FILTER_CHUNK_BITS).min(src.len());
-            (k * FILTER_CHUNK_BITS..end).filter(|&i| density.get(i)).count()
+            // Chunks start on a word boundary (FILTER_CHUNK_BITS is a multiple of 64).
+            Density::new(&density.words()[k * FILTER_CHUNK_BITS / 64..], end - k * FILTER_CHUNK_BITS)
+                .count_ones()
         })
         .collect();
     let total: usize = counts.iter().sum();

@@ -24,7 +24,8 @@ pub struct PreparedVerifyingKey {
     alpha_g1_beta_g2: Gt,
     neg_gamma_g2: G2Prepared,
     neg_delta_g2: G2Prepared,
-    ic: Vec<G1Affine>,
+    /// IC points, projective once here (blstrs' multi_exp takes projective bases).
+    ic: Vec<G1Projective>,
 }
 
 pub fn prepare_verifying_key(vk: &VerifyingKey) -> PreparedVerifyingKey {
@@ -32,7 +33,7 @@ pub fn prepare_verifying_key(vk: &VerifyingKey) -> PreparedVerifyingKey {
         alpha_g1_beta_g2: blstrs::pairing(&vk.alpha_g1, &vk.beta_g2),
         neg_gamma_g2: G2Prepared::from(-vk.gamma_g2),
         neg_delta_g2: G2Prepared::from(-vk.delta_g2),
-        ic: vk.ic.clone(),
+        ic: vk.ic.iter().map(G1Projective::from).collect(),
     }
 }
 
@@ -46,10 +47,9 @@ impl PreparedVerifyingKey {
         if inputs.len() + 1 != self.ic.len() {
             return Err(Groth16Error::PublicInputs { expected: self.num_public_inputs(), got: inputs.len() });
         }
-        let mut acc = G1Projective::from(self.ic[0]);
+        let mut acc = self.ic[0];
         if !inputs.is_empty() {
-            let bases: Vec<G1Projective> = self.ic[1..].iter().map(G1Projective::from).collect();
-            acc += G1Projective::multi_exp(&bases, inputs);
+            acc += G1Projective::multi_exp(&self.ic[1..], inputs);
         }
         Ok(acc)
     }
