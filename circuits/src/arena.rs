@@ -47,7 +47,41 @@ pub struct AssignmentPools {
     pub lc_terms: Arc<VecPool<Term>>,
 }
 
+/// One of the three assignment pools, as [`AssignmentPools::plan`] sizes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AssignmentPoolPlan {
+    pub name: &'static str,
+    pub what: &'static str,
+    pub slab_bytes: usize,
+    pub slabs_per_assignment: usize,
+}
+
 impl AssignmentPools {
+    /// The abc, witness and density pools for assignments of `shape`: what
+    /// [`AssignmentPools::for_shape`] reserves, per assignment.
+    pub fn plan(shape: &Shape) -> [AssignmentPoolPlan; 3] {
+        [
+            AssignmentPoolPlan {
+                name: "abc",
+                what: "a, b, c evaluations (domain-sized)",
+                slab_bytes: shape.domain_size * SCALAR_BYTES,
+                slabs_per_assignment: 3,
+            },
+            AssignmentPoolPlan {
+                name: "witness",
+                what: "input + aux assignments",
+                slab_bytes: shape.inputs.max(shape.aux).max(1) * SCALAR_BYTES,
+                slabs_per_assignment: 2,
+            },
+            AssignmentPoolPlan {
+                name: "density",
+                what: "density bitmaps",
+                slab_bytes: shape.aux_density_words().max(shape.input_density_words()).max(1) * 8,
+                slabs_per_assignment: 3,
+            },
+        ]
+    }
+
     /// Pools for `assignments` assignments of `shape` at once, charged to `ledger`.
     pub fn for_shape(
         shape: &Shape,
@@ -55,20 +89,18 @@ impl AssignmentPools {
         ledger: &Arc<Ledger>,
         region: RegionConfig,
     ) -> Result<Self, CircuitError> {
-        let abc_bytes = shape.domain_size * SCALAR_BYTES;
-        let witness_bytes = shape.inputs.max(shape.aux).max(1) * SCALAR_BYTES;
-        let density_bytes = shape.aux_density_words().max(shape.input_density_words()).max(1) * 8;
-        let pool = |name: &str, bytes: usize, per: usize| {
+        let [abc, witness, density] = Self::plan(shape).map(|p| {
             SlabPool::new(
-                SlabPoolConfig::new(name, bytes, per * assignments).with_region(region.clone()),
+                SlabPoolConfig::new(p.name, p.slab_bytes, p.slabs_per_assignment * assignments)
+                    .with_region(region.clone()),
                 ledger,
                 None,
             )
-        };
+        });
         Ok(AssignmentPools {
-            abc: pool("abc", abc_bytes, 3)?,
-            witness: pool("witness", witness_bytes, 2)?,
-            density: pool("density", density_bytes, 3)?,
+            abc: abc?,
+            witness: witness?,
+            density: density?,
             lc_terms: Arc::new(VecPool::new()),
         })
     }

@@ -19,7 +19,7 @@ pub mod native;
 pub mod shape;
 pub mod witness;
 
-pub use arena::{synthesize_arena, synthesize_native, ArenaAssignment, AssignmentPools};
+pub use arena::{synthesize_arena, synthesize_native, ArenaAssignment, AssignmentPoolPlan, AssignmentPools};
 pub use density::{Density, DensityBits};
 pub use error::CircuitError;
 pub use heap::{synthesize_heap, HeapAssignment};

@@ -28,13 +28,14 @@ impl Shape {
     pub fn new(constraints: usize, inputs: usize, aux: usize) -> Self {
         Shape { constraints, inputs, aux, domain_size: constraints.max(1).next_power_of_two() }
     }
-    /// Bits of the a_aux and b_aux density bitmaps (one per aux variable).
-    pub fn aux_density_bits(&self) -> usize {
-        self.aux
-    }
-    /// Bits of the b_input density bitmap (one per input).
-    pub fn input_density_bits(&self) -> usize {
-        self.inputs
+    /// The smallest shape every one of `shapes` fits in (each count the maximum over them).
+    pub fn covering(shapes: &[Shape]) -> Shape {
+        shapes.iter().fold(Shape { constraints: 0, inputs: 0, aux: 0, domain_size: 0 }, |m, s| Shape {
+            constraints: m.constraints.max(s.constraints),
+            inputs: m.inputs.max(s.inputs),
+            aux: m.aux.max(s.aux),
+            domain_size: m.domain_size.max(s.domain_size),
+        })
     }
     /// `u64` words of the a_aux / b_aux bitmaps.
     pub fn aux_density_words(&self) -> usize {
@@ -43,15 +44,6 @@ impl Shape {
     /// `u64` words of the b_input bitmap.
     pub fn input_density_words(&self) -> usize {
         words_for_bits(self.inputs)
-    }
-    /// Bytes of the slabs an [`crate::ArenaAssignment`] leases for this shape: a, b, c
-    /// (each `domain_size` scalars, so the NTTs can run in place), inputs, aux, and three
-    /// density bitmaps.
-    pub fn assignment_bytes(&self) -> usize {
-        let scalar = std::mem::size_of::<Scalar>();
-        3 * self.domain_size * scalar
-            + (self.inputs + self.aux) * scalar
-            + 8 * (2 * self.aux_density_words() + self.input_density_words())
     }
 }
 

@@ -275,3 +275,40 @@ fn cancel_at_shutdown_fails_queued_partitions_and_returns_slabs() {
     assert_eq!(report.partitions_failed as usize, cancelled);
     let _ = Field::is_zero(&Scalar::ZERO);
 }
+
+/// The memory plan lists what `Engine::new` reserves: the shared assignment pools, and one
+/// prover pool per circuit kind.
+#[test]
+fn memory_plan_lists_every_reserved_pool() {
+    let (small_shape, small) = setup(STEPS);
+    let (large_shape, large) = setup(4 * STEPS);
+    let cfg = EngineConfig {
+        slots: 2,
+        synth_workers: 1,
+        region: RegionConfig { huge_pages: false, ..RegionConfig::default() },
+        memory_limit_bytes: 1 << 30,
+        ..EngineConfig::default()
+    };
+    let e = Engine::new(
+        cfg,
+        vec![
+            CircuitSpec { kind: "small".into(), shape: small_shape, params: small },
+            CircuitSpec { kind: "large".into(), shape: large_shape, params: large },
+        ],
+    )
+    .unwrap();
+    let plan = e.memory_plan();
+    let ledger = e.ledger();
+    assert_eq!(plan.terms.iter().filter(|t| t.pool == "prove.scalars").count(), 2, "{plan}");
+    assert_eq!(ledger.regions, plan.terms.len(), "one region per planned pool: {plan}");
+    assert!(plan.total_bytes() <= ledger.reserved_bytes, "{plan} vs {} reserved", ledger.reserved_bytes);
+    // Each pool's region adds at most 2 MiB of rounding, its free map and 4 KiB of
+    // alignment per slab.
+    let slack: usize = plan.terms.iter().map(|t| (2 << 20) + 64 + t.count * 4096).sum();
+    assert!(
+        ledger.reserved_bytes <= plan.total_bytes() + slack,
+        "{plan} vs {} reserved",
+        ledger.reserved_bytes
+    );
+    e.shutdown(ShutdownMode::Drain);
+}

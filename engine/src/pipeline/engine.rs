@@ -184,7 +184,7 @@ impl Engine {
         let plan = MemoryPlan::for_shapes(&shapes, config.slots);
         let ledger = Ledger::new(config.memory_limit_bytes);
         let mem_err = |e: &dyn std::fmt::Display| EngineError::Memory(e.to_string());
-        let max_shape = max_shape(&shapes);
+        let max_shape = Shape::covering(&shapes);
 
         let slab = match config.alloc {
             AllocMode::Slab => Some(SlabMemory {
@@ -388,17 +388,6 @@ fn os_seed() -> [u8; 32] {
     let mut seed = [0u8; 32];
     rand_core::OsRng.fill_bytes(&mut seed);
     seed
-}
-
-fn max_shape(shapes: &[Shape]) -> Shape {
-    let mut m = shapes[0];
-    for s in shapes {
-        m.constraints = m.constraints.max(s.constraints);
-        m.inputs = m.inputs.max(s.inputs);
-        m.aux = m.aux.max(s.aux);
-        m.domain_size = m.domain_size.max(s.domain_size);
-    }
-    m
 }
 
 fn check_params_fit(s: &CircuitSpec) -> Result<(), EngineError> {

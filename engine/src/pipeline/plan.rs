@@ -1,10 +1,8 @@
 //! [`MemoryPlan`]: what the engine reserves at start, as a named sum of its consumers.
 
-use arenaprove_circuits::Shape;
+use arenaprove_circuits::{AssignmentPools, Shape};
 
 use crate::groth16::prover::{PoolPlan, ProofShape};
-
-const SCALAR_BYTES: usize = 32;
 
 /// One term of the plan: `count` slabs of `slab_bytes` for `what`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,50 +27,26 @@ pub struct MemoryPlan {
 }
 
 impl MemoryPlan {
-    /// The plan for `slots` partitions in flight of (the largest of) `shapes`.
+    /// The plan for `slots` partitions in flight: assignment pools sized for the largest of
+    /// `shapes` (shared by every kind), and one prover pool per kind (`shapes` lists the
+    /// kinds), as `Engine::new` reserves them.
     pub fn for_shapes(shapes: &[Shape], slots: usize) -> MemoryPlan {
-        let max = |f: &dyn Fn(&Shape) -> usize| shapes.iter().map(f).max().unwrap_or(0);
-        let domain = max(&|s| s.domain_size);
-        let witness = max(&|s| s.inputs.max(s.aux).max(1));
-        let density_words = max(&|s| s.aux_density_words().max(s.input_density_words()).max(1));
-        let prover = shapes
-            .iter()
-            .map(|s| PoolPlan::for_shape(&ProofShape::of_circuit(s), slots))
-            .max_by_key(|p| p.slab_bytes)
-            .unwrap_or(PoolPlan { slab_bytes: SCALAR_BYTES, slab_count: PoolPlan::SLABS_PER_PROOF * slots });
-        MemoryPlan {
-            slots,
-            terms: vec![
-                // Each slot: a, b, c evaluations, padded to the NTT domain (NTTs run in place).
-                PlanTerm {
-                    pool: "abc",
-                    what: "a, b, c evaluations (domain-sized)",
-                    slab_bytes: domain * SCALAR_BYTES,
-                    count: 3 * slots,
-                },
-                // Each slot: input and aux assignments.
-                PlanTerm {
-                    pool: "witness",
-                    what: "input + aux assignments",
-                    slab_bytes: witness * SCALAR_BYTES,
-                    count: 2 * slots,
-                },
-                // Each slot: a_aux, b_input, b_aux density bitmaps.
-                PlanTerm {
-                    pool: "density",
-                    what: "density bitmaps",
-                    slab_bytes: density_words * 8,
-                    count: 3 * slots,
-                },
-                // The prover: twiddles + h scalars (prove_start), L/A/B split vectors (finalize).
-                PlanTerm {
-                    pool: "prove.scalars",
-                    what: "NTT twiddles, h and split vectors",
-                    slab_bytes: prover.slab_bytes,
-                    count: prover.slab_count,
-                },
-            ],
-        }
+        let assignment = AssignmentPools::plan(&Shape::covering(shapes)).map(|p| PlanTerm {
+            pool: p.name,
+            what: p.what,
+            slab_bytes: p.slab_bytes,
+            count: p.slabs_per_assignment * slots,
+        });
+        let provers = shapes.iter().map(|s| {
+            let p = PoolPlan::for_shape(&ProofShape::of_circuit(s), slots);
+            PlanTerm {
+                pool: "prove.scalars",
+                what: "NTT twiddles, h and split vectors (per circuit kind)",
+                slab_bytes: p.slab_bytes,
+                count: p.slab_count,
+            }
+        });
+        MemoryPlan { slots, terms: assignment.into_iter().chain(provers).collect() }
     }
 
     /// Slab bytes over all terms (each pool's region is rounded up to 2 MiB on top).
