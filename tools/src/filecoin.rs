@@ -327,7 +327,6 @@ fn tempfile_dir() -> Result<PathBuf> {
 fn soak(a: SoakArgs) -> Result<()> {
     use arenaprove::arena::ledger::rss_bytes;
     use arenaprove::engine::pipeline::EngineConfig;
-    use std::collections::VecDeque;
 
     if a.sectors == 0 {
         bail!("--sectors must be at least 1");
@@ -345,24 +344,19 @@ fn soak(a: SoakArgs) -> Result<()> {
     let partitions = usize::from(registered_proof.porep_config()?.partitions);
     let work = tempfile_dir()?;
     let mut rng = fc::rng_from_seed(a.rng_seed);
-    let bar = crate::common::bar(a.json, a.sectors as u64, "sectors");
 
     let mut rec = crate::soak::SoakRecorder::new(a.sectors, partitions, rss_start);
     let mut seal_s = 0.0f64;
-    let mut in_flight: VecDeque<(SectorInfo, fc::C2Pending)> = VecDeque::new();
-    let mut next = 0usize;
     let all = partitions as u64;
-    while rec.done() < a.sectors {
-        // Seal the next sector while the engine proves the ones in flight.
-        while next < a.sectors && in_flight.len() < 2 {
-            let started = Instant::now();
-            let request = fc::SealRequest::random(size, &mut rng);
-            let sealed = fc::seal_sector(&request, &mut rng, &work)?;
-            seal_s += started.elapsed().as_secs_f64();
-            in_flight.push_back((sealed.info, c2.submit(&sealed.c1)?));
-            next += 1;
-        }
-        let (info, pending) = in_flight.pop_front().expect("a sector in flight");
+    // Seal the next sector while the engine proves the ones in flight.
+    let submit = |_: usize| -> Result<(SectorInfo, fc::C2Pending)> {
+        let started = Instant::now();
+        let request = fc::SealRequest::random(size, &mut rng);
+        let sealed = fc::seal_sector(&request, &mut rng, &work)?;
+        seal_s += started.elapsed().as_secs_f64();
+        Ok((sealed.info, c2.submit(&sealed.c1)?))
+    };
+    crate::soak::drive(&mut rec, a.sectors, a.json, submit, |(info, pending), rec| {
         match pending.wait() {
             Ok((proof, out)) => {
                 if fc::verify_seal(&info, &proof)?.is_accepted() {
@@ -377,14 +371,8 @@ fn soak(a: SoakArgs) -> Result<()> {
                 rec.sector_done(0, all, &[]);
             }
         }
-        if let Some(b) = &bar {
-            b.inc(1);
-        }
-    }
-    rec.stop();
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+        Ok(())
+    })?;
     let _ = std::fs::remove_dir_all(&work);
     let ledger = c2.engine().ledger();
     let constraints = c2.shape().constraints;

@@ -134,7 +134,7 @@ impl SoakRecorder {
         self.done_at.push(self.t0.elapsed().as_secs_f64());
         self.rss_at.push(rss_bytes());
         if self.done_at.len() == self.warmup {
-            self.rss_warm = rss_bytes();
+            self.rss_warm = *self.rss_at.last().expect("pushed above");
             self.flt_warm = page_faults().0;
         }
     }
@@ -198,6 +198,36 @@ impl SoakRecorder {
     }
 }
 
+/// Runs `sectors` sectors, two in flight so the pipeline never drains between them:
+/// `submit(k)` starts sector `k`; `finish` waits for the oldest and records it in `rec`.
+/// Shared by `soak` and `filecoin soak`.
+pub fn drive<P>(
+    rec: &mut SoakRecorder,
+    sectors: usize,
+    quiet: bool,
+    mut submit: impl FnMut(usize) -> Result<P>,
+    mut finish: impl FnMut(P, &mut SoakRecorder) -> Result<()>,
+) -> Result<()> {
+    let bar = common::bar(quiet, sectors as u64, "sectors");
+    let mut in_flight = VecDeque::new();
+    let mut next = 0usize;
+    while rec.done() < sectors {
+        while next < sectors && in_flight.len() < 2 {
+            in_flight.push_back(submit(next)?);
+            next += 1;
+        }
+        finish(in_flight.pop_front().expect("a sector in flight"), rec)?;
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    rec.stop();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok(())
+}
+
 pub fn run(a: Args) -> Result<()> {
     if a.sectors == 0 || a.partitions == 0 {
         bail!("--sectors and --partitions must be at least 1");
@@ -206,11 +236,8 @@ pub fn run(a: Args) -> Result<()> {
     let rss_start = rss_bytes();
     let loaded = common::params_for(a.circuit, a.constraints, a.params.as_deref(), quiet)?;
     let engine = common::engine(a.circuit, &loaded, a.slots, a.alloc)?;
-    let bar = common::bar(quiet, a.sectors as u64, "sectors");
 
     let mut rec = SoakRecorder::new(a.sectors, a.partitions, rss_start);
-    let mut in_flight: VecDeque<JobHandle> = VecDeque::new();
-    let mut next = 0usize;
     let submit = |k: usize| -> Result<JobHandle> {
         let parts = (0..a.partitions)
             .map(|p| {
@@ -219,13 +246,8 @@ pub fn run(a: Args) -> Result<()> {
             .collect::<Result<Vec<_>>>()?;
         Ok(engine.submit(Job::new(a.circuit.to_string(), parts))?)
     };
-    while rec.done() < a.sectors {
-        // Keep two sectors queued so the pipeline never drains between sectors.
-        while next < a.sectors && in_flight.len() < 2 {
-            in_flight.push_back(submit(next)?);
-            next += 1;
-        }
-        let out = in_flight.pop_front().expect("a sector in flight").wait()?;
+    drive(&mut rec, a.sectors, quiet, submit, |handle, rec| {
+        let out = handle.wait()?;
         let (mut ok, mut failed) = (0u64, 0u64);
         for p in &out.partitions {
             match p {
@@ -238,14 +260,8 @@ pub fn run(a: Args) -> Result<()> {
             }
         }
         rec.sector_done(ok, failed, &out.spans);
-        if let Some(b) = &bar {
-            b.inc(1);
-        }
-    }
-    rec.stop();
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+        Ok(())
+    })?;
     let ledger = engine.ledger();
     let report_engine = engine.shutdown(ShutdownMode::Drain);
     let report = rec.report(
