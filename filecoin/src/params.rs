@@ -40,22 +40,17 @@ impl ParamFiles {
     pub fn for_proof(registered_proof: RegisteredSealProof) -> Result<Self, FilecoinError> {
         let config = registered_proof.porep_config()?;
         let what = "locating the parameter cache";
+        // The identifier sets up the public parameters and hashes them: computed once, and
+        // the paths derived from it as filecoin-proofs' get_cache_*_path do.
         let cache_id =
             config.get_cache_identifier::<SectorShapeBase>().map_err(|e| FilecoinError::proofs(what, e))?;
-        let params =
-            config.get_cache_params_path::<SectorShapeBase>().map_err(|e| FilecoinError::proofs(what, e))?;
-        let vk = config
-            .get_cache_verifying_key_path::<SectorShapeBase>()
-            .map_err(|e| FilecoinError::proofs(what, e))?;
-        let meta = config
-            .get_cache_metadata_path::<SectorShapeBase>()
-            .map_err(|e| FilecoinError::proofs(what, e))?;
+        use storage_proofs_core::parameter_cache as pc;
         Ok(ParamFiles {
             sector_size: registered_proof.sector_size()?.name().to_string(),
+            params: pc::parameter_cache_params_path(&cache_id),
+            vk: pc::parameter_cache_verifying_key_path(&cache_id),
+            meta: pc::parameter_cache_metadata_path(&cache_id),
             cache_id,
-            params,
-            vk,
-            meta,
             cache_dir: storage_proofs_core::parameter_cache::parameter_cache_dir(),
         })
     }
