@@ -429,6 +429,21 @@ fn free_slot(sh: &Shared, slot: usize) {
     sh.slot_tx.send(slot).expect("slot channel never overflows: one token per slot");
 }
 
+/// Ends a partition before it reaches the finalizer: its slabs back, its slot freed, its
+/// error recorded.
+fn end_early(
+    sh: &Shared,
+    job: &Arc<JobState>,
+    held: Held,
+    slot: usize,
+    partition: u32,
+    error: PartitionError,
+) {
+    drop(held);
+    free_slot(sh, slot);
+    complete(sh, job, partition, Err(error));
+}
+
 fn dispatcher(
     sh: Arc<Shared>,
     rx: Receiver<WorkItem>,
@@ -523,10 +538,8 @@ fn synthesize(sh: Arc<Shared>, work: WorkItem, slot: usize, tx: Sender<Synthesiz
             if let Err(e) = tx.send(msg) {
                 // The prover is gone (shutdown): give everything back.
                 let m = e.into_inner();
-                drop(m.held);
-                free_slot(&sh, m.slot);
                 let p = m.item.partition;
-                complete(&sh, &m.item.job, p, Err(PartitionError::Cancelled { partition: p }));
+                end_early(&sh, &m.item.job, m.held, m.slot, p, PartitionError::Cancelled { partition: p });
             }
         }
         Err(e) => {
@@ -551,9 +564,7 @@ fn prover_loop(sh: Arc<Shared>, rx: Receiver<Synthesized>, tx: Sender<Started>, 
         let who = Who { job_id: job.id, partition: p, thread: tid };
         job.timeline.record_interval("wait_prove", Level::Stage, who, enqueued, enqueued.elapsed());
         if sh.cancel.load(Ordering::SeqCst) {
-            drop(held);
-            free_slot(&sh, slot);
-            complete(&sh, &job, p, Err(PartitionError::Cancelled { partition: p }));
+            end_early(&sh, &job, held, slot, p, PartitionError::Cancelled { partition: p });
             continue;
         }
         let t0 = Instant::now();
@@ -561,34 +572,22 @@ fn prover_loop(sh: Arc<Shared>, rx: Receiver<Synthesized>, tx: Sender<Started>, 
         let prover = prover_of(&item.kind, fresh);
         let span = tracing::info_span!("prove_start", job = job.id, partition = p);
         let res =
-            std::panic::catch_unwind(AssertUnwindSafe(|| span.in_scope(|| prover.prove_start(witness))));
+            std::panic::catch_unwind(AssertUnwindSafe(|| span.in_scope(|| prover.prove_start(witness))))
+                .map_err(|panic| panic_message(&*panic))
+                .and_then(|r| r.map_err(|e| e.to_string()));
         job.timeline.record_interval("prove_start", Level::Stage, who, t0, t0.elapsed());
         match res {
-            Ok(Ok(start)) => {
+            Ok(start) => {
                 let t = start.timings();
                 job.timeline.record_calls(who, t0, &[("ntt_h", t.ntt_h), ("msm_h", t.msm_h)]);
                 let msg = Started { item, slot, held, start, enqueued: Instant::now() };
                 if let Err(e) = tx.send(msg) {
                     let m = e.into_inner();
-                    drop(m.held);
-                    free_slot(&sh, m.slot);
-                    complete(&sh, &job, p, Err(PartitionError::Cancelled { partition: p }));
+                    end_early(&sh, &job, m.held, m.slot, p, PartitionError::Cancelled { partition: p });
                 }
             }
-            Ok(Err(e)) => {
-                drop(held);
-                free_slot(&sh, slot);
-                complete(&sh, &job, p, Err(PartitionError::Prove { partition: p, reason: e.to_string() }));
-            }
-            Err(panic) => {
-                drop(held);
-                free_slot(&sh, slot);
-                complete(
-                    &sh,
-                    &job,
-                    p,
-                    Err(PartitionError::Prove { partition: p, reason: panic_message(&*panic) }),
-                );
+            Err(reason) => {
+                end_early(&sh, &job, held, slot, p, PartitionError::Prove { partition: p, reason })
             }
         }
     }
@@ -609,11 +608,13 @@ fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
         let res = std::panic::catch_unwind(AssertUnwindSafe(|| {
             tracing::info_span!("finalize", job = job.id, partition = p)
                 .in_scope(|| prover.finalize(start, &held.witness, r, s))
-        }));
+        }))
+        .map_err(|panic| panic_message(&*panic))
+        .and_then(|r| r.map_err(|e| e.to_string()));
         let fin_dur = t0.elapsed();
         job.timeline.record_interval("finalize", Level::Stage, who, t0, fin_dur);
         let result = match res {
-            Ok(Ok((proof, t))) => {
+            Ok((proof, t)) => {
                 job.timeline.record_calls(
                     who,
                     t0,
@@ -642,8 +643,7 @@ fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
                     Ok(PartitionOutput { partition: p, proof, public_inputs, verified })
                 }
             }
-            Ok(Err(e)) => Err(PartitionError::Prove { partition: p, reason: e.to_string() }),
-            Err(panic) => Err(PartitionError::Prove { partition: p, reason: panic_message(&*panic) }),
+            Err(reason) => Err(PartitionError::Prove { partition: p, reason }),
         };
         // Handback: the assignment's slabs (and in fresh mode its mappings) go back here.
         let th = Instant::now();
