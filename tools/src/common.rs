@@ -119,8 +119,7 @@ pub fn params_for(
         quiet,
         format!("generating development params for {kind} ({} constraints, insecure)", shape.constraints),
     );
-    let mut rng = ChaCha20Rng::from_entropy();
-    let params = generate_random_parameters(ViaBridge(sample), &mut rng, &mem)?;
+    let params = generate_dev_params(sample, &mem)?;
     let tmp = path.with_extension("params.tmp");
     params.write_file(&tmp)?;
     std::fs::rename(&tmp, &path)
@@ -135,6 +134,12 @@ pub fn params_for(
         generated: true,
         seconds: t0.elapsed().as_secs_f64(),
     })
+}
+
+/// INSECURE development parameters for `circuit` (random toxic waste from the OS).
+pub fn generate_dev_params(circuit: AnyCircuit, mem: &ParamsMemory) -> Result<Parameters> {
+    let mut rng = ChaCha20Rng::from_entropy();
+    Ok(generate_random_parameters(ViaBridge(circuit), &mut rng, mem)?)
 }
 
 pub fn spinner(quiet: bool, msg: String) -> Option<indicatif::ProgressBar> {

@@ -47,12 +47,7 @@ pub fn run(a: Args) -> Result<()> {
         Cmd::Gen { circuit, constraints, out, vk_out } => {
             let sample = common::circuit(circuit, constraints, 0, 0)?;
             let t0 = Instant::now();
-            let mut rng = <arenaprove::engine::deps::rand_chacha::ChaCha20Rng as arenaprove::engine::deps::rand_core::SeedableRng>::from_entropy();
-            let p = arenaprove::engine::groth16::generate_random_parameters(
-                common::ViaBridge(sample),
-                &mut rng,
-                &ParamsMemory::default(),
-            )?;
+            let p = common::generate_dev_params(sample, &ParamsMemory::default())?;
             p.write_file(&out)?;
             println!(
                 "wrote {} ({} bytes) in {:.2} s; INSECURE development parameters",
