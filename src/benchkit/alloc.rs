@@ -373,16 +373,6 @@ pub struct StrategyReport {
     pub ratio_to_fresh_vec: Option<f64>,
 }
 
-fn median(xs: &mut [f64]) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    let m = xs.len() / 2;
-    if xs.len() % 2 == 1 {
-        xs[m]
-    } else {
-        (xs[m - 1] + xs[m]) / 2.0
-    }
-}
-
 /// Runs one strategy: setup, warm-up, measured cycles, drain; frees its memory on return.
 pub fn run_strategy(strategy: Strategy, cfg: &Config) -> Result<StrategyReport, String> {
     if cfg.cycles == 0 || cfg.cycles > CYCLES_MAX {
@@ -407,8 +397,8 @@ pub fn run_strategy(strategy: Strategy, cfg: &Config) -> Result<StrategyReport, 
     }
     let setup = w.setup;
     drop(w);
-    let mut cycle_ms: Vec<f64> = costs.iter().map(|c| c.cycle.as_secs_f64() * 1e3).collect();
-    let mut release_us: Vec<f64> = costs.iter().map(|c| c.release.as_secs_f64() * 1e6).collect();
+    let cycle_ms: Vec<f64> = costs.iter().map(|c| c.cycle.as_secs_f64() * 1e3).collect();
+    let release_us: Vec<f64> = costs.iter().map(|c| c.release.as_secs_f64() * 1e6).collect();
     let n = costs.len() as f64;
     Ok(StrategyReport {
         strategy,
@@ -417,9 +407,9 @@ pub fn run_strategy(strategy: Strategy, cfg: &Config) -> Result<StrategyReport, 
         cycles: costs.len(),
         cycle_ms_min: cycle_ms.iter().copied().fold(f64::INFINITY, f64::min),
         cycle_ms_max: cycle_ms.iter().copied().fold(0.0, f64::max),
-        cycle_ms_median: median(&mut cycle_ms),
+        cycle_ms_median: super::median(&cycle_ms),
         release_us_max: release_us.iter().copied().fold(0.0, f64::max),
-        release_us_median: median(&mut release_us),
+        release_us_median: super::median(&release_us),
         minflt_per_cycle: costs.iter().map(|c| c.minflt as f64).sum::<f64>() / n,
         majflt_per_cycle: costs.iter().map(|c| c.majflt as f64).sum::<f64>() / n,
         setup_ms: setup.as_secs_f64() * 1e3,

@@ -87,19 +87,7 @@ pub struct Report {
     pub load_speedup: Option<f64>,
 }
 
-pub fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    if s.is_empty() {
-        return f64::NAN;
-    }
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    }
-}
+pub use super::median;
 
 /// Our parameters for `circuit` and their bytes.
 pub fn our_params(circuit: AnyCircuit, seed: u64) -> Result<(Arc<Parameters>, Duration), String> {

@@ -78,11 +78,6 @@ pub fn allocs_are_counted() -> bool {
     CountingAlloc::thread_snapshot().allocs > before.allocs
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 /// A circuit with its shapes and pools, ready to be synthesized by any path.
 pub struct Workload {
     pub circuit: AnyCircuit,
@@ -166,7 +161,7 @@ pub fn run(cfg: &Config) -> Result<Vec<PathReport>, String> {
             constraints = n;
         }
         let secs_min = secs.iter().copied().fold(f64::INFINITY, f64::min);
-        let secs_median = median(secs);
+        let secs_median = super::upper_median(&secs);
         let constraints_per_s = constraints as f64 / secs_median;
         let heap_rate = out.first().map(|h| h.constraints_per_s).unwrap_or(constraints_per_s);
         out.push(PathReport {

@@ -291,7 +291,8 @@ fn bench(a: BenchArgs) -> Result<()> {
         }
         eprintln!("theirs run {run}: {:.2} s (seal_commit_phase2, includes its verify_seal)", theirs[run]);
     }
-    let (ours_s, theirs_s) = (crate::common::median(&mut ours), crate::common::median(&mut theirs));
+    let (ours_s, theirs_s) =
+        (arenaprove::benchkit::upper_median(&ours), arenaprove::benchkit::upper_median(&theirs));
     let mid = &stages[stages.len() / 2];
     let speedup = theirs_s / ours_s;
     if a.json {

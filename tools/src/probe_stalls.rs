@@ -87,14 +87,13 @@ fn probe(backing: &'static str, buf: &mut [u8], a: &Args) -> Backing {
     let (flt1, sw1) = (arenaprove::arena::ledger::page_faults().0, switches());
     let stalls = lat.iter().filter(|&&ns| ns > a.stall_ns).count();
     let max_ns = lat.iter().copied().max().unwrap_or(0);
-    lat.sort_unstable();
     Backing {
         backing,
         writes: a.writes,
         stalls,
         stall_rate: stalls as f64 / a.writes.max(1) as f64,
         max_ns,
-        p50_ns: lat.get(lat.len() / 2).copied().unwrap_or(0),
+        p50_ns: crate::common::quantile_u64(&mut lat, 0.5),
         minor_faults: flt1 - flt0,
         context_switches: sw1 - sw0,
     }

@@ -148,18 +148,18 @@ pub fn print_timeline(out: &JobOutput) {
     }
     println!("timeline (median over {} partitions, ms):", out.partitions.len());
     for (name, level) in names {
-        let mut v: Vec<f64> =
+        let v: Vec<f64> =
             out.spans.iter().filter(|s| s.name == name).map(|s| s.dur_ns as f64 / 1e6).collect();
         let indent = if level == Level::Call { "    " } else { "  " };
-        println!("{indent}{name:<14} {:>10.3}", common::median(&mut v));
+        println!("{indent}{name:<14} {:>10.3}", arenaprove::benchkit::upper_median(&v));
     }
     for stage in ["prove_start", "finalize"] {
-        let mut gaps: Vec<f64> =
+        let gaps: Vec<f64> =
             out.gaps.iter().filter(|g| g.stage == stage).map(|g| g.gap_ns as f64 / 1e6).collect();
         if !gaps.is_empty() {
             println!(
                 "  gap in {stage:<11} {:>10.3}  (outer timer minus its inner timers)",
-                common::median(&mut gaps)
+                arenaprove::benchkit::upper_median(&gaps)
             );
         }
     }
