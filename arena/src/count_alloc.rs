@@ -75,23 +75,14 @@ pub struct CountingAlloc {
     live_bytes_peak: AtomicU64,
 }
 
-#[derive(Clone, Copy)]
-struct ThreadCounts {
-    allocs: u64,
-    deallocs: u64,
-    reallocs: u64,
-    bytes_allocated: u64,
-    bytes_freed: u64,
-}
-
 thread_local! {
     // Const-initialised, no Drop: access never allocates and never registers a destructor.
-    static THREAD_COUNTS: Cell<ThreadCounts> = const {
-        Cell::new(ThreadCounts { allocs: 0, deallocs: 0, reallocs: 0, bytes_allocated: 0, bytes_freed: 0 })
+    static THREAD_COUNTS: Cell<AllocSnapshot> = const {
+        Cell::new(AllocSnapshot { allocs: 0, deallocs: 0, reallocs: 0, bytes_allocated: 0, bytes_freed: 0 })
     };
 }
 
-fn thread_add(f: impl FnOnce(&mut ThreadCounts)) {
+fn thread_add(f: impl FnOnce(&mut AllocSnapshot)) {
     // try_with: during thread teardown the slot may be gone; then the call is not counted
     // per thread (the process-wide counters still see it).
     let _ = THREAD_COUNTS.try_with(|c| {
@@ -143,18 +134,7 @@ impl CountingAlloc {
     /// The calling thread's counters now: calls made on this thread through any
     /// `CountingAlloc` (all zero if none is installed or called).
     pub fn thread_snapshot() -> AllocSnapshot {
-        THREAD_COUNTS
-            .try_with(|c| {
-                let v = c.get();
-                AllocSnapshot {
-                    allocs: v.allocs,
-                    deallocs: v.deallocs,
-                    reallocs: v.reallocs,
-                    bytes_allocated: v.bytes_allocated,
-                    bytes_freed: v.bytes_freed,
-                }
-            })
-            .unwrap_or_default()
+        THREAD_COUNTS.try_with(Cell::get).unwrap_or_default()
     }
 
     /// Runs `f` and returns what the calling thread allocated meanwhile (work `f` hands to
