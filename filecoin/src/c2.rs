@@ -29,6 +29,7 @@ use filecoin_proofs::constants::{DefaultPieceDomain, DefaultPieceHasher, SectorS
 use filecoin_proofs::types::{PoRepConfig, VanillaSealProof};
 use rand_core::RngCore;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
 
 use crate::api::{C1Output, RegisteredSealProof, SectorInfo, ShapedC1};
@@ -40,18 +41,23 @@ pub type SealCircuit = StackedCircuit<SectorShapeBase, DefaultPieceHasher>;
 type Compound = StackedCompound<SectorShapeBase, DefaultPieceHasher>;
 type Drg = StackedDrg<'static, SectorShapeBase, DefaultPieceHasher>;
 
-/// The compound public params `seal_commit_phase2` sets up for `config`.
-fn compound_public_params(
+/// The compound public params `seal_commit_phase2` sets up for `config`, for any tree shape
+/// (this module proves `SectorShapeBase`; [`crate::shape`] counts the others).
+pub(crate) fn compound_public_params<Tree: 'static + MerkleTreeTrait>(
     config: &PoRepConfig,
-) -> Result<compound_proof::PublicParams<'static, Drg>, FilecoinError> {
+) -> Result<compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>, FilecoinError>
+{
     let setup = compound_proof::SetupParams {
         vanilla_params: filecoin_proofs::parameters::setup_params(config)
             .map_err(|e| FilecoinError::proofs("setup_params", e))?,
         partitions: Some(usize::from(config.partitions)),
         priority: false,
     };
-    <Compound as CompoundProof<Drg, SealCircuit>>::setup(&setup)
-        .map_err(|e| FilecoinError::proofs("setup", e))
+    <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'static, Tree, DefaultPieceHasher>,
+        StackedCircuit<Tree, DefaultPieceHasher>,
+    >>::setup(&setup)
+    .map_err(|e| FilecoinError::proofs("setup", e))
 }
 
 /// The circuit with no witness that parameter generation synthesizes (`blank_circuit`).

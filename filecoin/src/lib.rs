@@ -11,7 +11,9 @@
 //!   proven by the engine, either directly ([`C2Prover`]) or on the long-lived pipeline
 //!   ([`C2Engine`]); public inputs from `StackedCompound::generate_public_inputs` (what
 //!   `get_seal_inputs` returns);
-//! * [`verify`]: filecoin-proofs' own `verify_seal`.
+//! * [`verify`]: filecoin-proofs' own `verify_seal`;
+//! * [`shape`]: the shape of one partition circuit for every network sector size, 2 KiB
+//!   to 64 GiB (counted on the blank circuit, cached as JSON), for memory plans.
 //!
 //! Invariants: the PoRep config (sector size, porep id, API version, features) always comes
 //! from the input's registered proof, as filecoin-proofs does; a proof is the partition
@@ -44,12 +46,14 @@ pub mod c2;
 pub mod error;
 pub mod params;
 pub mod seal;
+pub mod shape;
 pub mod verify;
 
 pub use api::{C1Output, RegisteredSealProof, SectorInfo, SectorSize};
 pub use c2::{C2Engine, C2Options, C2Output, C2Pending, C2Prover, C2Stages};
 pub use error::FilecoinError;
 pub use seal::{seal_sector, SealRequest, SealedSector};
+pub use shape::{porep_shape, CachedShape, PoRepShape};
 pub use verify::{verify_seal, Verdict};
 
 /// A seeded ChaCha20 rng: sector data, ids, randomness and development toxic waste all
