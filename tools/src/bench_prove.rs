@@ -27,6 +27,10 @@ pub struct Args {
     /// One JSON object per circuit per line.
     #[arg(long)]
     pub json: bool,
+    /// Memory the run may use: bytes (or with KiB/MiB/GiB), or auto (MemAvailable). A
+    /// circuit whose plan is above it is refused before its params are generated.
+    #[arg(long, default_value = "auto")]
+    pub memory_limit: crate::common::MemoryLimit,
 }
 
 fn json(r: &Report) -> serde_json::Value {
@@ -54,6 +58,17 @@ fn json(r: &Report) -> serde_json::Value {
     })
 }
 
+/// Our prover holds one slot's working set and the params; bellperson (the baseline) holds
+/// its own copy of the params, converted from ours. Both are checked before generation.
+fn guard(kind: CircuitKind, constraints: usize, limit: crate::common::MemoryLimit) -> anyhow::Result<()> {
+    use crate::common;
+    let shape = common::predicted_shape(kind, constraints)?;
+    let plan = arenaprove::engine::pipeline::MemoryPlan::for_shapes(&[shape], 1);
+    let params = common::ParamsEstimate::for_file(None, &shape);
+    common::refuse_unless_fits(&format!("bench-prove {kind}"), Some(&plan), &params, 2, limit)?;
+    Ok(())
+}
+
 fn opt(v: Option<f64>, unit: &str) -> String {
     v.map(|x| format!("{x:.3}{unit}")).unwrap_or_else(|| "-".into())
 }
@@ -62,6 +77,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let synthesis = Synthesis::parse(&a.synthesis).map_err(|e| anyhow!(e))?;
     for name in &a.circuit {
         let kind: CircuitKind = name.parse().map_err(|e| anyhow!("{e}"))?;
+        guard(kind, a.constraints, a.memory_limit)?;
         let cfg = Config {
             kind,
             constraints: a.constraints,

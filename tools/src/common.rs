@@ -1,5 +1,6 @@
-//! What `prove`, `soak` and `params` share: the circuit kinds, the parameter cache, the
-//! engine set-up and small report helpers.
+//! What `prove`, `soak`, `params` and `plan` share: the circuit kinds, the parameter
+//! cache, the engine set-up, the memory guard every command runs before it generates
+//! parameters or reserves memory, and small report helpers.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,7 +17,9 @@ use arenaprove::engine::deps::blstrs::Scalar;
 use arenaprove::engine::deps::rand_chacha::ChaCha20Rng;
 use arenaprove::engine::deps::rand_core::SeedableRng;
 use arenaprove::engine::groth16::{generate_random_parameters, Parameters, ParamsMemory};
-use arenaprove::engine::pipeline::{native, AllocMode, CircuitSpec, Engine, EngineConfig, PartitionCircuit};
+use arenaprove::engine::pipeline::{
+    native, AllocMode, CircuitSpec, Engine, EngineConfig, MemoryPlan, PartitionCircuit, SLOTS_MAX,
+};
 
 /// The circuit of `kind` nearest `constraints`, for partition `partition` of sector `sector_id`.
 pub fn circuit(
@@ -97,9 +100,9 @@ pub fn params_for(
             seconds: t0.elapsed().as_secs_f64(),
         });
     }
-    let dir = cache_dir().join("params");
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let path = dir.join(format!("{kind}-c{}-i{}-a{}.params", shape.constraints, shape.inputs, shape.aux));
+    let path = cached_params_path(kind, &shape);
+    let dir = path.parent().expect("a file under the cache's params/");
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     if path.exists() {
         match Parameters::read_file(&path, false, &mem) {
             Ok(p) if p.check_fits(&shape).is_ok() => {
@@ -173,9 +176,22 @@ pub fn synth_workers(slots: usize) -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, slots.max(1))
 }
 
-/// Engine limits the CLI uses: slots for overlap, one synthesis worker per spare core.
-pub fn engine(kind: CircuitKind, loaded: &LoadedParams, slots: usize, alloc: AllocMode) -> Result<Engine> {
-    let cfg = EngineConfig { slots, synth_workers: synth_workers(slots), alloc, ..EngineConfig::default() };
+/// Engine limits the CLI uses: slots for overlap, one synthesis worker per spare core, and
+/// the memory limit [`refuse_unless_fits`] checked the plan against.
+pub fn engine(
+    kind: CircuitKind,
+    loaded: &LoadedParams,
+    slots: usize,
+    alloc: AllocMode,
+    limit: &ResolvedLimit,
+) -> Result<Engine> {
+    let cfg = EngineConfig {
+        slots,
+        synth_workers: synth_workers(slots),
+        alloc,
+        memory_limit_bytes: usize::try_from(limit.bytes).unwrap_or(usize::MAX),
+        ..EngineConfig::default()
+    };
     let spec = CircuitSpec { kind: kind.to_string(), shape: loaded.shape, params: loaded.params.clone() };
     Ok(Engine::new(cfg, vec![spec])?)
 }
@@ -205,4 +221,334 @@ pub fn quantile_u64(v: &mut [u64], q: f64) -> u64 {
     }
     v.sort_unstable();
     v[((v.len() - 1) as f64 * q).round() as usize]
+}
+
+// ---------------------------------------------------------------------------------------
+// The memory guard.
+
+/// Largest `--constraints` a plan is made for: 2^40 rows need more than 100 TiB, and beyond
+/// it the plan's byte counts could overflow.
+pub const PLAN_CONSTRAINTS_MAX: usize = 1 << 40;
+
+/// The shape of the `kind` circuit nearest `constraints`, computed without synthesizing it:
+/// every test circuit's shape is affine in its size parameters (chain: steps; sha: blocks;
+/// sector: full challenges and extra levels), so small instances are counted and the rest
+/// is extrapolated. Tests check it against the counted shape. This is what lets a request
+/// for 10^12 constraints be refused at once instead of being synthesized for hours.
+pub fn predicted_shape(kind: CircuitKind, constraints: usize) -> Result<Shape> {
+    use arenaprove::circuits::circuits::{ChainCircuit, ShaCircuit};
+    if constraints == 0 {
+        bail!("--constraints must be at least 1 (each circuit kind picks its size nearest the target)");
+    }
+    if constraints > PLAN_CONSTRAINTS_MAX {
+        bail!(
+            "--constraints {constraints} is above {PLAN_CONSTRAINTS_MAX} (2^40), more than any memory holds"
+        );
+    }
+    let count = |c: &AnyCircuit| shape_of_native(c).context("counting a small instance's shape");
+    Ok(match kind {
+        CircuitKind::Chain => {
+            // N steps: N + 2 rows (ONE's and x_N's input rows), 2 inputs, N aux.
+            let steps = ChainCircuit::steps_for_constraints(constraints);
+            Shape::new(steps + 2, 2, steps)
+        }
+        CircuitKind::Sha => {
+            let blocks = ShaCircuit::blocks_for_constraints(constraints);
+            let one = count(&AnyCircuit::Sha(ShaCircuit::new(1, 0)))?;
+            let per_block = count(&AnyCircuit::Sha(ShaCircuit::new(2, 0)))?;
+            extrapolate(one, &[(per_block, blocks - 1)])
+        }
+        CircuitKind::Sector => {
+            let p = SectorPartitionCircuit::for_constraints(0, 0, constraints);
+            if p.challenges == 1 && p.extra_levels == 0 {
+                return count(&AnyCircuit::Sector(p)); // one challenge: small, counted as is
+            }
+            let full = |challenges, extra| {
+                count(&AnyCircuit::Sector(SectorPartitionCircuit::full(0, 0, challenges, extra)))
+            };
+            let base = full(1, 0)?;
+            extrapolate(base, &[(full(2, 0)?, p.challenges - 1), (full(1, 1)?, p.extra_levels)])
+        }
+    })
+}
+
+/// `base` plus, for each `(one_more, n)`, n times what `one_more` adds to `base`.
+fn extrapolate(base: Shape, steps: &[(Shape, usize)]) -> Shape {
+    let (mut constraints, mut inputs, mut aux) = (base.constraints, base.inputs, base.aux);
+    for &(one_more, n) in steps {
+        constraints += n * (one_more.constraints - base.constraints);
+        inputs += n * (one_more.inputs - base.inputs);
+        aux += n * (one_more.aux - base.aux);
+    }
+    Shape::new(constraints, inputs, aux)
+}
+
+/// How much memory a command may use: the `--memory-limit` of every command that proves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryLimit {
+    /// MemAvailable from /proc/meminfo when the command starts.
+    Auto,
+    Bytes(u64),
+}
+
+impl std::str::FromStr for MemoryLimit {
+    type Err = String;
+
+    /// `auto`, or bytes with an optional binary suffix: `25769803776`, `24GiB`, `512MiB`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let t = s.trim();
+        if t.eq_ignore_ascii_case("auto") {
+            return Ok(MemoryLimit::Auto);
+        }
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (digits, suffix) = t.split_at(split);
+        let shift = match suffix.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 0,
+            "k" | "kib" => 10,
+            "m" | "mib" => 20,
+            "g" | "gib" => 30,
+            "t" | "tib" => 40,
+            _ => {
+                return Err(format!(
+                    "memory limit `{s}`: expected auto, or bytes (a number, or with KiB/MiB/GiB/TiB)"
+                ))
+            }
+        };
+        let n: u64 =
+            digits.parse().map_err(|_| format!("memory limit `{s}`: expected auto or a number of bytes"))?;
+        n.checked_mul(1u64 << shift)
+            .filter(|&b| b > 0)
+            .map(MemoryLimit::Bytes)
+            .ok_or_else(|| format!("memory limit `{s}`: must be above 0 and below 2^64 bytes"))
+    }
+}
+
+/// A limit in bytes and where it came from (for messages).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedLimit {
+    pub bytes: u64,
+    pub source: &'static str,
+}
+
+impl MemoryLimit {
+    pub fn resolve(self) -> Result<ResolvedLimit> {
+        match self {
+            MemoryLimit::Bytes(bytes) => Ok(ResolvedLimit { bytes, source: "--memory-limit" }),
+            MemoryLimit::Auto => match mem_available_bytes() {
+                Some(bytes) => Ok(ResolvedLimit { bytes, source: "MemAvailable in /proc/meminfo" }),
+                None => bail!("cannot read MemAvailable from /proc/meminfo: give --memory-limit BYTES"),
+            },
+        }
+    }
+}
+
+/// MemAvailable from /proc/meminfo, in bytes.
+pub fn mem_available_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb = s.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?;
+    kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok().map(|kb| kb * 1024)
+}
+
+/// Bytes of resident Groth16 parameters for a circuit of `shape`, at most: h (domain - 1),
+/// l (aux) and the a and b_g1 queries (inputs + aux, every variable dense) in G1, b_g2 in
+/// G2, and the verifying key; 96 / 192 bytes a point, the same in the file and in memory.
+/// A real file is smaller where B is sparse (32 GiB PoRep: b_aux is 25.4% dense, so ~47 GB
+/// against this bound's ~75 GB).
+pub fn params_bytes_max(shape: &Shape) -> u64 {
+    use arenaprove::engine::groth16::params::{G1_BYTES, G2_BYTES, VK_FIXED_BYTES};
+    let vars = (shape.inputs + shape.aux) as u64;
+    let g1_points = (shape.domain_size as u64).saturating_sub(1) + shape.aux as u64 + 2 * vars;
+    (VK_FIXED_BYTES + 6 * 4) as u64
+        + shape.inputs as u64 * G1_BYTES as u64
+        + g1_points * G1_BYTES as u64
+        + vars * G2_BYTES as u64
+}
+
+/// Peak bytes of generating parameters for `shape` with the engine's generator: in
+/// `generate_parameters` the dense point vectors, their filtered copies and the resident
+/// slabs are alive at once at its last line, so three times [`params_bytes_max`].
+pub fn params_generation_bytes(shape: &Shape) -> u64 {
+    3 * params_bytes_max(shape)
+}
+
+/// Where the parameters a command will hold come from, and how big they are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamsEstimate {
+    /// Resident bytes once loaded (one copy).
+    pub bytes: u64,
+    /// "file" (the size of an existing file) or "estimate" (see [`params_bytes_max`]).
+    pub source: &'static str,
+    /// Peak bytes of generating them first, when no file exists.
+    pub generation_bytes: Option<u64>,
+}
+
+impl ParamsEstimate {
+    /// An existing file, else the estimate for `shape` with its generation.
+    pub fn for_file(path: Option<&Path>, shape: &Shape) -> ParamsEstimate {
+        match path.and_then(|p| std::fs::metadata(p).ok()) {
+            Some(m) => ParamsEstimate { bytes: m.len(), source: "file", generation_bytes: None },
+            None => ParamsEstimate {
+                bytes: params_bytes_max(shape),
+                source: "estimate",
+                generation_bytes: Some(params_generation_bytes(shape)),
+            },
+        }
+    }
+}
+
+/// Where the development params of a test circuit of `shape` are cached.
+pub fn cached_params_path(kind: CircuitKind, shape: &Shape) -> PathBuf {
+    cache_dir()
+        .join("params")
+        .join(format!("{kind}-c{}-i{}-a{}.params", shape.constraints, shape.inputs, shape.aux))
+}
+
+fn gib(b: u64) -> f64 {
+    b as f64 / (1u64 << 30) as f64
+}
+
+/// The one memory check of every command that generates parameters or builds an engine,
+/// run before either: the engine's plan plus `params_copies` copies of the parameters
+/// (and, first, their generation) must fit under `limit`, or the command is refused at once
+/// with the plan and the limit in the message. Returns the limit it checked against.
+/// `plan` is None for a command that only generates parameters.
+pub fn refuse_unless_fits(
+    what: &str,
+    plan: Option<&MemoryPlan>,
+    params: &ParamsEstimate,
+    params_copies: u64,
+    limit: MemoryLimit,
+) -> Result<ResolvedLimit> {
+    let limit = limit.resolve()?;
+    let params_bytes = params.bytes * params_copies;
+    let engine_bytes = plan.map_or(0, |p| p.total_bytes() as u64);
+    let run_bytes = engine_bytes + params_bytes;
+    let copies = if params_copies == 1 { String::new() } else { format!(", {params_copies} copies") };
+    let mut lines = vec![match plan {
+        Some(plan) => format!(
+            "  proving: {:.2} GiB = engine slabs {:.2} GiB ({} slots x {:.2} GiB) + params {:.2} GiB ({}{copies})",
+            gib(run_bytes),
+            gib(engine_bytes),
+            plan.slots,
+            gib(plan.slot_bytes() as u64),
+            gib(params_bytes),
+            params.source
+        ),
+        None => format!("  params: {:.2} GiB ({})", gib(params_bytes), params.source),
+    }];
+    let mut need = run_bytes;
+    if let Some(g) = params.generation_bytes {
+        lines.push(format!("  generating params first: {:.2} GiB at its peak", gib(g)));
+        need = need.max(g);
+    }
+    if need > limit.bytes {
+        bail!(
+            "refused: {what} needs {:.2} GiB ({need} bytes) but the memory limit is {:.2} GiB ({} bytes, {}); \
+             nothing was generated or reserved. Try fewer --slots, a smaller circuit, or --memory-limit.\n{}\n{}",
+            gib(need),
+            gib(limit.bytes),
+            limit.bytes,
+            limit.source,
+            lines.join("\n"),
+            plan.map(|p| p.to_string().trim_end().to_string()).unwrap_or_default()
+        );
+    }
+    Ok(limit)
+}
+
+/// The guard for a test circuit: its predicted shape, the engine's plan for `slots`, and
+/// its parameters (`explicit`, else the cached file, else an estimate and its generation),
+/// checked by [`refuse_unless_fits`] before anything is generated or reserved.
+pub fn guard_test_circuit(
+    what: &str,
+    kind: CircuitKind,
+    constraints: usize,
+    slots: usize,
+    explicit: Option<&Path>,
+    limit: MemoryLimit,
+) -> Result<(Shape, MemoryPlan, ResolvedLimit)> {
+    if slots == 0 || slots > SLOTS_MAX {
+        bail!("--slots {slots} not in 1..={SLOTS_MAX}");
+    }
+    let shape = predicted_shape(kind, constraints)?;
+    let plan = MemoryPlan::for_shapes(&[shape], slots);
+    let cached = cached_params_path(kind, &shape);
+    let params = ParamsEstimate::for_file(Some(explicit.unwrap_or(&cached)), &shape);
+    let limit = refuse_unless_fits(what, Some(&plan), &params, 1, limit)?;
+    Ok((shape, plan, limit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The predicted shape is the counted one, for every kind across its sizing regimes
+    /// (sector: reduced challenges, whole challenges, whole challenges with extra levels).
+    #[test]
+    fn predicted_shapes_are_the_counted_shapes() {
+        let cases: &[(CircuitKind, &[usize])] = &[
+            (CircuitKind::Chain, &[1, 3, 1024, 65_536]),
+            (CircuitKind::Sha, &[1, 30_000, 100_000, 250_000]),
+            (CircuitKind::Sector, &[1, 1024, 4096, 16_384, 37_156, 65_536, 100_000, 262_144]),
+        ];
+        for &(kind, sizes) in cases {
+            for &n in sizes {
+                let counted = shape_of_native(&circuit(kind, n, 0, 0).unwrap()).unwrap();
+                assert_eq!(predicted_shape(kind, n).unwrap(), counted, "{kind} at {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn predicted_shape_refuses_zero_and_the_absurd_at_once() {
+        let t = Instant::now();
+        let e = predicted_shape(CircuitKind::Sector, 0).unwrap_err().to_string();
+        assert!(e.contains("--constraints must be at least 1"), "{e}");
+        assert!(predicted_shape(CircuitKind::Chain, PLAN_CONSTRAINTS_MAX + 1).is_err());
+        // 10^12 constraints: planned, not synthesized.
+        let s = predicted_shape(CircuitKind::Sector, 1_000_000_000_000).unwrap();
+        assert!(s.constraints.abs_diff(1_000_000_000_000) < 40_000, "{s}");
+        assert!(t.elapsed().as_secs() < 5);
+    }
+
+    #[test]
+    fn memory_limits_parse() {
+        assert_eq!("auto".parse(), Ok(MemoryLimit::Auto));
+        assert_eq!("4096".parse(), Ok(MemoryLimit::Bytes(4096)));
+        assert_eq!("24GiB".parse(), Ok(MemoryLimit::Bytes(24 << 30)));
+        assert_eq!("512 mib".parse(), Ok(MemoryLimit::Bytes(512 << 20)));
+        for bad in ["0", "", "GiB", "12 parsecs", "99999999999TiB", "-1"] {
+            assert!(bad.parse::<MemoryLimit>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_guard_names_the_plan_and_the_limit() {
+        let shape = predicted_shape(CircuitKind::Chain, 65_536).unwrap();
+        let plan = MemoryPlan::for_shapes(&[shape], 2);
+        let params = ParamsEstimate::for_file(None, &shape);
+        assert_eq!(params.generation_bytes, Some(3 * params.bytes));
+        // What proving holds, or generating the params first, whichever is larger.
+        let need = (plan.total_bytes() as u64 + params.bytes).max(3 * params.bytes);
+        let e = refuse_unless_fits("prove", Some(&plan), &params, 1, MemoryLimit::Bytes(need - 1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("needs {:.2} GiB ({need} bytes)", need as f64 / (1u64 << 30) as f64)),
+            "{e}"
+        );
+        assert!(e.contains(&format!("({} bytes, --memory-limit)", need - 1)), "{e}");
+        assert!(
+            e.contains("engine slabs")
+                && e.contains("generating params")
+                && e.contains(plan.to_string().trim_end()),
+            "{e}"
+        );
+        let ok = refuse_unless_fits("prove", Some(&plan), &params, 1, MemoryLimit::Bytes(need)).unwrap();
+        assert_eq!(ok, ResolvedLimit { bytes: need, source: "--memory-limit" });
+        // An existing file: its size, nothing to generate.
+        let file = ParamsEstimate::for_file(Some(Path::new("Cargo.toml")), &shape);
+        assert_eq!((file.source, file.generation_bytes), ("file", None));
+        assert!(MemoryLimit::Auto.resolve().unwrap().bytes > 0);
+    }
 }

@@ -13,12 +13,18 @@ use anyhow::{bail, Context, Result};
 use arenaprove::filecoin::{self as fc, C1Output, RegisteredSealProof, SectorInfo, SectorSize};
 use clap::{Args as ClapArgs, Subcommand};
 
+use crate::common::{self, MemoryLimit, ParamsEstimate, ResolvedLimit};
+
 #[derive(ClapArgs)]
 pub struct Args {
     /// Groth16 parameter cache directory (sets FIL_PROOFS_PARAMETER_CACHE; default: that
     /// variable, else /var/tmp/filecoin-proof-parameters/).
     #[arg(long, global = true, value_name = "DIR")]
     param_cache: Option<PathBuf>,
+    /// Memory a command may use (engine slabs + params): bytes (or with KiB/MiB/GiB), or
+    /// auto (MemAvailable). A plan above it is refused before anything is generated.
+    #[arg(long, global = true, default_value = "auto")]
+    memory_limit: MemoryLimit,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -131,12 +137,39 @@ pub fn run(args: Args) -> Result<()> {
         // storage-proofs-core reads its settings once, at first use: set it before that.
         std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
     }
+    let limit = args.memory_limit;
     match args.cmd {
-        Cmd::Seal(a) => seal(a),
-        Cmd::C2(a) => c2(a),
+        Cmd::Seal(a) => seal(a, limit),
+        Cmd::C2(a) => c2(a, limit),
         Cmd::Verify(a) => verify(a),
-        Cmd::Bench(a) => bench(a),
-        Cmd::Soak(a) => soak(a),
+        Cmd::Bench(a) => bench(a, limit),
+        Cmd::Soak(a) => soak(a, limit),
+    }
+}
+
+/// The memory guard for `registered_proof`'s C2 (common::refuse_unless_fits), before any
+/// parameter generation or reservation: `slots` partitions in flight (None: the command only
+/// generates parameters, and only when they are absent) and `params_copies` of the file.
+fn guard(
+    what: &str,
+    registered_proof: RegisteredSealProof,
+    slots: Option<usize>,
+    params_copies: u64,
+    limit: MemoryLimit,
+) -> Result<ResolvedLimit> {
+    let shape =
+        fc::shape::porep_shape(registered_proof.sector_size_bytes(), &common::cache_dir())?.porep.shape;
+    let files = fc::params::ParamFiles::for_proof(registered_proof)?;
+    let params = ParamsEstimate::for_file(Some(&files.params), &shape);
+    match slots {
+        Some(slots) => {
+            let plan = arenaprove::engine::pipeline::MemoryPlan::for_shapes(&[shape], slots);
+            common::refuse_unless_fits(what, Some(&plan), &params, params_copies, limit)
+        }
+        None if params.generation_bytes.is_some() => {
+            common::refuse_unless_fits(what, None, &params, 1, limit)
+        }
+        None => limit.resolve(),
     }
 }
 
@@ -167,12 +200,13 @@ fn ensure_params(registered_proof: RegisteredSealProof, seed: u64) -> Result<()>
     Ok(())
 }
 
-fn seal(a: SealArgs) -> Result<()> {
+fn seal(a: SealArgs, limit: MemoryLimit) -> Result<()> {
     let size: SectorSize = a.sector_size.parse()?;
     let seed = a.rng_seed.unwrap_or_else(clock_seed);
     let mut rng = fc::rng_from_seed(seed);
     let request = fc::SealRequest::random(size, &mut rng);
     if !a.no_params {
+        guard("filecoin seal (generating params)", request.registered_proof, None, 1, limit)?;
         ensure_params(request.registered_proof, seed)?;
     }
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
@@ -207,9 +241,10 @@ fn plain_as(
     })
 }
 
-fn c2(a: C2Args) -> Result<()> {
+fn c2(a: C2Args, limit: MemoryLimit) -> Result<()> {
     let plain = plain_as(a.sector_size.as_deref(), a.registered_proof.as_deref())?;
     let c1 = C1Output::read(&a.c1, plain)?;
+    guard("filecoin c2", c1.registered_proof, Some(1), 1, limit)?;
     let started = Instant::now();
     let prover = fc::C2Prover::load(c1.registered_proof, a.checked)?;
     let load_s = started.elapsed().as_secs_f64();
@@ -252,11 +287,13 @@ fn verify(a: VerifyArgs) -> Result<()> {
     }
 }
 
-fn bench(a: BenchArgs) -> Result<()> {
+fn bench(a: BenchArgs, limit: MemoryLimit) -> Result<()> {
     if a.runs == 0 {
         bail!("--runs must be at least 1");
     }
     let size: SectorSize = a.sector_size.parse()?;
+    // Ours holds one slot and the params; seal_commit_phase2 maps the same file beside it.
+    guard("filecoin bench", size.default_registered_proof(), Some(1), 2, limit)?;
     let mut rng = fc::rng_from_seed(a.rng_seed);
     let request = fc::SealRequest::random(size, &mut rng);
     ensure_params(request.registered_proof, a.rng_seed)?;
@@ -325,20 +362,25 @@ fn tempfile_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-fn soak(a: SoakArgs) -> Result<()> {
+fn soak(a: SoakArgs, limit: MemoryLimit) -> Result<()> {
     use arenaprove::arena::ledger::rss_bytes;
-    use arenaprove::engine::pipeline::EngineConfig;
+    use arenaprove::engine::pipeline::{EngineConfig, SLOTS_MAX};
 
     if a.sectors == 0 {
         bail!("--sectors must be at least 1");
     }
+    if a.slots == 0 || a.slots > SLOTS_MAX {
+        bail!("--slots {} not in 1..={SLOTS_MAX}", a.slots);
+    }
     let size: SectorSize = a.sector_size.parse()?;
     let registered_proof = size.default_registered_proof();
+    let limit = guard("filecoin soak", registered_proof, Some(a.slots), 1, limit)?;
     ensure_params(registered_proof, a.rng_seed)?;
     let rss_start = rss_bytes();
     let config = EngineConfig {
         slots: a.slots,
-        synth_workers: crate::common::synth_workers(a.slots),
+        synth_workers: common::synth_workers(a.slots),
+        memory_limit_bytes: usize::try_from(limit.bytes).unwrap_or(usize::MAX),
         ..EngineConfig::default()
     };
     let c2 = fc::C2Engine::start(registered_proof, config, false)?;

@@ -8,6 +8,7 @@ mod common;
 #[cfg(feature = "filecoin")]
 mod filecoin;
 mod params;
+mod plan;
 mod probe_stalls;
 mod prove;
 mod soak;
@@ -32,6 +33,8 @@ enum Cmd {
     Soak(soak::Args),
     /// Parameter files: gen, inspect, verify.
     Params(params::Args),
+    /// The memory plan for a circuit (or a Filecoin partition) and slot count; reserves nothing.
+    Plan(plan::Args),
     /// Allocation strategies side by side on a partition-shaped working set.
     BenchAlloc(bench_alloc::Args),
     /// Our CPU Groth16 prover against bellperson 0.27 on the same parameters (issue 4).
@@ -57,6 +60,7 @@ fn main() {
         Cmd::Prove(a) => prove::run(a),
         Cmd::Soak(a) => soak::run(a),
         Cmd::Params(a) => params::run(a),
+        Cmd::Plan(a) => plan::run(a),
         Cmd::BenchAlloc(a) => bench_alloc::run(a),
         Cmd::BenchProve(a) => bench_prove::run(a),
         Cmd::BenchSynth(a) => bench_synth::run(a),

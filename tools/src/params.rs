@@ -28,6 +28,9 @@ pub enum Cmd {
         /// Also writes the verifying key.
         #[arg(long)]
         vk_out: Option<PathBuf>,
+        /// Memory generation may use: bytes (or with KiB/MiB/GiB), or auto (MemAvailable).
+        #[arg(long, default_value = "auto")]
+        memory_limit: common::MemoryLimit,
     },
     /// Prints the sections of a params file (unchecked load).
     Inspect { file: PathBuf },
@@ -44,7 +47,10 @@ pub enum Cmd {
 
 pub fn run(a: Args) -> Result<()> {
     match a.cmd {
-        Cmd::Gen { circuit, constraints, out, vk_out } => {
+        Cmd::Gen { circuit, constraints, out, vk_out, memory_limit } => {
+            let shape = common::predicted_shape(circuit, constraints)?;
+            let params = common::ParamsEstimate::for_file(None, &shape);
+            common::refuse_unless_fits("params gen", None, &params, 1, memory_limit)?;
             let sample = common::circuit(circuit, constraints, 0, 0)?;
             let t0 = Instant::now();
             let p = common::generate_dev_params(sample, &ParamsMemory::default())?;

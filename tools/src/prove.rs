@@ -47,12 +47,26 @@ pub struct Args {
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
+    /// Memory the run may use (engine slabs + params): bytes (or with KiB/MiB/GiB), or
+    /// auto (MemAvailable). A plan above it is refused before anything is generated.
+    #[arg(long, default_value = "auto")]
+    pub memory_limit: common::MemoryLimit,
 }
 
 pub fn run(a: Args) -> Result<()> {
     if a.partitions == 0 {
         bail!("--partitions must be at least 1");
     }
+    let slots = a.slots.clamp(1, a.partitions);
+    let (shape, _, limit) = common::guard_test_circuit(
+        "prove",
+        a.circuit,
+        a.constraints,
+        slots,
+        a.params.as_deref(),
+        a.memory_limit,
+    )?;
+    println!("circuit: {} partition nearest {} constraints: {shape}", a.circuit, a.constraints);
     let loaded = common::params_for(a.circuit, a.constraints, a.params.as_deref(), a.quiet)?;
     println!(
         "params: {} ({}; {:.2} s)",
@@ -60,8 +74,7 @@ pub fn run(a: Args) -> Result<()> {
         if loaded.generated { "generated, insecure dev params" } else { "loaded" },
         loaded.seconds
     );
-    println!("circuit: {} partition, shape {}", a.circuit, loaded.shape);
-    let engine = common::engine(a.circuit, &loaded, a.slots.clamp(1, a.partitions.max(1)), AllocMode::Slab)?;
+    let engine = common::engine(a.circuit, &loaded, slots, AllocMode::Slab, &limit)?;
     print!("{}", engine.memory_plan());
 
     let parts = (0..a.partitions)

@@ -40,6 +40,10 @@ pub struct Args {
     /// Draws RSS and per-sector time over the run (SVG).
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Memory the run may use (engine slabs + params): bytes (or with KiB/MiB/GiB), or
+    /// auto (MemAvailable). A plan above it is refused before anything is generated.
+    #[arg(long, default_value = "auto")]
+    pub memory_limit: common::MemoryLimit,
 }
 
 #[derive(Serialize)]
@@ -234,8 +238,16 @@ pub fn run(a: Args) -> Result<()> {
     }
     let quiet = a.json;
     let rss_start = rss_bytes();
+    let (_, _, limit) = common::guard_test_circuit(
+        "soak",
+        a.circuit,
+        a.constraints,
+        a.slots,
+        a.params.as_deref(),
+        a.memory_limit,
+    )?;
     let loaded = common::params_for(a.circuit, a.constraints, a.params.as_deref(), quiet)?;
-    let engine = common::engine(a.circuit, &loaded, a.slots, a.alloc)?;
+    let engine = common::engine(a.circuit, &loaded, a.slots, a.alloc, &limit)?;
 
     let mut rec = SoakRecorder::new(a.sectors, a.partitions, rss_start);
     let submit = |k: usize| -> Result<JobHandle> {

@@ -1,0 +1,243 @@
+//! `arenaprove plan`: the memory plan for a circuit and a slot count, reserving nothing.
+//! Per role (the engine's `MemoryPlan` terms), per slot, the Groth16 parameters, the total,
+//! and whether it fits the memory limit. `--filecoin SIZE` plans a real PoRep C2 partition
+//! (2 KiB to 64 GiB: its shape counted once on the blank circuit, then cached) and puts
+//! cuzk's figures beside ours. This is the same plan every proving command checks first.
+
+use anyhow::{bail, Result};
+use arenaprove::circuits::circuits::CircuitKind;
+use arenaprove::circuits::Shape;
+use arenaprove::engine::pipeline::{MemoryPlan, SLOTS_MAX};
+use serde_json::json;
+
+use crate::common::{self, MemoryLimit, ParamsEstimate};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Test circuit kind: chain, sha or sector.
+    #[arg(long, default_value = "sector", conflicts_with = "filecoin")]
+    pub circuit: CircuitKind,
+    /// Target constraints per partition (each kind picks its nearest size).
+    #[arg(long, default_value_t = 16_384, conflicts_with = "filecoin")]
+    pub constraints: usize,
+    /// A Filecoin PoRep C2 partition instead: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB
+    /// (needs the `filecoin` feature).
+    #[arg(long, value_name = "SECTOR_SIZE")]
+    pub filecoin: Option<String>,
+    /// Partitions in flight.
+    #[arg(long, default_value_t = 2)]
+    pub slots: usize,
+    /// The limit to compare with: bytes (or with KiB/MiB/GiB), or auto (MemAvailable).
+    #[arg(long, default_value = "auto")]
+    pub memory_limit: MemoryLimit,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What is planned: a test circuit or a Filecoin partition, with its shape and params.
+struct Subject {
+    /// `sector`, `stacked-drg-32GiB`.
+    name: String,
+    shape: Shape,
+    params: ParamsEstimate,
+    /// Details for the JSON and the report (target, sector size, cache).
+    details: serde_json::Value,
+    /// cuzk's figures, for the 32 GiB partition they measured.
+    cuzk: Option<Cuzk>,
+}
+
+/// cuzk's figures for one 32 GiB PoRep partition (../shared/ANCHORS.md).
+#[derive(Clone, Copy)]
+struct Cuzk {
+    constraints: u64,
+    inputs: u64,
+    aux: u64,
+    /// a, b, c (4.17 GiB each), aux (0.74 GiB), ~13.6 GiB in all.
+    working_set_per_partition_bytes: u64,
+    /// Peak RSS rule: ~69 GiB (SRS ~44 + precompiled matrices 25.7) + 20 GiB per worker.
+    rss_base_bytes: u64,
+    rss_per_partition_bytes: u64,
+    /// ~47 GiB of Groth16 parameters (SRS ~44 GiB resident in the RSS rule).
+    params_bytes: u64,
+}
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+#[cfg_attr(not(feature = "filecoin"), allow(dead_code))]
+const CUZK_32GIB: Cuzk = Cuzk {
+    constraints: 130_278_869,
+    inputs: 328,
+    aux: 130_169_893,
+    working_set_per_partition_bytes: (13.6 * GIB) as u64,
+    rss_base_bytes: 69 << 30,
+    rss_per_partition_bytes: 20 << 30,
+    params_bytes: 44 << 30,
+};
+
+pub fn run(a: Args) -> Result<()> {
+    if a.slots == 0 || a.slots > SLOTS_MAX {
+        bail!("--slots {} not in 1..={SLOTS_MAX}", a.slots);
+    }
+    let subject = match &a.filecoin {
+        Some(size) => filecoin_subject(size, a.json)?,
+        None => test_subject(a.circuit, a.constraints)?,
+    };
+    let plan = MemoryPlan::for_shapes(&[subject.shape], a.slots);
+    let limit = a.memory_limit.resolve()?;
+    let engine_bytes = plan.total_bytes() as u64;
+    let total_bytes = engine_bytes + subject.params.bytes;
+    let need_bytes = total_bytes.max(subject.params.generation_bytes.unwrap_or(0));
+    let fits = need_bytes <= limit.bytes;
+    let cuzk_rss_bytes = subject.cuzk.map(|c| c.rss_base_bytes + c.rss_per_partition_bytes * a.slots as u64);
+
+    if a.json {
+        let terms: Vec<serde_json::Value> = plan
+            .terms
+            .iter()
+            .map(|t| json!({"pool": t.pool, "what": t.what, "slab_bytes": t.slab_bytes, "count": t.count, "bytes": t.bytes()}))
+            .collect();
+        let s = subject.shape;
+        let out = json!({
+            "subject": subject.name,
+            "details": subject.details,
+            "shape": {"constraints": s.constraints, "inputs": s.inputs, "aux": s.aux, "domain_size": s.domain_size},
+            "slots": plan.slots,
+            "terms": terms,
+            "engine_bytes": engine_bytes,
+            "slot_bytes": plan.slot_bytes(),
+            "params_bytes": subject.params.bytes,
+            "params_source": subject.params.source,
+            "params_generation_bytes": subject.params.generation_bytes,
+            "total_bytes": total_bytes,
+            "memory_limit_bytes": limit.bytes,
+            "memory_limit_source": limit.source,
+            "fits": fits,
+            "cuzk": subject.cuzk.map(|c| json!({
+                "source": "../shared/ANCHORS.md (cuzk, 32 GiB PoRep)",
+                "constraints": c.constraints,
+                "inputs": c.inputs,
+                "aux": c.aux,
+                "working_set_per_partition_bytes": c.working_set_per_partition_bytes,
+                "rss_per_partition_in_flight_bytes": c.rss_per_partition_bytes,
+                "params_bytes": c.params_bytes,
+                "rss_rule_bytes": cuzk_rss_bytes,
+            })),
+        });
+        println!("{out}");
+        return Ok(());
+    }
+
+    println!("plan for {}: {}", subject.name, subject.shape);
+    if let Some(line) = subject.details.get("note").and_then(|n| n.as_str()) {
+        println!("  {line}");
+    }
+    print!("{plan}");
+    println!("  per slot       {:>10.2} GiB", plan.slot_bytes() as f64 / GIB);
+    println!("  engine slabs   {:>10.2} GiB ({} slots)", engine_bytes as f64 / GIB, plan.slots);
+    let params_note = match subject.params.source {
+        "file" => "the parameter file's size",
+        _ => "estimate: every A and B query point present; real files are smaller where B is sparse",
+    };
+    println!("  params         {:>10.2} GiB ({params_note})", subject.params.bytes as f64 / GIB);
+    if let Some(g) = subject.params.generation_bytes {
+        println!(
+            "  params gen     {:>10.2} GiB at its peak, when the params must be generated first",
+            g as f64 / GIB
+        );
+    }
+    println!("  total          {:>10.2} GiB (engine slabs + params)", total_bytes as f64 / GIB);
+    println!(
+        "  limit          {:>10.2} GiB ({}): {}",
+        limit.bytes as f64 / GIB,
+        limit.source,
+        if fits { "fits" } else { "does NOT fit: proving commands refuse this plan" }
+    );
+    if let (Some(c), Some(rss)) = (subject.cuzk, cuzk_rss_bytes) {
+        println!("cuzk, beside it (anchor: ../shared/ANCHORS.md, 32 GiB PoRep partition):");
+        println!("  shape          {} constraints, {} inputs, {} aux", c.constraints, c.inputs, c.aux);
+        println!(
+            "  per partition  {:>10.2} GiB working set (a, b, c, aux); ~{:.0} GiB in flight by its RSS rule",
+            c.working_set_per_partition_bytes as f64 / GIB,
+            c.rss_per_partition_bytes as f64 / GIB
+        );
+        println!("  params         {:>10.2} GiB (SRS resident)", c.params_bytes as f64 / GIB);
+        println!(
+            "  peak RSS rule  {:>10.2} GiB = 69 GiB + 20 GiB x {} partitions in flight",
+            rss as f64 / GIB,
+            plan.slots
+        );
+    }
+    Ok(())
+}
+
+fn test_subject(kind: CircuitKind, constraints: usize) -> Result<Subject> {
+    let shape = common::predicted_shape(kind, constraints)?;
+    let cached = common::cached_params_path(kind, &shape);
+    let params = ParamsEstimate::for_file(Some(&cached), &shape);
+    Ok(Subject {
+        name: kind.to_string(),
+        shape,
+        details: json!({
+            "circuit": kind.to_string(),
+            "target_constraints": constraints,
+            "params_file": cached.exists().then(|| cached.display().to_string()),
+        }),
+        params,
+        cuzk: None,
+    })
+}
+
+#[cfg(feature = "filecoin")]
+fn filecoin_subject(size: &str, quiet: bool) -> Result<Subject> {
+    use arenaprove::filecoin::shape::{porep_sector_size, porep_sector_size_name, porep_shape};
+    let bytes = porep_sector_size(size)?;
+    let name = porep_sector_size_name(bytes)?;
+    let spinner = common::spinner(
+        quiet,
+        format!("shape of the {name} C2 partition circuit (counted once on the blank circuit, then cached)"),
+    );
+    let counted = porep_shape(bytes, &common::cache_dir());
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
+    let counted = counted?;
+    let shape = counted.porep.shape;
+    let params =
+        ParamsEstimate::for_file(filecoin_params_file(counted.porep.registered_proof).as_deref(), &shape);
+    let note = format!(
+        "{} partitions per sector; shape {} ({:.1} s to count){}",
+        counted.porep.partitions,
+        if counted.from_cache { format!("from {}", counted.path.display()) } else { "counted now".into() },
+        counted.count_s,
+        if name == "32GiB" { "" } else { "; cuzk's figures are for 32 GiB only" }
+    );
+    Ok(Subject {
+        name: format!("stacked-drg-{name}"),
+        shape,
+        details: json!({
+            "sector_size": name,
+            "sector_size_bytes": bytes,
+            "registered_proof": format!("{:?}", counted.porep.registered_proof),
+            "partitions": counted.porep.partitions,
+            "shape_cache_file": counted.path.display().to_string(),
+            "shape_from_cache": counted.from_cache,
+            "count_s": counted.count_s,
+            "note": note,
+        }),
+        params,
+        cuzk: (name == "32GiB").then_some(CUZK_32GIB),
+    })
+}
+
+/// The parameter file filecoin-proofs would read for `proof`, for the sizes this build
+/// proves (None for 32 GiB and 64 GiB, whose parameters no machine here holds).
+#[cfg(feature = "filecoin")]
+fn filecoin_params_file(proof: arenaprove::filecoin::RegisteredSealProof) -> Option<std::path::PathBuf> {
+    arenaprove::filecoin::params::ParamFiles::for_proof(proof).ok().map(|f| f.params)
+}
+
+#[cfg(not(feature = "filecoin"))]
+fn filecoin_subject(_size: &str, _quiet: bool) -> Result<Subject> {
+    bail!("--filecoin needs the `filecoin` feature: cargo run --release -p arenaprove-tools --features filecoin -- plan --filecoin ...")
+}
