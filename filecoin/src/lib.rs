@@ -34,8 +34,9 @@
 //! * Tree shapes: 2 KiB, 8 MiB and 512 MiB (filecoin-proofs' `SectorShapeBase`); 32/64 GiB
 //!   and non-interactive PoRep are refused with a clear error (see [`api`]).
 //!
-//! Testing: `tests/api.rs` (formats, sealing; seconds) and `tests/c2.rs` (2 KiB end to end
-//! against `verify_seal`). The c2 tests generate 2 KiB development parameters once into
+//! Testing: `tests/api.rs` (formats, sealing; seconds), `tests/shape.rs` (the 2 KiB shape
+//! from the blank circuit and its cache; 32 GiB against cuzk's figures, `#[ignore]`) and
+//! `tests/c2.rs` (2 KiB end to end against `verify_seal`). The c2 tests generate 2 KiB development parameters once into
 //! `<target>/tmp/filecoin-params` (1.1 GB; a few minutes on 2 cores) and reuse them in
 //! later runs. Heavier checks (8 MiB, an unchecked proof of a tampered C1) are `#[ignore]`:
 //! `cargo test --release -p arenaprove-filecoin --test c2 -- --ignored`.
