@@ -117,6 +117,33 @@ fn plan_for_a_2kib_filecoin_partition() {
     assert!(took < Duration::from_secs(2), "{took:?} from the cache");
 }
 
+/// The filecoin commands run the same guard before generating params or reserving.
+#[cfg(feature = "filecoin")]
+#[test]
+fn filecoin_commands_are_guarded() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let param_cache = d.join("filecoin-params");
+    let param_cache = param_cache.to_str().unwrap();
+    for cmd in ["soak", "bench", "seal"] {
+        let mut args = vec!["filecoin", cmd, "--sector-size", "2KiB", "--param-cache", param_cache];
+        args.extend_from_slice(&["--memory-limit", "1MiB"]);
+        if cmd == "seal" {
+            args.extend_from_slice(&["--out", d.to_str().unwrap()]);
+        }
+        let (out, took) = arenaprove(d, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {err}");
+        assert!(
+            err.contains(&format!("refused: filecoin {cmd}"))
+                && err.contains("(1048576 bytes, --memory-limit)"),
+            "{err}"
+        );
+        assert!(took < Duration::from_secs(60), "{cmd}: {took:?}");
+    }
+    assert!(!Path::new(param_cache).exists() || std::fs::read_dir(param_cache).unwrap().count() == 0);
+}
+
 #[cfg(not(feature = "filecoin"))]
 #[test]
 fn plan_for_filecoin_names_the_feature_it_needs() {
