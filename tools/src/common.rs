@@ -173,9 +173,14 @@ pub fn synth_workers(slots: usize) -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, slots.max(1))
 }
 
+/// `--mlock` (a global flag): lock every engine region in memory.
+pub static MLOCK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Engine limits the CLI uses: slots for overlap, one synthesis worker per spare core.
 pub fn engine(kind: CircuitKind, loaded: &LoadedParams, slots: usize, alloc: AllocMode) -> Result<Engine> {
-    let cfg = EngineConfig { slots, synth_workers: synth_workers(slots), alloc, ..EngineConfig::default() };
+    let mut cfg =
+        EngineConfig { slots, synth_workers: synth_workers(slots), alloc, ..EngineConfig::default() };
+    cfg.region.mlock = MLOCK.load(std::sync::atomic::Ordering::Relaxed);
     let spec = CircuitSpec { kind: kind.to_string(), shape: loaded.shape, params: loaded.params.clone() };
     Ok(Engine::new(cfg, vec![spec])?)
 }
