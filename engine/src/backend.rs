@@ -16,11 +16,12 @@
 
 use std::sync::Arc;
 
+use arenaprove_arena::SharedHook;
 use arenaprove_circuits::ProverWitness;
 use blstrs::Scalar;
 
 use crate::groth16::error::Result;
-use crate::groth16::{Parameters, Proof, ProveStart, StageTimings};
+use crate::groth16::{Parameters, Proof, ProofShape, ProveStart, Prover, ProverMemory, StageTimings};
 use crate::pipeline::PlanTerm;
 
 /// A Groth16 prover for one parameter set (see the module docs).
@@ -54,5 +55,36 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     ) -> Result<(Proof, StageTimings)> {
         let start = self.prove_start(w)?;
         self.finalize(start, w, r, s)
+    }
+}
+
+/// Makes a kind's [`Backend`] at engine start: how an embedder (or the CLI's `--backend`)
+/// picks CPU or GPU without the engine depending on the GPU crate.
+pub trait BackendFactory: Send + Sync + std::fmt::Debug {
+    /// `"cpu"`, `"cuda"`.
+    fn name(&self) -> &'static str;
+    /// What a backend for parameters of `shape` will hold beyond the engine's pools, with
+    /// `slots` partitions in flight (device terms), known before anything is reserved.
+    fn plan_terms(&self, _shape: &ProofShape, _slots: usize) -> Vec<PlanTerm> {
+        Vec::new()
+    }
+    /// A hook for every host region the engine reserves (the GPU backend pins them once).
+    fn region_hook(&self) -> Option<SharedHook> {
+        None
+    }
+    /// The backend for one kind, over the engine's memory for it.
+    fn build(&self, params: Arc<Parameters>, memory: ProverMemory) -> Result<Arc<dyn Backend>>;
+}
+
+/// The CPU backend's factory (the default).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuBackend;
+
+impl BackendFactory for CpuBackend {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+    fn build(&self, params: Arc<Parameters>, memory: ProverMemory) -> Result<Arc<dyn Backend>> {
+        Ok(Arc::new(Prover::with_memory(params, memory)?))
     }
 }

@@ -9,7 +9,7 @@ pub mod backend;
 pub mod groth16;
 pub mod pipeline;
 
-pub use backend::Backend;
+pub use backend::{Backend, BackendFactory, CpuBackend};
 
 pub use groth16::{
     generate_random_parameters, prepare_verifying_key, prove_circuit, verify_proof, verify_proofs_batch,

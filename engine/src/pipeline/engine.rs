@@ -22,7 +22,7 @@ use super::stages::{
 };
 use super::timeline::Timeline;
 use crate::backend::Backend;
-use crate::groth16::{prepare_verifying_key, Parameters, ProofShape, Prover};
+use crate::groth16::{prepare_verifying_key, Parameters, ProofShape};
 
 /// A circuit kind the engine serves: its name, its shape and its parameters.
 #[derive(Clone)]
@@ -155,7 +155,7 @@ impl Engine {
                             shape.domain_size, spec.kind
                         ))
                     })?;
-                    Some(Arc::new(Prover::with_memory(spec.params.clone(), pm)?))
+                    Some(config.backend.build(spec.params.clone(), pm)?)
                 }
                 SlotMemory::Fresh => None,
             };

@@ -10,7 +10,7 @@ use super::config::EngineConfig;
 use super::engine::CircuitSpec;
 use super::plan::EngineMemory;
 use crate::backend::Backend;
-use crate::groth16::{Groth16Error, PreparedVerifyingKey, Prover};
+use crate::groth16::{Groth16Error, PreparedVerifyingKey, ProofShape, ProverMemory};
 
 /// A circuit kind the engine serves, with its prepared verifying key.
 pub(super) struct Kind {
@@ -60,8 +60,9 @@ impl SlotMemory {
                 let ledger = Ledger::unlimited();
                 let region = RegionConfig { prefault: false, huge_pages: false, ..config.region.clone() };
                 let pools = AssignmentPools::for_shape(shape, 1, &ledger, region.clone())?;
-                let prover: Arc<dyn Backend> =
-                    Arc::new(Prover::new(kind.spec.params.clone(), &ledger, region, 1)?);
+                let params = kind.spec.params.clone();
+                let memory = ProverMemory::reserve(&ProofShape::of_params(&params), 1, &ledger, region)?;
+                let prover = config.backend.build(params, memory)?;
                 Ok(Held { witness: ArenaAssignment::new(&pools, shape)?, fresh: Some((pools, prover)) })
             }
         }
