@@ -29,7 +29,7 @@ macro_rules! any_bits {
         unsafe impl AnyBits for $t {}
     )*};
 }
-any_bits!(u8, u16, u32, u64, u128, usize, [u8; 32], [u64; 4], blstrs::Scalar);
+any_bits!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, [u8; 32], [u64; 4], blstrs::Scalar);
 
 /// Converts `src` in place, element by element, into a `U` of the same size: `h`'s scalars
 /// become the MSM's byte strings in the slab that computed them, with no second buffer.
