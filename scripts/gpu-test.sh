@@ -10,7 +10,7 @@ dest="${1:-target-gpu}"
 bash scripts/install-nvcc.sh >/dev/null
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 feat=(-p arenaprove-cuda --features kernels --release)
-tests_json="$(cargo test "${feat[@]}" --no-run --message-format=json 2>/dev/null)"
+tests_json="$(cargo test "${feat[@]}" --no-run --message-format=json)"
 cargo build "${feat[@]}" --example kernel_bench
 mkdir -p "$dest"
 rm -f "$dest"/*

@@ -1,20 +1,24 @@
 //! Kernel figures for BENCHMARKS.md, each beside its CPU baseline measured in the same run:
-//! NTT (device-only, and the h pipeline with its copies), G1 MSM with resident bases
-//! (checked against blst), H2D GB/s from pageable and from registered memory.
+//! NTT (device-only, and the h pipeline with its copies from pageable and from registered
+//! memory), G1 and G2 MSMs with resident bases (checked against blst), H2D GB/s from
+//! pageable and from registered memory.
 //!
-//!     kernel_bench [--quick] [--ntt 20,22,24] [--msm 20,22,24] [--h2d-mib 1024]
+//!     kernel_bench [--quick] [--ntt 20,22,24] [--msm 20,22,24] [--g2 20,22,24] [--h2d-mib 1024]
+//!
+//! G2 sizes above 2^22 reuse the 2^22 bases four times over (inputs take long to make on
+//! the CPU) and have no CPU baseline.
 //!
 //! Exits 0 with a printed reason when there is no GPU.
 
 use std::time::Instant;
 
 use arenaprove_cuda::{Gpu, MsmPlan};
-use arenaprove_engine::deps::blstrs::{G1Affine, G1Projective, Scalar};
+use arenaprove_engine::deps::blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::deps::group::{prime::PrimeCurveAffine, Curve, Group};
 use arenaprove_engine::groth16::domain::Domain;
-use arenaprove_engine::groth16::msm::msm_g1;
-use blst::blst_p1_affine;
+use arenaprove_engine::groth16::msm::{msm_g1, msm_g2};
+use blst::{blst_p1_affine, blst_p2_affine};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use rayon::prelude::*;
@@ -58,6 +62,35 @@ fn bases(n: usize) -> Vec<blst_p1_affine> {
     aff.iter().map(|a| *a.as_ref()).collect()
 }
 
+fn bases_g2(n: usize) -> Vec<blst_p2_affine> {
+    let mut r = ChaCha8Rng::seed_from_u64(6);
+    let (start, step) = (G2Projective::random(&mut r), G2Projective::random(&mut r));
+    const CHUNK: usize = 1 << 12;
+    let proj: Vec<G2Projective> = (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .flat_map_iter(|k| {
+            let mut p = start + step * Scalar::from((k * CHUNK) as u64);
+            (0..CHUNK.min(n - k * CHUNK)).map(move |_| {
+                let v = p;
+                p += step;
+                v
+            })
+        })
+        .collect();
+    let mut aff = vec![G2Affine::identity(); n];
+    proj.par_chunks(CHUNK)
+        .zip(aff.par_chunks_mut(CHUNK))
+        .for_each(|(p, a)| G2Projective::batch_normalize(p, a));
+    aff.iter().map(|a| *a.as_ref()).collect()
+}
+
+/// Page-locks `v` for the returned registration's lifetime.
+fn register<T>(g: &Gpu, v: &[T]) -> Result<arenaprove_cuda::HostRegistration, arenaprove_cuda::CudaError> {
+    let base = std::ptr::NonNull::new(v.as_ptr() as *mut u8).expect("non-null");
+    // SAFETY: every caller drops the registration before the vector it points into.
+    unsafe { g.register_host(base, std::mem::size_of_val(v)) }
+}
+
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
@@ -67,6 +100,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let quick = args.iter().any(|a| a == "--quick");
     let ntt_logs = list(&args, "--ntt", if quick { &[16, 18] } else { &[20, 22, 24] });
     let msm_logs = list(&args, "--msm", if quick { &[16] } else { &[20, 22, 24] });
+    let g2_logs = list(&args, "--g2", if quick { &[14] } else { &[20, 22, 24] });
     let h2d_mib = list(&args, "--h2d-mib", &[if quick { 64 } else { 1024 }])[0] as usize;
     let mut g = match Gpu::open(0) {
         Ok(g) => g,
@@ -85,8 +119,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rayon::current_num_threads()
     );
     let t = Instant::now();
-    g.reserve_arena(12 << 30)?;
-    println!("arena reserve 12 GiB: {:.1} ms", ms(t));
+    g.reserve_arena(24 << 30)?;
+    println!("arena reserve 24 GiB: {:.1} ms", ms(t));
     let t = Instant::now();
     g.prepare_ntt(max_log)?;
     println!("prepare_ntt(2^{max_log}): {:.1} ms", ms(t));
@@ -115,6 +149,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             g.h_pipeline(&a, &b, &c, &mut h)?;
             best = best.min(ms(t));
         }
+        let regs = [register(&g, &a)?, register(&g, &b)?, register(&g, &c)?, register(&g, &h)?];
+        let mut pinned = f64::INFINITY;
+        for _ in 0..3 {
+            let t = Instant::now();
+            g.h_pipeline(&a, &b, &c, &mut h)?;
+            pinned = pinned.min(ms(t));
+        }
+        drop(regs);
+        println!("h_pipeline 2^{log} from registered memory: gpu {pinned:.2} ms (best of 3; copies on their own stream)");
         let (mut ca, mut cb, mut cc) = (a, b, c);
         let t = Instant::now();
         for v in [&mut ca, &mut cb, &mut cc] {
@@ -172,6 +215,42 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             r01 == c01
         );
     }
+
+    let mut g2_bases: Vec<blst_p2_affine> = Vec::new();
+    for &log in &g2_logs {
+        let n = 1usize << log;
+        let t = Instant::now();
+        let made = n.min(1 << 22);
+        if g2_bases.len() != made {
+            g2_bases = bases_g2(made);
+        }
+        let b: Vec<blst_p2_affine> = g2_bases.iter().copied().cycle().take(n).collect();
+        let s: Vec<[u8; 32]> = scalars(n, 99 + log as u64).par_iter().map(|x| x.to_bytes_le()).collect();
+        println!("msm_g2 2^{log}: inputs made in {:.0} ms ({} distinct bases)", ms(t), made);
+        let resident = g.upload_g2_bases(&b)?;
+        let r = g.msm_g2_resident(&resident, &s)?; // warm
+        let mut times = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            g.msm_g2_resident(&resident, &s)?;
+            times.push(ms(t));
+        }
+        times.sort_by(f64::total_cmp);
+        let gpu_ms = times[times.len() / 2];
+        if log <= 22 {
+            let t = Instant::now();
+            let cpu = msm_g2(&b, &s);
+            let cpu_ms = ms(t);
+            println!(
+                "msm_g2 2^{log}: gpu {gpu_ms:.1} ms (resident bases, median of 3) | cpu blst {cpu_ms:.0} ms | cpu/gpu {:.1}x | equal {}",
+                cpu_ms / gpu_ms,
+                r == cpu
+            );
+        } else {
+            println!("msm_g2 2^{log}: gpu {gpu_ms:.1} ms (resident bases, median of 3) | no CPU baseline at this size");
+        }
+    }
+    drop(g2_bases);
 
     let src = vec![0x5au8; h2d_mib << 20];
     let pageable = g.h2d_gb_per_s(&src, 5)?;

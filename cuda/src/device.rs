@@ -5,7 +5,7 @@
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
-use cudarc::driver::{result, sys, CudaContext, CudaStream};
+use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaStream};
 
 use crate::error::{CudaError, DriverContext, Result};
 
@@ -52,10 +52,14 @@ kernels!(
     msm_scan,
     msm_scatter,
     msm_pieces,
-    msm_accumulate,
-    msm_buckets,
-    msm_window_segments,
-    msm_window_sums,
+    msm_accumulate_g1,
+    msm_buckets_g1,
+    msm_window_segments_g1,
+    msm_window_sums_g1,
+    msm_accumulate_g2,
+    msm_buckets_g2,
+    msm_window_segments_g2,
+    msm_window_sums_g2,
 );
 
 fn find_function(modules: &[sys::CUmodule], name: &'static str) -> Result<sys::CUfunction> {
@@ -80,10 +84,16 @@ pub(crate) enum Arg {
 /// Most arguments any kernel here takes.
 const ARGS_MAX: usize = 8;
 
-/// One opened device: its primary context, one compute stream, the loaded kernels.
+/// Events a pipeline can hand from the copy stream to the compute stream.
+pub(crate) const COPY_EVENTS: usize = 3;
+
+/// One opened device: its primary context, a compute stream, a copy stream (host-to-device
+/// uploads that overlap compute, ordered by events), the loaded kernels.
 pub(crate) struct Device {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
+    copy: Arc<CudaStream>,
+    copy_done: [CudaEvent; COPY_EVENTS],
     modules: Vec<sys::CUmodule>,
     pub k: Kernels,
 }
@@ -103,6 +113,9 @@ impl Device {
         }
         let ctx = CudaContext::new(ordinal).op("cuDevicePrimaryCtxRetain")?;
         let stream = ctx.new_stream().op("cuStreamCreate")?;
+        let copy = ctx.new_stream().op("cuStreamCreate")?;
+        let event = || ctx.new_event(None).op("cuEventCreate");
+        let copy_done = [event()?, event()?, event()?];
         let mut modules = Vec::with_capacity(embedded::FATBINS.len());
         for (_, image) in embedded::FATBINS {
             // The driver reads the fatbin header as 8-byte words: copy into aligned storage.
@@ -117,7 +130,7 @@ impl Device {
             modules.push(m);
         }
         let k = Kernels::resolve(&modules)?;
-        Ok(Device { ctx, stream, modules, k })
+        Ok(Device { ctx, stream, copy, copy_done, modules, k })
     }
 
     /// Makes this device's context current on the calling thread.
@@ -185,6 +198,22 @@ impl Device {
     pub unsafe fn upload_async<T>(&self, dst: sys::CUdeviceptr, src: &[T]) -> Result<()> {
         // SAFETY: forwarded to the caller (see # Safety).
         unsafe { result::memcpy_htod_async(dst, src, self.stream.cu_stream()) }.op("cuMemcpyHtoDAsync")
+    }
+
+    /// Enqueues a copy of `src` to `dst` on the copy stream and makes the compute stream's
+    /// later work wait for it (event `slot`), so the copy overlaps compute enqueued before.
+    ///
+    /// # Safety
+    /// As [`Device::upload_async`].
+    pub unsafe fn upload_overlapped<T>(&self, slot: usize, dst: sys::CUdeviceptr, src: &[T]) -> Result<()> {
+        // SAFETY: forwarded to the caller.
+        unsafe { result::memcpy_htod_async(dst, src, self.copy.cu_stream()) }.op("cuMemcpyHtoDAsync")?;
+        self.copy_done[slot].record(&self.copy).op("cuEventRecord")
+    }
+
+    /// Makes the compute stream wait for the upload recorded in event `slot`.
+    pub fn wait_upload(&self, slot: usize) -> Result<()> {
+        self.stream.wait(&self.copy_done[slot]).op("cuStreamWaitEvent")
     }
 
     /// Copies device address `src` into `dst` after the stream's earlier work, and waits.

@@ -1,6 +1,6 @@
 //! # arenaprove-cuda
 //! The GPU backend's kernels and driver layer: BLS12-381 NTTs, the Groth16 h pipeline and
-//! G1 MSMs on NVIDIA GPUs, a [`DeviceArena`] reserved once per GPU, and page-locked host
+//! G1/G2 MSMs on NVIDIA GPUs, a [`DeviceArena`] reserved once per GPU, and page-locked host
 //! regions ([`CudaRegionHook`] for the arena's `RegionHook`).
 //!
 //! What it owns and its invariants:
@@ -34,7 +34,7 @@ pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
 pub use device::{driver_present, KERNELS_BUILT};
 pub use error::{CudaError, Result};
 pub use gpu::Gpu;
-pub use msm::{G1Bases, MsmPlan, MSM_POINTS_MAX, SCALAR_BYTES};
+pub use msm::{Bases, Curve, G1Bases, G2Bases, MsmPlan, MSM_POINTS_MAX, SCALAR_BYTES};
 pub use ntt::{omega, NTT_LOG_MAX};
 pub use pinned::{CudaRegionHook, HostRegistration};
 

@@ -1,14 +1,18 @@
-//! G1 multi-scalar multiplication on the device (Pippenger, buckets in xyzz coordinates),
-//! for blst's layouts: bases `blst_p1_affine` (Montgomery Fp, infinity as (0, 0)) and
-//! scalars as canonical 32-byte little-endian strings, the engine's split vectors. The
-//! result equals blst's `MultiPoint::mult(.., 255)` as a group element (tests/msm.rs).
+//! G1 and G2 multi-scalar multiplication on the device (Pippenger, buckets in xyzz
+//! coordinates), for blst's layouts: bases `blst_p1_affine` / `blst_p2_affine` (Montgomery
+//! limbs, infinity as (0, 0)) and scalars as canonical 32-byte little-endian strings, the
+//! engine's split vectors. The result equals blst's `MultiPoint::mult(.., 255)` as a group
+//! element (tests/gpu.rs).
 //!
 //! Buckets are sized per call from `n` (window bits `c`, see [`MsmPlan`]); a bucket with
 //! more than `piece_len` points is summed as several pieces, so skewed scalars (many 1s,
 //! as boolean-heavy witnesses have) do not serialize on one thread.
 
-use blst::{blst_p1, blst_p1_affine};
-use blstrs::G1Projective;
+use std::marker::PhantomData;
+
+use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
+use blstrs::{G1Projective, G2Projective};
+use cudarc::driver::sys::CUfunction;
 use group::Group;
 
 use crate::arena::{Bump, DevSpan};
@@ -20,10 +24,8 @@ use crate::gpu::Gpu;
 pub const SCALAR_BYTES: usize = 32;
 /// Bits of a scalar read (r < 2^255), as blst.
 const SCALAR_BITS: u32 = 255;
-const AFFINE_BYTES: usize = std::mem::size_of::<blst_p1_affine>();
-/// A bucket: xyzz, four Fp.
-const XYZZ_BYTES: usize = 4 * 48;
-const JACOBIAN_BYTES: usize = std::mem::size_of::<blst_p1>();
+/// Bytes of one Fp element.
+const FP_BYTES: usize = 48;
 /// Widest window: the per-tile histogram is `2^c` u32 in shared memory (32 KiB at 13).
 const WINDOW_BITS_MAX: u32 = 13;
 /// Points one block histograms and scatters (one global atomic per (tile, digit)).
@@ -32,7 +34,37 @@ const TILE_POINTS: usize = 1 << 16;
 pub const MSM_POINTS_MAX: usize = 1 << 27;
 const THREADS: u32 = 256;
 
-const _: () = assert!(AFFINE_BYTES == 96 && JACOBIAN_BYTES == 144);
+const _: () = assert!(std::mem::size_of::<blst_p1_affine>() == 2 * FP_BYTES);
+const _: () = assert!(std::mem::size_of::<blst_p1>() == 3 * FP_BYTES);
+const _: () = assert!(std::mem::size_of::<blst_p2_affine>() == 4 * FP_BYTES);
+const _: () = assert!(std::mem::size_of::<blst_p2>() == 6 * FP_BYTES);
+
+/// Which group an MSM runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Curve {
+    G1,
+    G2,
+}
+
+impl Curve {
+    /// Fp elements per coordinate.
+    fn degree(self) -> usize {
+        match self {
+            Curve::G1 => 1,
+            Curve::G2 => 2,
+        }
+    }
+
+    /// A bucket: xyzz, four coordinates.
+    fn xyzz_bytes(self) -> usize {
+        4 * FP_BYTES * self.degree()
+    }
+
+    /// A window sum as blst's Jacobian point.
+    fn jacobian_bytes(self) -> usize {
+        3 * FP_BYTES * self.degree()
+    }
+}
 
 /// Sizes of one MSM, chosen from `n`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,30 +103,35 @@ impl MsmPlan {
         }
     }
 
-    /// Device scratch bytes of one call (bases not counted).
-    pub fn scratch_bytes(&self) -> usize {
+    /// Device scratch bytes of one call in `curve` (bases not counted).
+    pub fn scratch_bytes(&self, curve: Curve) -> usize {
+        let (xyzz_bytes, jacobian_bytes) = (curve.xyzz_bytes(), curve.jacobian_bytes());
         let u32s = 4 * (self.buckets + 1);
         let round = |b: usize| b.next_multiple_of(crate::arena::SPAN_ALIGN_BYTES);
         round(self.n * SCALAR_BYTES)
             + 4 * round(u32s)
             + round(4 * self.n * self.windows as usize)
             + round(8 * self.pieces_max)
-            + round(XYZZ_BYTES * self.pieces_max)
-            + round(XYZZ_BYTES * self.buckets)
-            + round(XYZZ_BYTES * ((self.windows as usize) << (self.c - self.seg_log)))
-            + round(JACOBIAN_BYTES * self.windows as usize)
+            + round(xyzz_bytes * self.pieces_max)
+            + round(xyzz_bytes * self.buckets)
+            + round(xyzz_bytes * ((self.windows as usize) << (self.c - self.seg_log)))
+            + round(jacobian_bytes * self.windows as usize)
     }
 }
 
-/// G1 bases resident in the device arena's persistent part.
+/// Bases resident in the device arena's persistent part ([`G1Bases`], [`G2Bases`]).
 #[derive(Debug)]
-pub struct G1Bases {
+pub struct Bases<A> {
     span: DevSpan,
     len: usize,
     arena_id: u64,
+    _affine: PhantomData<A>,
 }
 
-impl G1Bases {
+pub type G1Bases = Bases<blst_p1_affine>;
+pub type G2Bases = Bases<blst_p2_affine>;
+
+impl<A> Bases<A> {
     pub fn len(&self) -> usize {
         self.len
     }
@@ -104,73 +141,164 @@ impl G1Bases {
     }
 }
 
+/// The point-side kernels of one group.
+struct PointKernels {
+    curve: Curve,
+    accumulate: CUfunction,
+    buckets: CUfunction,
+    segments: CUfunction,
+    sums: CUfunction,
+}
+
 impl Gpu {
-    /// Copies `bases` into the arena's persistent part, once (parameters' bases stay on
-    /// the device for every proof).
-    pub fn upload_g1_bases(&mut self, bases: &[blst_p1_affine]) -> Result<G1Bases> {
+    fn point_kernels(&self, curve: Curve) -> PointKernels {
+        let k = &self.dev.k;
+        match curve {
+            Curve::G1 => PointKernels {
+                curve,
+                accumulate: k.msm_accumulate_g1,
+                buckets: k.msm_buckets_g1,
+                segments: k.msm_window_segments_g1,
+                sums: k.msm_window_sums_g1,
+            },
+            Curve::G2 => PointKernels {
+                curve,
+                accumulate: k.msm_accumulate_g2,
+                buckets: k.msm_buckets_g2,
+                segments: k.msm_window_segments_g2,
+                sums: k.msm_window_sums_g2,
+            },
+        }
+    }
+
+    fn upload_bases<A>(&mut self, what: &'static str, bases: &[A]) -> Result<Bases<A>> {
         self.dev.bind()?;
         let arena = self.arena_mut()?;
-        let span = arena.carve_persistent("G1 bases", std::mem::size_of_val(bases))?;
+        let span = arena.carve_persistent(what, std::mem::size_of_val(bases))?;
         let arena_id = arena.id();
         // SAFETY: the span was carved with exactly the bases' size.
         unsafe { self.dev.upload(span.ptr, bases) }?;
-        Ok(G1Bases { span, len: bases.len(), arena_id })
+        Ok(Bases { span, len: bases.len(), arena_id, _affine: PhantomData })
     }
 
-    /// `sum scalars[i] * bases[i]` with resident bases (`scalars.len() <= bases.len()`;
-    /// the first `scalars.len()` bases are used).
-    pub fn msm_g1_resident(
+    /// Runs an MSM over resident bases; the window sums come back as `J` (blst_p1/p2).
+    fn msm_resident<A, J: Copy + Default>(
         &mut self,
-        bases: &G1Bases,
+        curve: Curve,
+        bases: &Bases<A>,
         scalars: &[[u8; SCALAR_BYTES]],
-    ) -> Result<G1Projective> {
+    ) -> Result<(Vec<J>, u32)> {
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         if bases.arena_id != arena.id() {
-            return Err(CudaError::ForeignHandle("G1Bases"));
+            return Err(CudaError::ForeignHandle("MSM bases"));
         }
         if scalars.len() > bases.len {
             return Err(CudaError::Length {
-                what: "msm_g1_resident: scalars",
+                what: "resident MSM: scalars",
                 got: scalars.len(),
                 want: bases.len,
             });
         }
         self.dev.bind()?;
         let mut b = arena.scratch();
-        let r = self.msm_g1_run(&mut b, bases.span.ptr, scalars);
+        let pk = self.point_kernels(curve);
+        let r = self.msm_run(&mut b, &pk, bases.span.ptr, scalars);
         self.arena_mut()?.note_scratch(&b);
         r
     }
 
-    /// `sum scalars[i] * bases[i]`, copying the bases in for this call.
+    /// Runs an MSM copying the bases in for this call.
+    fn msm_copied<A, J: Copy + Default>(
+        &mut self,
+        curve: Curve,
+        bases: &[A],
+        scalars: &[[u8; SCALAR_BYTES]],
+    ) -> Result<(Vec<J>, u32)> {
+        if bases.len() != scalars.len() {
+            return Err(CudaError::Length { what: "MSM: scalars", got: scalars.len(), want: bases.len() });
+        }
+        self.dev.bind()?;
+        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
+        let mut b = arena.scratch();
+        let span = b.take("MSM: bases", std::mem::size_of_val(bases).max(1))?;
+        // SAFETY: the span holds the bases' size; `bases` stays borrowed until the
+        // MSM's download synchronizes the stream.
+        unsafe { self.dev.upload_async(span.ptr, bases) }?;
+        let pk = self.point_kernels(curve);
+        let r = self.msm_run(&mut b, &pk, span.ptr, scalars);
+        self.arena_mut()?.note_scratch(&b);
+        r
+    }
+
+    /// Copies G1 `bases` into the arena's persistent part, once (parameters' bases stay
+    /// on the device for every proof).
+    pub fn upload_g1_bases(&mut self, bases: &[blst_p1_affine]) -> Result<G1Bases> {
+        self.upload_bases("G1 bases", bases)
+    }
+
+    /// Copies G2 `bases` into the arena's persistent part, once.
+    pub fn upload_g2_bases(&mut self, bases: &[blst_p2_affine]) -> Result<G2Bases> {
+        self.upload_bases("G2 bases", bases)
+    }
+
+    /// `sum scalars[i] * bases[i]` in G1 with resident bases (`scalars.len() <=
+    /// bases.len()`; the first `scalars.len()` bases are used).
+    pub fn msm_g1_resident(
+        &mut self,
+        bases: &G1Bases,
+        scalars: &[[u8; SCALAR_BYTES]],
+    ) -> Result<G1Projective> {
+        let (sums, c) = self.msm_resident::<_, blst_p1>(Curve::G1, bases, scalars)?;
+        Ok(combine_g1(&sums, c))
+    }
+
+    /// `sum scalars[i] * bases[i]` in G1, copying the bases in for this call.
     pub fn msm_g1(
         &mut self,
         bases: &[blst_p1_affine],
         scalars: &[[u8; SCALAR_BYTES]],
     ) -> Result<G1Projective> {
-        if bases.len() != scalars.len() {
-            return Err(CudaError::Length { what: "msm_g1: scalars", got: scalars.len(), want: bases.len() });
-        }
-        self.dev.bind()?;
-        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
-        let mut b = arena.scratch();
-        let span = b.take("msm_g1: bases", std::mem::size_of_val(bases).max(1))?;
-        // SAFETY: the span holds the bases' size; `bases` stays borrowed until the
-        // MSM's download synchronizes the stream.
-        unsafe { self.dev.upload_async(span.ptr, bases) }?;
-        let r = self.msm_g1_run(&mut b, span.ptr, scalars);
-        self.arena_mut()?.note_scratch(&b);
-        r
+        let (sums, c) = self.msm_copied::<_, blst_p1>(Curve::G1, bases, scalars)?;
+        Ok(combine_g1(&sums, c))
     }
 
-    fn msm_g1_run(&self, b: &mut Bump, bases: u64, scalars: &[[u8; SCALAR_BYTES]]) -> Result<G1Projective> {
+    /// `sum scalars[i] * bases[i]` in G2 with resident bases.
+    pub fn msm_g2_resident(
+        &mut self,
+        bases: &G2Bases,
+        scalars: &[[u8; SCALAR_BYTES]],
+    ) -> Result<G2Projective> {
+        let (sums, c) = self.msm_resident::<_, blst_p2>(Curve::G2, bases, scalars)?;
+        Ok(combine_g2(&sums, c))
+    }
+
+    /// `sum scalars[i] * bases[i]` in G2, copying the bases in for this call.
+    pub fn msm_g2(
+        &mut self,
+        bases: &[blst_p2_affine],
+        scalars: &[[u8; SCALAR_BYTES]],
+    ) -> Result<G2Projective> {
+        let (sums, c) = self.msm_copied::<_, blst_p2>(Curve::G2, bases, scalars)?;
+        Ok(combine_g2(&sums, c))
+    }
+
+    /// The device pipeline; returns the window sums (lowest window first) and `c`.
+    fn msm_run<J: Copy + Default>(
+        &self,
+        b: &mut Bump,
+        pk: &PointKernels,
+        bases: u64,
+        scalars: &[[u8; SCALAR_BYTES]],
+    ) -> Result<(Vec<J>, u32)> {
         let n = scalars.len();
         if n == 0 {
-            return Ok(G1Projective::identity());
+            return Ok((Vec::new(), 1));
         }
         if n > MSM_POINTS_MAX {
             return Err(CudaError::Limit { what: "MSM points", value: n, limit: MSM_POINTS_MAX });
         }
+        assert_eq!(std::mem::size_of::<J>(), pk.curve.jacobian_bytes(), "window sum type matches the curve");
+        let (xyzz_bytes, jacobian_bytes) = (pk.curve.xyzz_bytes(), pk.curve.jacobian_bytes());
         let p = MsmPlan::new(n);
         let m = p.buckets;
         let d_scalars = b.take("msm: scalars", n * SCALAR_BYTES)?;
@@ -180,11 +308,11 @@ impl Gpu {
         let poffsets = b.take("msm: piece offsets", 4 * (m + 1))?;
         let idx = b.take("msm: sorted point indices", 4 * n * p.windows as usize)?;
         let pieces = b.take("msm: pieces", 8 * p.pieces_max)?;
-        let partial = b.take("msm: piece sums", XYZZ_BYTES * p.pieces_max)?;
-        let buckets = b.take("msm: buckets", XYZZ_BYTES * m)?;
+        let partial = b.take("msm: piece sums", xyzz_bytes * p.pieces_max)?;
+        let buckets = b.take("msm: buckets", xyzz_bytes * m)?;
         let nseg = 1u32 << (p.c - p.seg_log);
-        let segs = b.take("msm: window segments", XYZZ_BYTES * (p.windows * nseg) as usize)?;
-        let out = b.take("msm: window sums", JACOBIAN_BYTES * p.windows as usize)?;
+        let segs = b.take("msm: window segments", xyzz_bytes * (p.windows * nseg) as usize)?;
+        let out = b.take("msm: window sums", jacobian_bytes * p.windows as usize)?;
 
         let k = &self.dev.k;
         // SAFETY: spans of this call's scratch layout, sized above.
@@ -242,7 +370,7 @@ impl Gpu {
         let npieces = poffsets.ptr + 4 * m as u64;
         let grid_p = (p.pieces_max.div_ceil(THREADS as usize) as u32, 1);
         self.dev.launch(
-            k.msm_accumulate,
+            pk.accumulate,
             grid_p,
             THREADS,
             0,
@@ -255,7 +383,7 @@ impl Gpu {
             ],
         )?;
         self.dev.launch(
-            k.msm_buckets,
+            pk.buckets,
             grid_m,
             THREADS,
             0,
@@ -263,31 +391,50 @@ impl Gpu {
         )?;
         let segs_n = (p.windows * nseg) as usize;
         self.dev.launch(
-            k.msm_window_segments,
+            pk.segments,
             (segs_n.div_ceil(64) as u32, 1),
             64,
             0,
             &[Arg::U64(buckets.ptr), c, Arg::U32(p.windows), Arg::U32(p.seg_log), Arg::U64(segs.ptr)],
         )?;
         self.dev.launch(
-            k.msm_window_sums,
+            pk.sums,
             (1, 1),
             p.windows.next_multiple_of(32),
             0,
             &[Arg::U64(segs.ptr), Arg::U32(nseg), Arg::U32(p.windows), Arg::U64(out.ptr)],
         )?;
-        let mut sums = vec![blst_p1::default(); p.windows as usize];
-        // SAFETY: `out` holds `windows` blst_p1 written by msm_window_sums (reduced Fp).
+        let mut sums = vec![J::default(); p.windows as usize];
+        // SAFETY: `out` holds `windows` Jacobian points of `J`'s size (asserted above),
+        // written by the window-sums kernel with reduced field elements.
         unsafe { self.dev.download(&mut sums, out.ptr) }?;
-        let mut acc = G1Projective::identity();
-        for w in sums.iter().rev() {
-            for _ in 0..p.c {
-                acc = acc.double();
-            }
-            let mut pt = G1Projective::identity();
-            *pt.as_mut() = *w;
-            acc += pt;
-        }
-        Ok(acc)
+        Ok((sums, p.c))
     }
+}
+
+/// `sum_w 2^(c w) S_w` by Horner from the top window.
+fn combine_g1(sums: &[blst_p1], c: u32) -> G1Projective {
+    let mut acc = G1Projective::identity();
+    for w in sums.iter().rev() {
+        for _ in 0..c {
+            acc = acc.double();
+        }
+        let mut pt = G1Projective::identity();
+        *pt.as_mut() = *w;
+        acc += pt;
+    }
+    acc
+}
+
+fn combine_g2(sums: &[blst_p2], c: u32) -> G2Projective {
+    let mut acc = G2Projective::identity();
+    for w in sums.iter().rev() {
+        for _ in 0..c {
+            acc = acc.double();
+        }
+        let mut pt = G2Projective::identity();
+        *pt.as_mut() = *w;
+        acc += pt;
+    }
+    acc
 }

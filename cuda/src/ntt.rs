@@ -300,12 +300,16 @@ impl Gpu {
             bump.take("h pipeline: b", bytes)?,
             bump.take("h pipeline: c", bytes)?,
         ];
-        for (s, v) in spans.iter().zip([a, b, c]) {
+        // All three uploads go on the copy stream at once; each vector's transforms wait
+        // only for its own copy (events, no host sync), so b and c copy while a computes.
+        for (slot, (s, v)) in spans.iter().zip([a, b, c]).enumerate() {
             // SAFETY: each span holds `bytes`; the host slices stay borrowed by the
-            // caller until its download synchronizes the stream.
-            unsafe { self.dev.upload_async(s.ptr, v) }?;
+            // caller until its download synchronizes the compute stream, which waits for
+            // every copy event first.
+            unsafe { self.dev.upload_overlapped(slot, s.ptr, v) }?;
         }
-        for s in &spans {
+        for (slot, s) in spans.iter().enumerate() {
+            self.dev.wait_upload(slot)?;
             self.ntt_enqueue(s.ptr, log_n, true)?;
             // ifft's 1/n and coset_fft's distribute_powers(g) in one pass.
             self.scale_enqueue(s.ptr, log_n, 0, Some(false))?;

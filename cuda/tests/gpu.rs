@@ -10,8 +10,8 @@ use arenaprove_engine::deps::blstrs::Scalar;
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::deps::group::Group;
 use arenaprove_engine::groth16::domain::Domain;
-use arenaprove_engine::groth16::msm::msm_g1;
-use blst::blst_p1_affine;
+use arenaprove_engine::groth16::msm::{msm_g1, msm_g2};
+use blst::{blst_p1_affine, blst_p2_affine};
 use common::*;
 
 #[test]
@@ -160,6 +160,29 @@ fn msm_g1_edge_cases_match_blst() {
     let one = [Scalar::ONE.to_bytes_le(), minus_one];
     assert!(bool::from(g.msm_g1(&[b[1], b[1]], &one).unwrap().is_identity()));
     assert!(bool::from(g.msm_g1(&[], &[]).unwrap().is_identity()));
+}
+
+#[test]
+fn msm_g2_matches_blst() {
+    let Some(mut g) = gpu(1) else { return };
+    for log in [10u32, 13, 16, 18] {
+        let n = 1usize << log;
+        let b = bases_g2(n, log as u64);
+        let s = to_bytes(&random_scalars(n, 2000 + log as u64));
+        assert!(g.msm_g2(&b, &s).unwrap() == msm_g2(&b, &s), "G2 random 2^{log}");
+    }
+    let n = 1 << 14;
+    let mut b = bases_g2(n, 5);
+    let s01: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 3 != 0) as u64).to_bytes_le()).collect();
+    assert!(g.msm_g2(&b, &s01).unwrap() == msm_g2(&b, &s01), "G2 0/1 scalars");
+    for i in (0..n).step_by(7) {
+        b[i] = if i % 2 == 0 { blst_p2_affine::default() } else { b[3] };
+    }
+    let s = to_bytes(&random_scalars(n, 6));
+    assert!(g.msm_g2(&b, &s).unwrap() == msm_g2(&b, &s), "G2 repeated bases and infinity");
+    let resident = g.upload_g2_bases(&b).unwrap();
+    assert!(g.msm_g2_resident(&resident, &s[..5000]).unwrap() == msm_g2(&b[..5000], &s[..5000]));
+    assert!(matches!(g.msm_g2(&b[..2], &s[..3]), Err(CudaError::Length { .. })));
 }
 
 #[test]

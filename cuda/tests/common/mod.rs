@@ -3,10 +3,10 @@
 #![allow(dead_code)]
 
 use arenaprove_cuda::Gpu;
-use arenaprove_engine::deps::blstrs::{G1Affine, G1Projective, Scalar};
+use arenaprove_engine::deps::blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::deps::group::{prime::PrimeCurveAffine, Curve, Group};
-use blst::blst_p1_affine;
+use blst::{blst_p1_affine, blst_p2_affine};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use rayon::prelude::*;
@@ -72,4 +72,29 @@ pub fn bases(n: usize, seed: u64) -> Vec<blst_p1_affine> {
 
 pub fn to_bytes(s: &[Scalar]) -> Vec<[u8; 32]> {
     s.par_iter().map(|x| x.to_bytes_le()).collect()
+}
+
+/// `n` distinct G2 bases `R + i*Q`.
+pub fn bases_g2(n: usize, seed: u64) -> Vec<blst_p2_affine> {
+    let mut r = rng(seed);
+    let start = G2Projective::random(&mut r);
+    let step = G2Projective::random(&mut r);
+    const CHUNK: usize = 1 << 12;
+    let proj: Vec<G2Projective> = (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .flat_map_iter(|k| {
+            let mut p = start + step * Scalar::from((k * CHUNK) as u64);
+            let len = CHUNK.min(n - k * CHUNK);
+            (0..len).map(move |_| {
+                let v = p;
+                p += step;
+                v
+            })
+        })
+        .collect();
+    let mut aff = vec![G2Affine::identity(); n];
+    proj.par_chunks(CHUNK)
+        .zip(aff.par_chunks_mut(CHUNK))
+        .for_each(|(p, a)| G2Projective::batch_normalize(p, a));
+    aff.iter().map(|a| *a.as_ref()).collect()
 }
