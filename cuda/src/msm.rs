@@ -33,6 +33,14 @@ const TILE_POINTS: usize = 1 << 16;
 /// Most points per call: bucket offsets are u32 and count `n * windows` entries.
 pub const MSM_POINTS_MAX: usize = 1 << 27;
 const THREADS: u32 = 256;
+/// Smallest piece (points one accumulate thread sums at most); the piece length is
+/// `max(this, sqrt(n))`, which balances the two serial chains a skewed bucket of up to `n`
+/// points runs (piece sums, then one thread summing the pieces). Measured on the H200
+/// (BENCHMARKS.md, issue 11 runs 2 and 3): a fixed 256 was 3-23% faster on random
+/// scalars (G1 2^22 78 vs 87 ms, G2 2^22 225 vs 292 ms) but 2.4x slower on 0/1 scalars
+/// (G1 2^24 378 vs 157 ms: one thread summed 21,800 pieces), so sqrt(n) stays until the
+/// pieces of a large bucket are summed by a parallel tree.
+const PIECE_POINTS_MIN: u32 = 64;
 
 const _: () = assert!(std::mem::size_of::<blst_p1_affine>() == 2 * FP_BYTES);
 const _: () = assert!(std::mem::size_of::<blst_p1>() == 3 * FP_BYTES);
@@ -90,7 +98,7 @@ impl MsmPlan {
         let c = log_n.saturating_sub(8).clamp(4, WINDOW_BITS_MAX);
         let windows = SCALAR_BITS.div_ceil(c);
         let buckets = (windows as usize) << c;
-        let piece_len = (1u32 << log_n.div_ceil(2)).max(64);
+        let piece_len = (1u32 << log_n.div_ceil(2)).max(PIECE_POINTS_MIN);
         let entries = n * windows as usize;
         MsmPlan {
             n,
