@@ -153,3 +153,47 @@ impl Bump {
         self.cursor_bytes
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bump(persistent_bytes: usize, reserved_bytes: usize) -> Bump {
+        Bump {
+            base: 0x1000_0000,
+            cursor_bytes: persistent_bytes,
+            end_bytes: reserved_bytes,
+            start_bytes: persistent_bytes,
+        }
+    }
+
+    #[test]
+    fn spans_are_aligned_disjoint_and_above_the_persistent_part() {
+        let mut b = bump(512, 4096);
+        let x = b.take("x", 1).unwrap();
+        let y = b.take("y", 300).unwrap();
+        let z = b.take("z", 0).unwrap();
+        assert_eq!(x.ptr, 0x1000_0000 + 512);
+        assert_eq!(y.ptr, x.ptr + SPAN_ALIGN_BYTES as u64);
+        assert_eq!(z.ptr, y.ptr + 2 * SPAN_ALIGN_BYTES as u64);
+        assert_eq!((x.len_bytes, y.len_bytes, z.len_bytes), (1, 300, 0));
+        for s in [x, y, z] {
+            assert_eq!(s.ptr % SPAN_ALIGN_BYTES as u64, 0);
+        }
+        assert_eq!(b.used_bytes(), 512 + 4 * SPAN_ALIGN_BYTES);
+    }
+
+    #[test]
+    fn a_request_past_the_end_names_itself_and_takes_nothing() {
+        let mut b = bump(0, 1024);
+        b.take("first", 700).unwrap();
+        match b.take("msm: buckets", 300) {
+            Err(CudaError::ArenaTooSmall { what, need_bytes, free_bytes, reserved_bytes }) => {
+                assert_eq!((what, need_bytes, free_bytes, reserved_bytes), ("msm: buckets", 512, 256, 1024));
+            }
+            other => panic!("expected ArenaTooSmall, got {other:?}"),
+        }
+        assert_eq!(b.used_bytes(), 768, "a refused request leaves the cursor");
+        b.take("fits", 256).unwrap();
+    }
+}

@@ -446,3 +446,42 @@ fn combine_g2(sums: &[blst_p2], c: u32) -> G2Projective {
     }
     acc
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_cover_255_bits_and_bound_their_pieces() {
+        for log in 0..=27u32 {
+            let n = 1usize << log;
+            let p = MsmPlan::new(n);
+            assert!((4..=WINDOW_BITS_MAX).contains(&p.c), "2^{log}: c {}", p.c);
+            assert!(
+                p.windows * p.c >= SCALAR_BITS && (p.windows - 1) * p.c < SCALAR_BITS,
+                "2^{log}: windows"
+            );
+            assert_eq!(p.buckets, (p.windows as usize) << p.c);
+            // Every bucket's pieces: ceil(count / len) <= count / len + 1.
+            let entries = n * p.windows as usize;
+            assert!(p.pieces_max > entries / p.piece_len as usize + p.buckets - 1);
+            // The worst bucket (all n points) is split into at most sqrt(n)-ish pieces,
+            // and each piece is at most sqrt(n)-ish points.
+            assert!(n.div_ceil(p.piece_len as usize) <= (1 << log.div_ceil(2)).max(1), "2^{log}");
+            assert!(p.seg_log < p.c);
+            // Offsets are u32.
+            if n <= MSM_POINTS_MAX {
+                assert!(entries < u32::MAX as usize);
+            }
+        }
+    }
+
+    #[test]
+    fn scratch_grows_with_n_and_g2_needs_more() {
+        let (a, b) = (MsmPlan::new(1 << 20), MsmPlan::new(1 << 22));
+        assert!(a.scratch_bytes(Curve::G1) < b.scratch_bytes(Curve::G1));
+        assert!(a.scratch_bytes(Curve::G1) < a.scratch_bytes(Curve::G2));
+        // At least the scalars and the sorted indices.
+        assert!(b.scratch_bytes(Curve::G1) >= (1 << 22) * (SCALAR_BYTES + 4 * b.windows as usize));
+    }
+}
