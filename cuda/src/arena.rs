@@ -131,6 +131,12 @@ pub(crate) struct Bump {
 }
 
 impl Bump {
+    /// A layout with no memory behind it: sizes an operation's scratch for the memory
+    /// plan by running its real layout code.
+    pub fn dry() -> Bump {
+        Bump { base: 0, cursor_bytes: 0, end_bytes: usize::MAX, start_bytes: 0 }
+    }
+
     /// The next `len_bytes` (aligned to [`SPAN_ALIGN_BYTES`]), or a typed error naming
     /// `what` when the arena is too small.
     pub fn take(&mut self, what: &'static str, len_bytes: usize) -> Result<DevSpan> {

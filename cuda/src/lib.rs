@@ -11,8 +11,8 @@
 //!   ([`CudaError::NotBuilt`], [`CudaError::NoDriver`], [`CudaError::NoDevice`]) and
 //!   nothing panics; [`backend_status`] says which in one line.
 //! - **No device allocation after start.** [`Gpu::reserve_arena`] makes the one
-//!   `cuMemAlloc`; tables and resident bases are carved from its bottom, each operation
-//!   lays its scratch out above them and reuses it on the next call.
+//!   `cuMemAlloc`, sized by [`DevicePlan`]; tables and resident bases are carved from its
+//!   bottom, each operation lays its scratch out above them and reuses it on the next call.
 //! - **Bit-exact with the CPU engine.** Scalars and points cross the FFI edge in blst's
 //!   memory layout (Montgomery limbs, R = 2^256 / 2^384, the same as sppark's field
 //!   types), every kernel result is fully reduced, and the NTTs use the CPU domain's
@@ -29,14 +29,16 @@ mod gpu;
 mod msm;
 mod ntt;
 mod pinned;
+mod plan;
 
 pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
 pub use device::{driver_present, KERNELS_BUILT};
 pub use error::{CudaError, Result};
 pub use gpu::Gpu;
 pub use msm::{Bases, Curve, G1Bases, G2Bases, MsmPlan, MSM_POINTS_MAX, SCALAR_BYTES};
-pub use ntt::{omega, NTT_LOG_MAX};
+pub use ntt::{h_scratch_bytes, ntt_tables_bytes, omega, NTT_LOG_MAX};
 pub use pinned::{CudaRegionHook, HostRegistration};
+pub use plan::DevicePlan;
 
 /// One line on whether the CUDA backend can run here, and why not: for the engine's
 /// "uses the CPU backend" log line and for tests that skip.

@@ -111,19 +111,47 @@ impl MsmPlan {
         }
     }
 
-    /// Device scratch bytes of one call in `curve` (bases not counted).
+    /// Device scratch bytes of one call in `curve` (bases not counted): the layout
+    /// [`Gpu`]'s MSM takes, laid out on a dry run.
     pub fn scratch_bytes(&self, curve: Curve) -> usize {
-        let (xyzz_bytes, jacobian_bytes) = (curve.xyzz_bytes(), curve.jacobian_bytes());
-        let u32s = 4 * (self.buckets + 1);
-        let round = |b: usize| b.next_multiple_of(crate::arena::SPAN_ALIGN_BYTES);
-        round(self.n * SCALAR_BYTES)
-            + 4 * round(u32s)
-            + round(4 * self.n * self.windows as usize)
-            + round(8 * self.pieces_max)
-            + round(xyzz_bytes * self.pieces_max)
-            + round(xyzz_bytes * self.buckets)
-            + round(xyzz_bytes * ((self.windows as usize) << (self.c - self.seg_log)))
-            + round(jacobian_bytes * self.windows as usize)
+        let mut b = Bump::dry();
+        MsmSpans::take(&mut b, self, curve).expect("a dry layout has room");
+        b.used_bytes()
+    }
+}
+
+/// The scratch spans of one MSM, in the order they are taken from the arena.
+struct MsmSpans {
+    scalars: DevSpan,
+    counts: DevSpan,
+    offsets: DevSpan,
+    cursor: DevSpan,
+    poffsets: DevSpan,
+    idx: DevSpan,
+    pieces: DevSpan,
+    partial: DevSpan,
+    buckets: DevSpan,
+    segs: DevSpan,
+    out: DevSpan,
+}
+
+impl MsmSpans {
+    fn take(b: &mut Bump, p: &MsmPlan, curve: Curve) -> Result<MsmSpans> {
+        let (m, xyzz_bytes) = (p.buckets, curve.xyzz_bytes());
+        let nseg = 1usize << (p.c - p.seg_log);
+        Ok(MsmSpans {
+            scalars: b.take("msm: scalars", p.n * SCALAR_BYTES)?,
+            counts: b.take("msm: bucket counts", 4 * m)?,
+            offsets: b.take("msm: bucket offsets", 4 * (m + 1))?,
+            cursor: b.take("msm: bucket cursors", 4 * m)?,
+            poffsets: b.take("msm: piece offsets", 4 * (m + 1))?,
+            idx: b.take("msm: sorted point indices", 4 * p.n * p.windows as usize)?,
+            pieces: b.take("msm: pieces", 8 * p.pieces_max)?,
+            partial: b.take("msm: piece sums", xyzz_bytes * p.pieces_max)?,
+            buckets: b.take("msm: buckets", xyzz_bytes * m)?,
+            segs: b.take("msm: window segments", xyzz_bytes * p.windows as usize * nseg)?,
+            out: b.take("msm: window sums", curve.jacobian_bytes() * p.windows as usize)?,
+        })
     }
 }
 
@@ -306,24 +334,24 @@ impl Gpu {
             return Err(CudaError::Limit { what: "MSM points", value: n, limit: MSM_POINTS_MAX });
         }
         assert_eq!(std::mem::size_of::<J>(), pk.curve.jacobian_bytes(), "window sum type matches the curve");
-        let (xyzz_bytes, jacobian_bytes) = (pk.curve.xyzz_bytes(), pk.curve.jacobian_bytes());
         let p = MsmPlan::new(n);
         let m = p.buckets;
-        let d_scalars = b.take("msm: scalars", n * SCALAR_BYTES)?;
-        let counts = b.take("msm: bucket counts", 4 * m)?;
-        let offsets = b.take("msm: bucket offsets", 4 * (m + 1))?;
-        let cursor = b.take("msm: bucket cursors", 4 * m)?;
-        let poffsets = b.take("msm: piece offsets", 4 * (m + 1))?;
-        let idx = b.take("msm: sorted point indices", 4 * n * p.windows as usize)?;
-        let pieces = b.take("msm: pieces", 8 * p.pieces_max)?;
-        let partial = b.take("msm: piece sums", xyzz_bytes * p.pieces_max)?;
-        let buckets = b.take("msm: buckets", xyzz_bytes * m)?;
         let nseg = 1u32 << (p.c - p.seg_log);
-        let segs = b.take("msm: window segments", xyzz_bytes * (p.windows * nseg) as usize)?;
-        let out = b.take("msm: window sums", jacobian_bytes * p.windows as usize)?;
-
+        let MsmSpans {
+            scalars: d_scalars,
+            counts,
+            offsets,
+            cursor,
+            poffsets,
+            idx,
+            pieces,
+            partial,
+            buckets,
+            segs,
+            out,
+        } = MsmSpans::take(b, &p, pk.curve)?;
         let k = &self.dev.k;
-        // SAFETY: spans of this call's scratch layout, sized above.
+        // SAFETY: spans of this call's scratch layout, sized by MsmSpans::take.
         unsafe {
             self.dev.upload_async(d_scalars.ptr, scalars)?;
             self.dev.zero(counts.ptr, counts.len_bytes)?;

@@ -13,7 +13,7 @@ use blst::blst_fr;
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 
-use crate::arena::{Bump, DevSpan};
+use crate::arena::{Bump, DevSpan, SPAN_ALIGN_BYTES};
 use crate::device::Arg;
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
@@ -60,6 +60,31 @@ pub fn omega(log: u32) -> Scalar {
         w = w.square();
     }
     w
+}
+
+/// Scalars in each persistent table for domains up to `2^max_log` (`max_log >= 1`):
+/// twiddles, the four coset power tables (g lo/hi, g^-1 lo/hi), the per-size constants.
+pub(crate) fn table_scalars(max_log: u32) -> [usize; 6] {
+    let coset_split = max_log.div_ceil(2);
+    let (lo_n, hi_n) = (1usize << coset_split, 1usize << (max_log - coset_split));
+    [1usize << (max_log - 1), lo_n, hi_n, lo_n, hi_n, (max_log as usize + 1) * CONSTS_PER_LOG]
+}
+
+/// Persistent device bytes of [`Gpu::prepare_ntt`]`(max_log)`.
+pub fn ntt_tables_bytes(max_log: u32) -> usize {
+    table_scalars(max_log.max(1)).iter().map(|c| (c * FR_BYTES).next_multiple_of(SPAN_ALIGN_BYTES)).sum()
+}
+
+/// Scratch bytes of [`Gpu::h_pipeline`] on a domain of `2^log_n` (a, b, c on the device).
+pub fn h_scratch_bytes(log_n: u32) -> usize {
+    let mut b = Bump::dry();
+    h_spans(&mut b, (1usize << log_n) * FR_BYTES).expect("a dry layout has room");
+    b.used_bytes()
+}
+
+/// The h pipeline's three vectors, each `bytes` long.
+fn h_spans(b: &mut Bump, bytes: usize) -> Result<[DevSpan; 3]> {
+    Ok([b.take("h pipeline: a", bytes)?, b.take("h pipeline: b", bytes)?, b.take("h pipeline: c", bytes)?])
 }
 
 fn blocks(n: usize) -> u32 {
@@ -112,6 +137,9 @@ impl Gpu {
             consts.push(to_words(&z_inv));
         }
 
+        let sizes =
+            [tw_count, tables[0].len(), tables[1].len(), tables[2].len(), tables[3].len(), consts.len()];
+        assert_eq!(sizes, table_scalars(max_log), "the memory plan's NTT table sizes match what is carved");
         let arena = self.arena_mut()?;
         let tw = arena.carve_persistent("NTT twiddles", tw_count * FR_BYTES)?;
         let mut spans = [tw; 4];
@@ -294,12 +322,7 @@ impl Gpu {
         self.dev.bind()?;
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         let mut bump = arena.scratch();
-        let bytes = std::mem::size_of_val(a);
-        let spans = [
-            bump.take("h pipeline: a", bytes)?,
-            bump.take("h pipeline: b", bytes)?,
-            bump.take("h pipeline: c", bytes)?,
-        ];
+        let spans = h_spans(&mut bump, std::mem::size_of_val(a))?;
         // All three uploads go on the copy stream at once; each vector's transforms wait
         // only for its own copy (events, no host sync), so b and c copy while a computes.
         for (slot, (s, v)) in spans.iter().zip([a, b, c]).enumerate() {
