@@ -17,7 +17,9 @@ mod embedded {
 }
 
 /// Whether this build carries compiled kernels (feature `kernels`).
-pub const KERNELS_BUILT: bool = !embedded::FATBINS.is_empty();
+pub fn kernels_built() -> bool {
+    !embedded::FATBINS.is_empty()
+}
 
 /// Whether libcuda can be loaded on this host (no device is touched).
 pub fn driver_present() -> bool {
@@ -100,13 +102,19 @@ pub(crate) struct Device {
 
 impl Device {
     pub fn open(ordinal: usize) -> Result<Device> {
-        if !KERNELS_BUILT {
+        if !kernels_built() {
             return Err(CudaError::NotBuilt);
         }
         if !driver_present() {
             return Err(CudaError::NoDriver);
         }
-        result::init().op("cuInit")?;
+        match result::init() {
+            // A driver without a GPU (or with every GPU hidden) refuses to initialize.
+            Err(e) if e.0 == sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => {
+                return Err(CudaError::NoDevice { ordinal, count: 0 });
+            }
+            r => r.op("cuInit")?,
+        }
         let count = result::device::get_count().op("cuDeviceGetCount")? as usize;
         if ordinal >= count {
             return Err(CudaError::NoDevice { ordinal, count });

@@ -32,7 +32,7 @@ mod pinned;
 mod plan;
 
 pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
-pub use device::{driver_present, KERNELS_BUILT};
+pub use device::{driver_present, kernels_built};
 pub use error::{CudaError, Result};
 pub use gpu::Gpu;
 pub use msm::{Bases, Curve, G1Bases, G2Bases, MsmPlan, MSM_POINTS_MAX, SCALAR_BYTES};
