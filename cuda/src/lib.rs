@@ -16,7 +16,7 @@
 //! - **Bit-exact with the CPU engine.** Scalars and points cross the FFI edge in blst's
 //!   memory layout (Montgomery limbs, R = 2^256 / 2^384, the same as sppark's field
 //!   types), every kernel result is fully reduced, and the NTTs use the CPU domain's
-//!   roots, so outputs are identical (tests/ntt.rs, tests/msm.rs).
+//!   roots, so outputs are identical (tests/gpu.rs).
 //! - `unsafe` is confined to driver calls, each with its `SAFETY:` reasoning.
 //!
 //! Sharp edges: a `Gpu` runs one operation at a time (`&mut self`); host slices passed in

@@ -1,7 +1,7 @@
 //! NTTs and the h pipeline on the device, with the CPU engine's domain conventions
 //! (engine/src/groth16/domain.rs, bellperson 0.27): omega is `Scalar::ROOT_OF_UNITY`
 //! squared down to the domain, cosets use `Scalar::MULTIPLICATIVE_GENERATOR`, inverse
-//! transforms scale by `1/n`. Outputs equal the CPU's bit for bit (tests/ntt.rs).
+//! transforms scale by `1/n`. Outputs equal the CPU's bit for bit (tests/gpu.rs).
 //!
 //! Tables, made once by [`Gpu::prepare_ntt`] in the arena's persistent part, for domains up
 //! to `2^max_log`: the twiddles `w_max^k` (`2^(max_log-1)` scalars; smaller domains stride
