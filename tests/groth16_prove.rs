@@ -243,5 +243,5 @@ fn params_for_another_shape_or_bad_witness_are_errors() {
     let e = Proof::from_bytes(&inf).unwrap_err();
     assert!(e.to_string().contains("infinity"), "{e}");
     // The pool is whole again after the proofs.
-    assert_eq!(prover.pool().outstanding(), 0);
+    assert_eq!(prover.memory().scalars.outstanding(), 0);
 }

@@ -9,8 +9,9 @@
 //!   after [`Ledger::freeze`] no region can be reserved any more (attempts fail with
 //!   [`ArenaError::Frozen`] and are counted in `refused_after_freeze`).
 //! * **Lend by guard, hand back by reset.** [`SlabPool::lease`] returns a [`Lease`];
-//!   dropping the lease pushes the slab's index back on a lock-free queue: O(1), no
-//!   `munmap`, no `free`, no `memset` (the `verify` feature poisons returned slabs).
+//!   dropping the lease sets the slab's bit in a free bitmap kept in the pool's own region
+//!   (one wait-free `fetch_or`): O(1), no `munmap`, no `free`, no `memset` (the `verify`
+//!   feature poisons returned slabs).
 //! * **Typed views.** [`SlabVec<T>`] is a fixed-capacity vector over a lease for
 //!   [`Plain`] element types; exceeding capacity is an [`ArenaError::Capacity`], never a
 //!   reallocation.
@@ -72,10 +73,10 @@ pub use error::ArenaError;
 pub use ledger::{Ledger, LedgerSnapshot};
 pub use mapped::MappedFile;
 pub use plain::Plain;
-pub use region::{Region, RegionConfig, RegionHook};
+pub use region::{Region, RegionConfig, RegionHook, SharedHook};
 pub use scratch::{with_thread_scratch, Scratch, ScratchSet};
 pub use slab::{deinit_check, DeinitReport, Lease, OutstandingSlabs, SlabPool, SlabPoolConfig};
-pub use slabvec::SlabVec;
+pub use slabvec::{map_in_place, AnyBits, SlabVec};
 pub use vecpool::{PooledVec, VecPool, VecPoolConfig, VecPoolStats};
 
 /// 2 MiB: the x86-64 huge page size; regions and slabs are aligned to it.

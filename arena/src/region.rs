@@ -44,6 +44,19 @@ pub struct RegionConfig {
     pub prefault: bool,
     /// `mlock` the region; when the limit refuses, warn once and go on unlocked.
     pub mlock: bool,
+    /// Called once per region at reservation and once at unmap (the GPU backend pins
+    /// here). Carried by the config so that every pool built from it gets the hook.
+    pub hook: Option<SharedHook>,
+}
+
+/// A [`RegionHook`] shared by every region a config builds.
+#[derive(Clone)]
+pub struct SharedHook(pub Arc<dyn RegionHook>);
+
+impl std::fmt::Debug for SharedHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RegionHook")
+    }
 }
 
 impl Default for RegionConfig {
@@ -53,6 +66,7 @@ impl Default for RegionConfig {
             huge_pages: true,
             prefault: true,
             mlock: false,
+            hook: None,
         }
     }
 }
@@ -60,7 +74,7 @@ impl Default for RegionConfig {
 impl RegionConfig {
     /// A heap-backed, not pre-faulted region: for unit tests and Miri.
     pub fn heap() -> Self {
-        RegionConfig { backing: Backing::Heap, huge_pages: false, prefault: false, mlock: false }
+        RegionConfig { backing: Backing::Heap, huge_pages: false, prefault: false, mlock: false, hook: None }
     }
 }
 
@@ -151,8 +165,10 @@ impl Region {
             Backing::Heap => {
                 let layout = Layout::from_size_align(len_bytes, HUGE_PAGE_BYTES)
                     .map_err(|e| ArenaError::Config { what: name.into(), reason: e.to_string() })?;
+                // Zeroed, like an anonymous mapping: slab bytes are always initialized, so
+                // `Lease::bytes` and `SlabVec::extend_stale` never expose uninitialized memory.
                 // SAFETY: layout has non-zero size (checked in `new`).
-                let ptr = unsafe { std::alloc::alloc(layout) };
+                let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
                 let ptr = NonNull::new(ptr).ok_or_else(|| ArenaError::Map {
                     what: name.into(),
                     bytes: len_bytes,

@@ -88,6 +88,9 @@ impl SlabPool {
             return Err(bad(&format!("slab_count {} not in 1..={SLAB_COUNT_MAX}", cfg.slab_count)));
         }
         let region_bytes = cfg.region_bytes().ok_or_else(|| bad("slab_bytes * slab_count overflows"))?;
+        // An explicit hook wins; otherwise the region config's (how an engine's config
+        // reaches every pool it builds).
+        let hook = hook.or_else(|| cfg.region.hook.as_ref().map(|h| h.0.clone()));
         let region = Region::new(&cfg.name, region_bytes, &cfg.region, ledger, hook)?;
         let map_at = cfg.stride_bytes() * cfg.slab_count;
         // SAFETY: the region spans region_bytes() = map_at + bytes_for(slab_count); map_at is a
@@ -325,7 +328,8 @@ impl Lease {
     pub fn as_ptr(&self) -> NonNull<u8> {
         self.pool.slab_ptr(self.index)
     }
-    /// The slab's bytes: whatever the previous tenant (or pre-faulting) left there.
+    /// The slab's bytes: whatever the previous tenant (or pre-faulting) left there. Always
+    /// initialized: regions are zeroed when mapped (anonymous maps, `alloc_zeroed`).
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: the lease owns this slab exclusively; len_bytes <= slab_bytes.
         unsafe { std::slice::from_raw_parts(self.as_ptr().as_ptr(), self.len_bytes) }

@@ -10,6 +10,54 @@ use crate::{ArenaError, Lease, Plain};
 /// A [`SlabVec::resize`] fill at least this large runs in parallel (one task per this many
 /// bytes): the prover and the parameter loader size multi-GiB vectors this way.
 pub const PAR_FILL_BYTES: usize = 1 << 20;
+/// Elements per task of [`SlabVec::extend_par_map`] and [`map_in_place`] (4096 scalars =
+/// 128 KiB: enough work per rayon task, small enough to balance).
+const PAR_MAP_CHUNK: usize = 4096;
+
+/// [`Plain`] types for which *every* bit pattern is a valid value (integers, byte arrays,
+/// and field elements stored as plain limbs), so stale slab bytes may be handed out as
+/// values to be overwritten ([`SlabVec::extend_stale`]).
+///
+/// # Safety
+/// Every bit pattern of `size_of::<T>()` bytes must be a valid `T`.
+pub unsafe trait AnyBits: Plain {}
+
+macro_rules! any_bits {
+    ($($t:ty),* $(,)?) => {$(
+        // SAFETY: integers, arrays of them, and blst's limb structs accept any bits (a
+        // non-reduced field element is a wrong value, not an invalid one).
+        unsafe impl AnyBits for $t {}
+    )*};
+}
+any_bits!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, [u8; 32], [u64; 4], blstrs::Scalar);
+
+/// Converts `src` in place, element by element, into a `U` of the same size: `h`'s scalars
+/// become the MSM's byte strings in the slab that computed them, with no second buffer.
+/// Runs in parallel.
+pub fn map_in_place<T: Plain, U: AnyBits>(src: &mut [T], f: impl Fn(T) -> U + Sync) -> &mut [U] {
+    const { assert!(std::mem::size_of::<T>() == std::mem::size_of::<U>(), "map_in_place: sizes differ") };
+    const {
+        assert!(
+            std::mem::align_of::<U>() <= std::mem::align_of::<T>(),
+            "map_in_place: U needs more alignment"
+        )
+    };
+    src.par_chunks_mut(PAR_MAP_CHUNK).for_each(|ch| {
+        let p = ch.as_mut_ptr();
+        for i in 0..ch.len() {
+            // SAFETY: i < ch.len(); element i is read as T before the same bytes are written
+            // as U (same size, U's alignment divides T's), and nothing else views `ch`.
+            unsafe {
+                let v = p.add(i).read();
+                p.add(i).cast::<U>().write(f(v));
+            }
+        }
+    });
+    let (ptr, len) = (src.as_mut_ptr().cast::<U>(), src.len());
+    // SAFETY: every element was rewritten as a U above; size and alignment checked at
+    // compile time; the borrow of `src` moves into the result, so no &mut [T] view remains.
+    unsafe { std::slice::from_raw_parts_mut(ptr, len) }
+}
 
 /// A vector of `T` living in one slab. Its capacity is fixed by the lease; going past it
 /// is an [`ArenaError::Capacity`], never a reallocation. Dropping it hands the slab back.
@@ -114,20 +162,71 @@ impl<T: Plain> SlabVec<T> {
     }
 
     /// Appends `n` elements, the `i`-th being `f(len + i)`, each written exactly once
-    /// (checked against the capacity once, before any write).
+    /// (checked against the capacity once, before any write). The length is stored once at
+    /// the end (so the loop vectorizes like `Vec::extend`); a guard stores how far it got
+    /// if `f` panics, so the vector stays consistent.
     pub fn extend_with(&mut self, n: usize, mut f: impl FnMut(usize) -> T) -> Result<(), ArenaError> {
         let start = self.len;
         let new_len = start.checked_add(n).ok_or_else(|| self.full(usize::MAX))?;
         if new_len > self.cap {
             return Err(self.full(new_len));
         }
+        struct SetLenOnDrop<'a> {
+            len: &'a mut usize,
+            local: usize,
+        }
+        impl Drop for SetLenOnDrop<'_> {
+            fn drop(&mut self) {
+                *self.len = self.local;
+            }
+        }
         let base = self.base();
+        let mut guard = SetLenOnDrop { len: &mut self.len, local: start };
         for i in start..new_len {
             // SAFETY: i < new_len <= cap, so the slot lies inside the slab this vector owns.
             unsafe { base.add(i).write(f(i)) };
-            // Keep len exact after each write, so a panicking `f` leaves a consistent vector.
-            self.len = i + 1;
+            guard.local = i + 1;
         }
+        Ok(())
+    }
+
+    /// Appends `n` elements *without writing them* and returns them: they hold whatever
+    /// the slab held (a previous tenant's bytes, or zeros). For writers that overwrite
+    /// every element anyway (NTT outputs, conversions), so multi-GiB slabs are not zeroed
+    /// first. Sound because slab memory is always initialized (regions are zeroed when
+    /// mapped) and [`AnyBits`] types are valid for every bit pattern; a caller that does
+    /// not overwrite an element reads stale data, never undefined behaviour.
+    pub fn extend_stale(&mut self, n: usize) -> Result<&mut [T], ArenaError>
+    where
+        T: AnyBits,
+    {
+        let start = self.len;
+        let new_len = start.checked_add(n).ok_or_else(|| self.full(usize::MAX))?;
+        if new_len > self.cap {
+            return Err(self.full(new_len));
+        }
+        self.len = new_len;
+        #[cfg(feature = "verify")]
+        {
+            // Poison, so a writer that misses an element is caught in tests.
+            let s = &mut self.as_mut_slice()[start..];
+            // SAFETY: s is a live &mut [T]; every bit pattern is a valid T (AnyBits).
+            unsafe { std::ptr::write_bytes(s.as_mut_ptr(), 0xA5, s.len()) };
+        }
+        Ok(&mut self.as_mut_slice()[start..])
+    }
+
+    /// Appends `f(&src[i])` for every `i`, in parallel, without zeroing first.
+    pub fn extend_par_map<S: Sync>(&mut self, src: &[S], f: impl Fn(&S) -> T + Sync) -> Result<(), ArenaError>
+    where
+        T: AnyBits,
+    {
+        let dst = self.extend_stale(src.len())?;
+        dst.par_chunks_mut(PAR_MAP_CHUNK).zip(src.par_chunks(PAR_MAP_CHUNK)).for_each(|(d, s)| {
+            for (d, s) in d.iter_mut().zip(s) {
+                *d = f(s);
+            }
+        });
         Ok(())
     }
 

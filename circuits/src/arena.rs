@@ -39,8 +39,10 @@ const SCALAR_BYTES: usize = std::mem::size_of::<Scalar>();
 pub struct AssignmentPools {
     /// a, b, c: three slabs of `domain_size` scalars per assignment.
     pub abc: Arc<SlabPool>,
-    /// Inputs and aux: two slabs of `max(inputs, aux)` scalars per assignment.
-    pub witness: Arc<SlabPool>,
+    /// The input assignment: one slab of `inputs` scalars per assignment.
+    pub inputs: Arc<SlabPool>,
+    /// The aux assignment: one slab of `aux` scalars per assignment.
+    pub aux: Arc<SlabPool>,
     /// a_aux, b_input, b_aux bitmaps: three slabs per assignment.
     pub density: Arc<SlabPool>,
     /// Recycled term storage for long-lived linear combinations.
@@ -57,9 +59,10 @@ pub struct AssignmentPoolPlan {
 }
 
 impl AssignmentPools {
-    /// The abc, witness and density pools for assignments of `shape`: what
-    /// [`AssignmentPools::for_shape`] reserves, per assignment.
-    pub fn plan(shape: &Shape) -> [AssignmentPoolPlan; 3] {
+    /// The abc, inputs, aux and density pools for assignments of `shape`: what
+    /// [`AssignmentPools::for_shape`] reserves, per assignment, each slab sized for what it
+    /// holds.
+    pub fn plan(shape: &Shape) -> [AssignmentPoolPlan; 4] {
         [
             AssignmentPoolPlan {
                 name: "abc",
@@ -68,14 +71,20 @@ impl AssignmentPools {
                 slabs_per_assignment: 3,
             },
             AssignmentPoolPlan {
-                name: "witness",
-                what: "input + aux assignments",
-                slab_bytes: shape.inputs.max(shape.aux).max(1) * SCALAR_BYTES,
-                slabs_per_assignment: 2,
+                name: "inputs",
+                what: "input assignment",
+                slab_bytes: shape.inputs.max(1) * SCALAR_BYTES,
+                slabs_per_assignment: 1,
+            },
+            AssignmentPoolPlan {
+                name: "aux",
+                what: "aux assignment",
+                slab_bytes: shape.aux.max(1) * SCALAR_BYTES,
+                slabs_per_assignment: 1,
             },
             AssignmentPoolPlan {
                 name: "density",
-                what: "density bitmaps",
+                what: "density bitmaps (a_aux, b_input, b_aux)",
                 slab_bytes: shape.aux_density_words().max(shape.input_density_words()).max(1) * 8,
                 slabs_per_assignment: 3,
             },
@@ -89,7 +98,7 @@ impl AssignmentPools {
         ledger: &Arc<Ledger>,
         region: RegionConfig,
     ) -> Result<Self, CircuitError> {
-        let [abc, witness, density] = Self::plan(shape).map(|p| {
+        let [abc, inputs, aux, density] = Self::plan(shape).map(|p| {
             SlabPool::new(
                 SlabPoolConfig::new(p.name, p.slab_bytes, p.slabs_per_assignment * assignments)
                     .with_region(region.clone()),
@@ -99,15 +108,21 @@ impl AssignmentPools {
         });
         Ok(AssignmentPools {
             abc: abc?,
-            witness: witness?,
+            inputs: inputs?,
+            aux: aux?,
             density: density?,
             lc_terms: Arc::new(VecPool::new()),
         })
     }
 
-    /// Slabs out right now, over all three pools.
+    /// Slabs out right now, over all four pools.
     pub fn outstanding(&self) -> usize {
-        self.abc.outstanding() + self.witness.outstanding() + self.density.outstanding()
+        self.pools().iter().map(|p| p.outstanding()).sum()
+    }
+
+    /// The four slab pools (for shutdown checks).
+    pub fn pools(&self) -> [&SlabPool; 4] {
+        [&self.abc, &self.inputs, &self.aux, &self.density]
     }
 }
 
@@ -197,8 +212,8 @@ impl ArenaAssignment {
         let assignment = ArenaAssignment {
             shape: *shape,
             abc: Some(abc),
-            inputs: scalars(&pools.witness, shape.inputs)?,
-            aux: scalars(&pools.witness, shape.aux)?,
+            inputs: scalars(&pools.inputs, shape.inputs)?,
+            aux: scalars(&pools.aux, shape.aux)?,
             a_aux_density: words(shape.aux)?,
             b_input_density: words(shape.inputs)?,
             b_aux_density: words(shape.aux)?,

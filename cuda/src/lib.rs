@@ -1,4 +1,49 @@
 //! # arenaprove-cuda
-//! Will own the GPU backend: kernels (NTT, MSM) loaded from an embedded fatbin through
-//! cudarc's driver API, pinned registration of arena regions (a `RegionHook`), and the
-//! device arena. Not built yet: the CPU backend in `engine/` is the only backend today.
+//! The GPU backend's kernels and driver layer: BLS12-381 NTTs, the Groth16 h pipeline and
+//! G1/G2 MSMs on NVIDIA GPUs, a [`DeviceArena`] reserved once per GPU, and page-locked host
+//! regions ([`CudaRegionHook`] for the arena's `RegionHook`).
+//!
+//! What it owns and its invariants:
+//! - **One binary for every host.** The driver (libcuda) is loaded at run time through
+//!   cudarc; kernels are compiled by `build.rs` with nvcc only when the `kernels` feature
+//!   is on, embedded as fatbins (SASS sm_90 + compute_90 PTX). Without the feature, or on
+//!   a host without a driver or GPU, [`Gpu::open`] returns a typed error
+//!   ([`CudaError::NotBuilt`], [`CudaError::NoDriver`], [`CudaError::NoDevice`]) and
+//!   nothing panics; [`backend_status`] says which in one line.
+//! - **No device allocation after start.** [`Gpu::reserve_arena`] makes the one
+//!   `cuMemAlloc`, sized by [`DevicePlan`]; tables and resident bases are carved from its
+//!   bottom, each operation lays its scratch out above them and reuses it on the next call.
+//! - **Bit-exact with the CPU engine.** Scalars and points cross the FFI edge in blst's
+//!   memory layout (Montgomery limbs, R = 2^256 / 2^384, the same as sppark's field
+//!   types), every kernel result is fully reduced, and the NTTs use the CPU domain's
+//!   roots, so outputs are identical (tests/gpu.rs).
+//! - `unsafe` is confined to driver calls, each with its `SAFETY:` reasoning.
+//!
+//! Sharp edges: a `Gpu` runs one operation at a time (`&mut self`); host slices passed in
+//! are copied with the driver's pageable path unless they lie in a registered region.
+
+mod arena;
+mod device;
+mod error;
+mod gpu;
+mod msm;
+mod ntt;
+mod pinned;
+mod plan;
+
+pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
+pub use device::{driver_present, kernels_built};
+pub use error::{CudaError, Result};
+pub use gpu::Gpu;
+pub use msm::{Bases, Curve, G1Bases, G2Bases, MsmPlan, MSM_POINTS_MAX, SCALAR_BYTES};
+pub use ntt::{h_scratch_bytes, ntt_tables_bytes, omega, NTT_LOG_MAX};
+pub use pinned::{CudaRegionHook, HostRegistration};
+pub use plan::DevicePlan;
+
+/// One line on whether the CUDA backend can run here, and why not: for the engine's
+/// "uses the CPU backend" log line and for tests that skip.
+pub fn backend_status(ordinal: usize) -> std::result::Result<String, CudaError> {
+    let gpu = Gpu::open(ordinal)?;
+    let (free, total) = gpu.mem_info()?;
+    Ok(format!("CUDA device {ordinal}: {} ({} MiB free of {} MiB)", gpu.name(), free >> 20, total >> 20))
+}

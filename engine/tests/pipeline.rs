@@ -1,14 +1,16 @@
 //! The long-lived engine: jobs through the pipeline, every proof verified, faults contained,
 //! slabs all back, nothing reserved after freeze.
 
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use arenaprove_arena::RegionConfig;
+use arenaprove_arena::{RegionConfig, RegionHook, SharedHook};
 use arenaprove_circuits::{shape_of, Shape};
 use arenaprove_engine::groth16::{generate_random_parameters, verify_proof, Parameters, ParamsMemory};
 use arenaprove_engine::pipeline::{
     generic, AllocMode, CircuitSpec, Engine, EngineConfig, EngineError, Job, PartitionCircuit,
-    PartitionError, ShutdownMode,
+    PartitionError, Scope, ShutdownMode,
 };
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
@@ -276,16 +278,21 @@ fn cancel_at_shutdown_fails_queued_partitions_and_returns_slabs() {
     let _ = Field::is_zero(&Scalar::ZERO);
 }
 
-/// The memory plan lists what `Engine::new` reserves: the shared assignment pools, and one
-/// prover pool per circuit kind.
+/// The memory plan is what `Engine::new` reserves, exactly: one region per slot term (pools
+/// shared by every kind, each slab sized for what it holds), one twiddle table per domain.
 #[test]
-fn memory_plan_lists_every_reserved_pool() {
+fn memory_plan_is_what_the_engine_reserves() {
     let (small_shape, small) = setup(STEPS);
     let (large_shape, large) = setup(4 * STEPS);
+    let hook = Arc::new(CountingHook::default());
     let cfg = EngineConfig {
         slots: 2,
         synth_workers: 1,
-        region: RegionConfig { huge_pages: false, ..RegionConfig::default() },
+        region: RegionConfig {
+            huge_pages: false,
+            hook: Some(SharedHook(hook.clone())),
+            ..RegionConfig::default()
+        },
         memory_limit_bytes: 1 << 30,
         ..EngineConfig::default()
     };
@@ -297,18 +304,48 @@ fn memory_plan_lists_every_reserved_pool() {
         ],
     )
     .unwrap();
-    let plan = e.memory_plan();
+    let plan = e.memory_plan().clone();
     let ledger = e.ledger();
-    assert_eq!(plan.terms.iter().filter(|t| t.pool == "prove.scalars").count(), 2, "{plan}");
-    assert_eq!(ledger.regions, plan.terms.len(), "one region per planned pool: {plan}");
-    assert!(plan.total_bytes() <= ledger.reserved_bytes, "{plan} vs {} reserved", ledger.reserved_bytes);
-    // Each pool's region adds at most 2 MiB of rounding, its free map and 4 KiB of
-    // alignment per slab.
-    let slack: usize = plan.terms.iter().map(|t| (2 << 20) + 64 + t.count * 4096).sum();
-    assert!(
-        ledger.reserved_bytes <= plan.total_bytes() + slack,
-        "{plan} vs {} reserved",
-        ledger.reserved_bytes
-    );
-    e.shutdown(ShutdownMode::Drain);
+    let slot_terms: Vec<_> = plan.terms.iter().filter(|t| t.scope == Scope::PerSlot).collect();
+    assert_eq!(slot_terms.len(), 4, "abc, inputs, aux, density, shared by both kinds: {plan}");
+    assert_eq!(plan.terms.iter().filter(|t| t.pool == "twiddles").count(), 2, "one table per domain: {plan}");
+    assert_eq!(ledger.regions, slot_terms.len(), "one region per slot pool: {plan}");
+    let slot_region_bytes: usize = slot_terms.iter().map(|t| t.region_bytes()).sum();
+    assert_eq!(ledger.reserved_bytes, slot_region_bytes, "the plan is exact: {plan}");
+    // Each slab sized for what it holds: inputs by inputs, not by aux.
+    let inputs = plan.terms.iter().find(|t| t.pool == "inputs").unwrap();
+    assert_eq!(inputs.slab_bytes, large_shape.inputs * 32, "{plan}");
+    assert_eq!(plan.terms.iter().find(|t| t.pool == "abc").unwrap().count, 3 * 2, "{plan}");
+    // The config's hook reached every pool: four slot pools and two twiddle tables.
+    assert_eq!(hook.registered.load(Ordering::SeqCst), 6);
+    let report = e.shutdown(ShutdownMode::Drain);
+    assert!(report.deinit.is_clean(), "{}", report.deinit);
+    assert_eq!(hook.unregistered.load(Ordering::SeqCst), 6, "every region unregistered at shutdown");
+}
+
+/// A plan over the configured limit is refused before anything is reserved, naming both.
+#[test]
+fn plan_over_the_limit_is_refused_at_once() {
+    let (shape, params) = setup(STEPS);
+    let cfg = EngineConfig { memory_limit_bytes: 1 << 20, ..EngineConfig::default() };
+    let err = Engine::new(cfg, vec![CircuitSpec { kind: "s".into(), shape, params }]).err().expect("refused");
+    let msg = err.to_string();
+    assert!(matches!(err, EngineError::Plan(_)), "{msg}");
+    assert!(msg.contains("over the limit of 1048576 bytes") && msg.contains("abc"), "{msg}");
+}
+
+#[derive(Default)]
+struct CountingHook {
+    registered: AtomicUsize,
+    unregistered: AtomicUsize,
+}
+
+impl RegionHook for CountingHook {
+    fn register(&self, _name: &str, _base: NonNull<u8>, _len_bytes: usize) -> Result<(), String> {
+        self.registered.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn unregister(&self, _name: &str, _base: NonNull<u8>, _len_bytes: usize) {
+        self.unregistered.fetch_add(1, Ordering::SeqCst);
+    }
 }

@@ -13,11 +13,13 @@ use std::sync::Arc;
 
 use arenaprove_arena::{Ledger, RegionConfig};
 use arenaprove_circuits::{shape_of, synthesize_arena, AssignmentPools, ProverWitness, Shape};
-use arenaprove_engine::groth16::prover::{Prover, StageTimings};
+use arenaprove_engine::groth16::prover::{ProofShape, Prover, StageTimings};
 use arenaprove_engine::groth16::PROOF_BYTES;
 use arenaprove_engine::pipeline::{
-    generic, CircuitSpec, Engine, EngineConfig, Job, JobHandle, JobOutput, ShutdownMode, ShutdownReport,
+    generic, CircuitSpec, Engine, EngineConfig, Job, JobHandle, JobOutput, MemoryPlan, ShutdownMode,
+    ShutdownReport,
 };
+use arenaprove_engine::Backend;
 use arenaprove_engine::{
     prepare_verifying_key, verify_proof, Groth16Error, Parameters, ParamsMemory, PreparedVerifyingKey,
 };
@@ -310,7 +312,8 @@ pub struct C2Prover {
     registered_proof: RegisteredSealProof,
     files: ParamFiles,
     shape: Shape,
-    prover: Prover,
+    /// The proving backend (CPU), over memory the engine's plan reserves for one slot.
+    backend: Arc<dyn Backend>,
     pvk: PreparedVerifyingKey,
     pools: AssignmentPools,
 }
@@ -340,13 +343,25 @@ impl C2Prover {
     ) -> Result<Self, FilecoinError> {
         let loaded = LoadedParams::load(registered_proof, files, checked)?;
         let pvk = prepare_verifying_key(&loaded.params.vk);
-        let ledger = Ledger::unlimited();
-        let region = RegionConfig::default();
-        let prover = Prover::new(loaded.params, &ledger, region.clone(), 1)
-            .map_err(|e| FilecoinError::Engine(format!("reserving the prover's slabs: {e}")))?;
-        let pools = AssignmentPools::for_shape(&loaded.shape, 1, &ledger, region)
-            .map_err(|e| FilecoinError::Engine(format!("reserving the assignment slabs: {e}")))?;
-        Ok(C2Prover { registered_proof, files: files.clone(), shape: loaded.shape, prover, pvk, pools })
+        // One slot of the engine's plan: the same reservation path as `Engine::new`.
+        let memory = MemoryPlan::for_shapes(&[loaded.shape], 1)
+            .reserve(&Ledger::unlimited(), &RegionConfig::default())
+            .map_err(|e| FilecoinError::Engine(format!("reserving the slot's slabs: {e}")))?;
+        let prover_memory = memory
+            .prover_memory(&ProofShape::of_params(&loaded.params))
+            .ok_or_else(|| FilecoinError::Engine("no twiddle table for the parameters' domain".into()))?;
+        let backend: Arc<dyn Backend> = Arc::new(
+            Prover::with_memory(loaded.params, prover_memory)
+                .map_err(|e| FilecoinError::Engine(format!("building the prover: {e}")))?,
+        );
+        Ok(C2Prover {
+            registered_proof,
+            files: files.clone(),
+            shape: loaded.shape,
+            backend,
+            pvk,
+            pools: memory.assign,
+        })
     }
 
     /// The registered proof these parameters serve.
@@ -416,10 +431,10 @@ impl C2Prover {
             let r = Scalar::random(&mut *rng);
             let s = Scalar::random(&mut *rng);
             let started = Instant::now();
-            let start = self.prover.prove_start(&mut witness).map_err(engine)?;
+            let start = self.backend.prove_start(&mut witness).map_err(engine)?;
             stages.prove_start += started.elapsed();
             let started = Instant::now();
-            let (proof, timings) = self.prover.finalize(start, &witness, r, s).map_err(engine)?;
+            let (proof, timings) = self.backend.finalize(start, &witness, r, s).map_err(engine)?;
             add_timings(&mut stages.engine, &timings);
             drop(witness);
             stages.finalize += started.elapsed();

@@ -17,7 +17,11 @@ use crate::engine::deps::blstrs::Scalar;
 use crate::engine::deps::ff::Field;
 use crate::engine::deps::rand_chacha::ChaCha8Rng;
 use crate::engine::deps::rand_core::SeedableRng;
-use crate::engine::groth16::{generate_random_parameters, Parameters, ParamsMemory, Prover, StageTimings};
+use crate::engine::groth16::{
+    generate_random_parameters, prove_circuit, Parameters, ParamsMemory, ProofShape, Prover, StageTimings,
+};
+use crate::engine::pipeline::MemoryPlan;
+use crate::engine::Backend;
 
 /// Limits of the benchmark.
 pub const CONSTRAINTS_MAX: usize = 1 << 22;
@@ -101,7 +105,7 @@ pub fn our_params(circuit: AnyCircuit, seed: u64) -> Result<(Arc<Parameters>, Du
 /// What our side needs to prove one circuit: the prover and, for native synthesis, the
 /// assignment pools (reserved once, like the long-lived engine does).
 pub struct Ours {
-    pub prover: Prover,
+    pub backend: Arc<dyn Backend>,
     pub pools: AssignmentPools,
     pub shape: Shape,
     pub synthesis: Synthesis,
@@ -109,12 +113,16 @@ pub struct Ours {
 
 impl Ours {
     pub fn new(params: Arc<Parameters>, circuit: &AnyCircuit, synthesis: Synthesis) -> Result<Ours, String> {
-        let ledger = Ledger::unlimited();
         let shape = shape_of_native(circuit).map_err(|e| e.to_string())?;
-        let pools = AssignmentPools::for_shape(&shape, 1, &ledger, RegionConfig::default())
+        // One slot of the engine's memory plan: the same reservation path as `Engine::new`.
+        let memory = MemoryPlan::for_shapes(&[shape], 1)
+            .reserve(&Ledger::unlimited(), &RegionConfig::default())
             .map_err(|e| e.to_string())?;
-        let prover = Prover::new(params, &ledger, RegionConfig::default(), 1).map_err(|e| e.to_string())?;
-        Ok(Ours { prover, pools, shape, synthesis })
+        let pm = memory
+            .prover_memory(&ProofShape::of_params(&params))
+            .ok_or("no twiddles for the params' domain")?;
+        let backend: Arc<dyn Backend> = Arc::new(Prover::with_memory(params, pm).map_err(|e| e.to_string())?);
+        Ok(Ours { backend, pools: memory.assign, shape, synthesis })
     }
 
     /// One of our proofs, timed end to end (synthesis included).
@@ -126,7 +134,9 @@ impl Ours {
         let (r, s) = (Scalar::random(&mut *rng), Scalar::random(&mut *rng));
         let t0 = Instant::now();
         let (proof, t) = match self.synthesis {
-            Synthesis::Heap => self.prover.prove_circuit(circuit.clone(), r, s).map_err(|e| e.to_string())?,
+            Synthesis::Heap => {
+                prove_circuit(&*self.backend, circuit.clone(), r, s).map_err(|e| e.to_string())?
+            }
             Synthesis::Native => {
                 let t_syn = Instant::now();
                 let mut w = {
@@ -135,7 +145,7 @@ impl Ours {
                 };
                 let synth = t_syn.elapsed();
                 let (p, mut t) =
-                    self.prover.prove_with_randomness(&mut w, r, s).map_err(|e| e.to_string())?;
+                    self.backend.prove_with_randomness(&mut w, r, s).map_err(|e| e.to_string())?;
                 t.synthesize = synth;
                 (p, t)
             }

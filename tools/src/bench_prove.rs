@@ -63,9 +63,9 @@ fn json(r: &Report) -> serde_json::Value {
 fn guard(kind: CircuitKind, constraints: usize, limit: crate::common::MemoryLimit) -> anyhow::Result<()> {
     use crate::common;
     let shape = common::predicted_shape(kind, constraints)?;
-    let plan = arenaprove::engine::pipeline::MemoryPlan::for_shapes(&[shape], 1);
     let params = common::ParamsEstimate::for_file(None, &shape);
-    common::refuse_unless_fits(&format!("bench-prove {kind}"), Some(&plan), &params, 2, limit)?;
+    let plan = common::plan_with_params(&shape, 1, &params, 2);
+    common::refuse_unless_fits(&format!("bench-prove {kind}"), Some(&plan), params.generation_bytes, limit)?;
     Ok(())
 }
 

@@ -176,6 +176,9 @@ pub fn synth_workers(slots: usize) -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, slots.max(1))
 }
 
+/// `--mlock` (a global flag): lock every engine region in memory.
+pub static MLOCK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Engine limits the CLI uses: slots for overlap, one synthesis worker per spare core, and
 /// the memory limit [`refuse_unless_fits`] checked the plan against.
 pub fn engine(
@@ -185,13 +188,14 @@ pub fn engine(
     alloc: AllocMode,
     limit: &ResolvedLimit,
 ) -> Result<Engine> {
-    let cfg = EngineConfig {
+    let mut cfg = EngineConfig {
         slots,
         synth_workers: synth_workers(slots),
         alloc,
         memory_limit_bytes: usize::try_from(limit.bytes).unwrap_or(usize::MAX),
         ..EngineConfig::default()
     };
+    cfg.region.mlock = MLOCK.load(std::sync::atomic::Ordering::Relaxed);
     let spec = CircuitSpec { kind: kind.to_string(), shape: loaded.shape, params: loaded.params.clone() };
     Ok(Engine::new(cfg, vec![spec])?)
 }
@@ -409,37 +413,53 @@ fn gib(b: u64) -> f64 {
     b as f64 / (1u64 << 30) as f64
 }
 
+/// The engine's plan for `slots` partitions of `shape`, with `copies` of the parameters as
+/// resident terms (the bench commands hold their baseline's copy beside ours).
+pub fn plan_with_params(shape: &Shape, slots: usize, params: &ParamsEstimate, copies: usize) -> MemoryPlan {
+    let mut plan = MemoryPlan::for_shapes(&[*shape], slots);
+    for copy in 0..copies {
+        let what = match (copy, params.source) {
+            (0, "file") => "parameters (the file's size)".to_string(),
+            (0, _) => "parameters (estimate: every A and B query point)".to_string(),
+            _ => "the baseline's copy of the parameters".to_string(),
+        };
+        plan = plan.with_resident(&what, usize::try_from(params.bytes).unwrap_or(usize::MAX));
+    }
+    plan
+}
+
+/// Host bytes a plan holds: its regions (what `Engine::new` reserves) and its resident
+/// parameters, the sum `MemoryPlan::check_fits` checks.
+pub fn plan_host_bytes(plan: &MemoryPlan) -> u64 {
+    (plan.region_bytes() as u64).saturating_add(plan.resident_bytes() as u64)
+}
+
 /// The one memory check of every command that generates parameters or builds an engine,
-/// run before either: the engine's plan plus `params_copies` copies of the parameters
-/// (and, first, their generation) must fit under `limit`, or the command is refused at once
-/// with the plan and the limit in the message. Returns the limit it checked against.
-/// `plan` is None for a command that only generates parameters.
+/// run before either: the plan (its regions and resident parameters; None for a command
+/// that only generates parameters) and, first, generating the parameters
+/// (`generation_bytes`, when they must be) must each fit under `limit`, or the command is
+/// refused at once with the plan and the limit in the message. Returns the limit.
 pub fn refuse_unless_fits(
     what: &str,
     plan: Option<&MemoryPlan>,
-    params: &ParamsEstimate,
-    params_copies: u64,
+    generation_bytes: Option<u64>,
     limit: MemoryLimit,
 ) -> Result<ResolvedLimit> {
     let limit = limit.resolve()?;
-    let params_bytes = params.bytes * params_copies;
-    let engine_bytes = plan.map_or(0, |p| p.total_bytes() as u64);
-    let run_bytes = engine_bytes + params_bytes;
-    let copies = if params_copies == 1 { String::new() } else { format!(", {params_copies} copies") };
-    let mut lines = vec![match plan {
-        Some(plan) => format!(
-            "  proving: {:.2} GiB = engine slabs {:.2} GiB ({} slots x {:.2} GiB) + params {:.2} GiB ({}{copies})",
-            gib(run_bytes),
-            gib(engine_bytes),
+    let mut lines = Vec::new();
+    let mut need = 0;
+    if let Some(plan) = plan {
+        need = plan_host_bytes(plan);
+        lines.push(format!(
+            "  proving: {:.2} GiB = engine slabs {:.2} GiB ({} slots x {:.2} GiB, and shared) + resident params {:.2} GiB",
+            gib(need),
+            gib(plan.region_bytes() as u64),
             plan.slots,
             gib(plan.slot_bytes() as u64),
-            gib(params_bytes),
-            params.source
-        ),
-        None => format!("  params: {:.2} GiB ({})", gib(params_bytes), params.source),
-    }];
-    let mut need = run_bytes;
-    if let Some(g) = params.generation_bytes {
+            gib(plan.resident_bytes() as u64),
+        ));
+    }
+    if let Some(g) = generation_bytes {
         lines.push(format!("  generating params first: {:.2} GiB at its peak", gib(g)));
         need = need.max(g);
     }
@@ -473,10 +493,10 @@ pub fn guard_test_circuit(
         bail!("--slots {slots} not in 1..={SLOTS_MAX}");
     }
     let shape = predicted_shape(kind, constraints)?;
-    let plan = MemoryPlan::for_shapes(&[shape], slots);
     let cached = cached_params_path(kind, &shape);
     let params = ParamsEstimate::for_file(Some(explicit.unwrap_or(&cached)), &shape);
-    let limit = refuse_unless_fits(what, Some(&plan), &params, 1, limit)?;
+    let plan = plan_with_params(&shape, slots, &params, 1);
+    let limit = refuse_unless_fits(what, Some(&plan), params.generation_bytes, limit)?;
     Ok((shape, plan, limit))
 }
 
@@ -527,12 +547,15 @@ mod tests {
     #[test]
     fn the_guard_names_the_plan_and_the_limit() {
         let shape = predicted_shape(CircuitKind::Chain, 65_536).unwrap();
-        let plan = MemoryPlan::for_shapes(&[shape], 2);
         let params = ParamsEstimate::for_file(None, &shape);
         assert_eq!(params.generation_bytes, Some(3 * params.bytes));
+        let plan = plan_with_params(&shape, 2, &params, 1);
+        assert_eq!(plan.resident_bytes() as u64, params.bytes);
+        assert_eq!(plan_host_bytes(&plan), (plan.region_bytes() + plan.resident_bytes()) as u64);
         // What proving holds, or generating the params first, whichever is larger.
-        let need = (plan.total_bytes() as u64 + params.bytes).max(3 * params.bytes);
-        let e = refuse_unless_fits("prove", Some(&plan), &params, 1, MemoryLimit::Bytes(need - 1))
+        let need = plan_host_bytes(&plan).max(3 * params.bytes);
+        let gen = params.generation_bytes;
+        let e = refuse_unless_fits("prove", Some(&plan), gen, MemoryLimit::Bytes(need - 1))
             .unwrap_err()
             .to_string();
         assert!(
@@ -546,8 +569,11 @@ mod tests {
                 && e.contains(plan.to_string().trim_end()),
             "{e}"
         );
-        let ok = refuse_unless_fits("prove", Some(&plan), &params, 1, MemoryLimit::Bytes(need)).unwrap();
+        let ok = refuse_unless_fits("prove", Some(&plan), gen, MemoryLimit::Bytes(need)).unwrap();
         assert_eq!(ok, ResolvedLimit { bytes: need, source: "--memory-limit" });
+        // The engine's own check agrees with the guard's sum.
+        assert!(plan.check_fits(need as usize).is_ok());
+        assert!(plan.check_fits(plan_host_bytes(&plan) as usize - 1).is_err());
         // An existing file: its size, nothing to generate.
         let file = ParamsEstimate::for_file(Some(Path::new("Cargo.toml")), &shape);
         assert_eq!((file.source, file.generation_bytes), ("file", None));

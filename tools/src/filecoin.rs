@@ -154,7 +154,7 @@ fn guard(
     what: &str,
     registered_proof: RegisteredSealProof,
     slots: Option<usize>,
-    params_copies: u64,
+    params_copies: usize,
     limit: MemoryLimit,
 ) -> Result<ResolvedLimit> {
     let shape =
@@ -163,11 +163,11 @@ fn guard(
     let params = ParamsEstimate::for_file(Some(&files.params), &shape);
     match slots {
         Some(slots) => {
-            let plan = arenaprove::engine::pipeline::MemoryPlan::for_shapes(&[shape], slots);
-            common::refuse_unless_fits(what, Some(&plan), &params, params_copies, limit)
+            let plan = common::plan_with_params(&shape, slots, &params, params_copies);
+            common::refuse_unless_fits(what, Some(&plan), params.generation_bytes, limit)
         }
         None if params.generation_bytes.is_some() => {
-            common::refuse_unless_fits(what, None, &params, 1, limit)
+            common::refuse_unless_fits(what, None, params.generation_bytes, limit)
         }
         None => limit.resolve(),
     }

@@ -50,7 +50,7 @@ pub fn run(a: Args) -> Result<()> {
         Cmd::Gen { circuit, constraints, out, vk_out, memory_limit } => {
             let shape = common::predicted_shape(circuit, constraints)?;
             let params = common::ParamsEstimate::for_file(None, &shape);
-            common::refuse_unless_fits("params gen", None, &params, 1, memory_limit)?;
+            common::refuse_unless_fits("params gen", None, params.generation_bytes, memory_limit)?;
             let sample = common::circuit(circuit, constraints, 0, 0)?;
             let t0 = Instant::now();
             let p = common::generate_dev_params(sample, &ParamsMemory::default())?;

@@ -1,13 +1,13 @@
 //! `arenaprove plan`: the memory plan for a circuit and a slot count, reserving nothing.
-//! Per role (the engine's `MemoryPlan` terms), per slot, the Groth16 parameters, the total,
-//! and whether it fits the memory limit. `--filecoin SIZE` plans a real PoRep C2 partition
+//! Per role (the engine's `MemoryPlan` terms, the parameters among them), per slot, the
+//! total, the peak RSS it predicts, and whether it fits the memory limit. `--filecoin SIZE` plans a real PoRep C2 partition
 //! (2 KiB to 64 GiB: its shape counted once on the blank circuit, then cached) and puts
 //! cuzk's figures beside ours. This is the same plan every proving command checks first.
 
 use anyhow::{bail, Result};
 use arenaprove::circuits::circuits::CircuitKind;
 use arenaprove::circuits::Shape;
-use arenaprove::engine::pipeline::{MemoryPlan, SLOTS_MAX};
+use arenaprove::engine::pipeline::SLOTS_MAX;
 use serde_json::json;
 
 use crate::common::{self, MemoryLimit, ParamsEstimate};
@@ -83,19 +83,27 @@ pub fn run(a: Args) -> Result<()> {
         Some(size) => filecoin_subject(size, a.json)?,
         None => test_subject(a.circuit, a.constraints)?,
     };
-    let plan = MemoryPlan::for_shapes(&[subject.shape], a.slots);
+    let plan = common::plan_with_params(&subject.shape, a.slots, &subject.params, 1);
     let limit = a.memory_limit.resolve()?;
+    // Slab bytes (per-slot and shared terms), the regions they are carved from, and the
+    // host total the engine checks: regions + resident params.
     let engine_bytes = plan.total_bytes() as u64;
-    let total_bytes = engine_bytes + subject.params.bytes;
+    let total_bytes = common::plan_host_bytes(&plan);
     let need_bytes = total_bytes.max(subject.params.generation_bytes.unwrap_or(0));
     let fits = need_bytes <= limit.bytes;
+    // A proving process starts from about what this one holds now (binary, heap, no params).
+    let base_rss_bytes = arenaprove::arena::ledger::rss_bytes();
+    let peak_rss_bytes = plan.predicted_peak_rss(base_rss_bytes as usize) as u64;
     let cuzk_rss_bytes = subject.cuzk.map(|c| c.rss_base_bytes + c.rss_per_partition_bytes * a.slots as u64);
 
     if a.json {
         let terms: Vec<serde_json::Value> = plan
             .terms
             .iter()
-            .map(|t| json!({"pool": t.pool, "what": t.what, "slab_bytes": t.slab_bytes, "count": t.count, "bytes": t.bytes()}))
+            .map(|t| {
+                json!({"pool": t.pool, "what": t.what, "scope": format!("{:?}", t.scope),
+                       "slab_bytes": t.slab_bytes, "count": t.count, "bytes": t.bytes()})
+            })
             .collect();
         let s = subject.shape;
         let out = json!({
@@ -105,11 +113,14 @@ pub fn run(a: Args) -> Result<()> {
             "slots": plan.slots,
             "terms": terms,
             "engine_bytes": engine_bytes,
+            "region_bytes": plan.region_bytes(),
             "slot_bytes": plan.slot_bytes(),
-            "params_bytes": subject.params.bytes,
+            "params_bytes": plan.resident_bytes(),
             "params_source": subject.params.source,
             "params_generation_bytes": subject.params.generation_bytes,
             "total_bytes": total_bytes,
+            "predicted_peak_rss_bytes": peak_rss_bytes,
+            "base_rss_bytes": base_rss_bytes,
             "memory_limit_bytes": limit.bytes,
             "memory_limit_source": limit.source,
             "fits": fits,
@@ -134,19 +145,29 @@ pub fn run(a: Args) -> Result<()> {
     }
     print!("{plan}");
     println!("  per slot       {:>10.2} GiB", plan.slot_bytes() as f64 / GIB);
-    println!("  engine slabs   {:>10.2} GiB ({} slots)", engine_bytes as f64 / GIB, plan.slots);
+    println!(
+        "  engine slabs   {:>10.2} GiB ({} slots; {:.2} GiB of regions)",
+        engine_bytes as f64 / GIB,
+        plan.slots,
+        plan.region_bytes() as f64 / GIB
+    );
     let params_note = match subject.params.source {
         "file" => "the parameter file's size",
         _ => "estimate: every A and B query point present; real files are smaller where B is sparse",
     };
-    println!("  params         {:>10.2} GiB ({params_note})", subject.params.bytes as f64 / GIB);
+    println!("  params         {:>10.2} GiB ({params_note})", plan.resident_bytes() as f64 / GIB);
     if let Some(g) = subject.params.generation_bytes {
         println!(
             "  params gen     {:>10.2} GiB at its peak, when the params must be generated first",
             g as f64 / GIB
         );
     }
-    println!("  total          {:>10.2} GiB (engine slabs + params)", total_bytes as f64 / GIB);
+    println!("  total          {:>10.2} GiB (engine regions + params)", total_bytes as f64 / GIB);
+    println!(
+        "  peak RSS       {:>10.2} GiB predicted (from a base of {:.0} MiB)",
+        peak_rss_bytes as f64 / GIB,
+        base_rss_bytes as f64 / (1u64 << 20) as f64
+    );
     println!(
         "  limit          {:>10.2} GiB ({}): {}",
         limit.bytes as f64 / GIB,

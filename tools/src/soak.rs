@@ -79,6 +79,11 @@ pub struct SoakReport {
     pub throughput_last_tenth: f64,
     pub wall_s: f64,
     pub reserved_bytes: usize,
+    /// Peak RSS the memory plan predicts (RSS before params were loaded + resident params
+    /// + reserved regions + transient heap per slot); slab mode only.
+    pub plan_peak_rss_bytes: Option<u64>,
+    /// `(measured peak - predicted) / predicted`, in percent.
+    pub plan_peak_rss_error_pct: Option<f64>,
 }
 
 /// What a soak run records as sectors complete; `report` turns it into a [`SoakReport`].
@@ -198,6 +203,8 @@ impl SoakRecorder {
             throughput_last_tenth: per_min(n - tenth, n),
             wall_s: self.t0.elapsed().as_secs_f64(),
             reserved_bytes: ledger.reserved_bytes,
+            plan_peak_rss_bytes: None,
+            plan_peak_rss_error_pct: None,
         }
     }
 }
@@ -275,15 +282,21 @@ pub fn run(a: Args) -> Result<()> {
         Ok(())
     })?;
     let ledger = engine.ledger();
+    let predicted = engine.memory_plan().predicted_peak_rss(rss_start as usize) as u64;
     let report_engine = engine.shutdown(ShutdownMode::Drain);
-    let report = rec.report(
+    let mut report = rec.report(
         a.circuit.to_string(),
         format!("{:?}", a.alloc).to_lowercase(),
         loaded.shape.constraints,
         &ledger,
     );
-    if report_engine.slabs_outstanding != 0 {
-        bail!("{} slabs still leased at shutdown", report_engine.slabs_outstanding);
+    if report_engine.slabs_outstanding != 0 || !report_engine.deinit.is_clean() {
+        bail!("not every slab came back at shutdown: {}", report_engine.deinit);
+    }
+    if a.alloc == AllocMode::Slab {
+        report.plan_peak_rss_bytes = Some(predicted);
+        report.plan_peak_rss_error_pct =
+            Some((report.rss_peak_bytes as f64 - predicted as f64) / predicted as f64 * 100.0);
     }
     if let Some(path) = &a.plot {
         plot(path, &rec.done_at, &rec.rss_at)?;
@@ -320,6 +333,9 @@ pub fn print_report(r: &SoakReport, proofs: &str) {
         (r.rss_end_vs_warm - 1.0) * 100.0,
         mib(r.rss_peak_bytes)
     );
+    if let (Some(p), Some(e)) = (r.plan_peak_rss_bytes, r.plan_peak_rss_error_pct) {
+        println!("  plan                 predicted peak {:.1} MiB; measured {e:+.1}% off", mib(p));
+    }
     println!("  page faults          {:.1} minor faults per partition after warm-up", r.minflt_per_partition);
     println!("  regions after freeze {}", r.regions_after_freeze);
     match (r.handback_ns_p50, r.handback_ns_p99, r.handback_ns_max) {

@@ -65,16 +65,25 @@ fn plan_for_a_test_circuit_is_a_consistent_sum() {
     assert!(u(shape, "inputs") >= 2 && u(shape, "aux") > 0);
     let terms = two["terms"].as_array().unwrap();
     assert!(!terms.is_empty());
-    let mut sum = 0;
+    let (mut slabs, mut resident) = (0, 0);
     for t in terms {
         assert!(t["pool"].is_string() && t["what"].is_string(), "{t}");
         assert_eq!(u(t, "bytes"), u(t, "slab_bytes") * u(t, "count"), "{t}");
-        sum += u(t, "bytes");
+        match t["scope"].as_str().unwrap() {
+            "PerSlot" | "Shared" => slabs += u(t, "bytes"),
+            "Resident" => resident += u(t, "bytes"),
+            other => panic!("scope {other} in a CPU plan: {t}"),
+        }
     }
-    assert_eq!(u(&two, "engine_bytes"), sum);
+    assert_eq!(u(&two, "engine_bytes"), slabs);
+    assert_eq!(u(&two, "params_bytes"), resident);
     assert_eq!(u(&two, "slots"), 2);
-    assert!(u(&two, "slot_bytes") * 2 <= sum && u(&two, "slot_bytes") > 0);
-    assert_eq!(u(&two, "total_bytes"), sum + u(&two, "params_bytes"));
+    assert!(u(&two, "slot_bytes") * 2 <= slabs && u(&two, "slot_bytes") > 0);
+    // Regions are the slabs rounded to 2 MiB as pools carve them.
+    let regions = u(&two, "region_bytes");
+    assert!(regions >= slabs && regions < slabs + terms.len() as u64 * (4 << 20), "{two}");
+    assert_eq!(u(&two, "total_bytes"), regions + resident);
+    assert!(u(&two, "predicted_peak_rss_bytes") > u(&two, "total_bytes"));
     assert_eq!(two["params_source"], "estimate", "no params cached in a fresh cache: {two}");
     assert_eq!(u(&two, "params_generation_bytes"), 3 * u(&two, "params_bytes"));
     assert_eq!((u(&two, "memory_limit_bytes"), two["fits"].as_bool()), (1 << 40, Some(true)));
@@ -91,7 +100,7 @@ fn plan_for_a_test_circuit_is_a_consistent_sum() {
     assert_eq!(small["fits"].as_bool(), Some(false));
     // The human form names each part.
     let text = stdout_ok(&arenaprove(dir.path(), &["plan", "--circuit", "chain", "--constraints", "4096"]).0);
-    for part in ["per slot", "engine slabs", "params", "total", "limit"] {
+    for part in ["per slot", "engine slabs", "params", "total", "peak RSS", "limit"] {
         assert!(text.contains(part), "{part} in:\n{text}");
     }
 }

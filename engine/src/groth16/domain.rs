@@ -85,10 +85,76 @@ impl Domain {
         distribute_powers(a, Scalar::MULTIPLICATIVE_GENERATOR.invert().expect("generator is non-zero"));
     }
 
+    /// [`Domain::fft`] with this domain's precomputed table (nothing recomputed per call).
+    pub fn fft_with(&self, a: &mut [Scalar], tw: &Twiddles) {
+        ntt_table(a, tw.table(self), false);
+    }
+
+    /// [`Domain::ifft`] with this domain's precomputed table.
+    pub fn ifft_with(&self, a: &mut [Scalar], tw: &Twiddles) {
+        ntt_table(a, tw.table(self), true);
+        scale(a, self.size_inv);
+    }
+
+    /// [`Domain::coset_fft`] with this domain's precomputed table.
+    pub fn coset_fft_with(&self, a: &mut [Scalar], tw: &Twiddles) {
+        distribute_powers(a, Scalar::MULTIPLICATIVE_GENERATOR);
+        self.fft_with(a, tw);
+    }
+
+    /// [`Domain::icoset_fft`] with this domain's precomputed table.
+    pub fn icoset_fft_with(&self, a: &mut [Scalar], tw: &Twiddles) {
+        self.ifft_with(a, tw);
+        distribute_powers(a, Scalar::MULTIPLICATIVE_GENERATOR.invert().expect("generator is non-zero"));
+    }
+
     /// Divides evaluations on the coset by `z(g) = g^m - 1` (constant on the coset).
     pub fn divide_by_z_on_coset(&self, a: &mut [Scalar]) {
         let z_inv = self.z(&Scalar::MULTIPLICATIVE_GENERATOR).invert().expect("g^m != 1 for the generator");
         scale(a, z_inv);
+    }
+}
+
+/// The forward twiddle table of one domain, `omega^k` for `k < size / 2`, computed once
+/// (at engine start) and shared by every proof of that domain size. The inverse transform
+/// reads the same table: `omega^-k = omega^(size - k) = -omega^(size/2 - k)` for `k >= 1`.
+pub struct Twiddles {
+    domain_size: usize,
+    powers: arenaprove_arena::SlabVec<Scalar>,
+}
+
+impl Twiddles {
+    /// Fills `slab` (capacity at least `domain.twiddle_len()`, at least 1) with the table.
+    pub fn new(domain: &Domain, mut slab: arenaprove_arena::SlabVec<Scalar>) -> Result<Twiddles> {
+        slab.clear();
+        let n = domain.twiddle_len().max(1);
+        let out = slab.extend_stale(n).map_err(Groth16Error::from)?;
+        fill_powers(out, domain.omega);
+        Ok(Twiddles { domain_size: domain.size, powers: slab })
+    }
+
+    pub fn domain_size(&self) -> usize {
+        self.domain_size
+    }
+
+    /// The pool the table's slab came from.
+    pub fn pool(&self) -> &arenaprove_arena::SlabPool {
+        self.powers.lease().pool()
+    }
+
+    fn table(&self, d: &Domain) -> &[Scalar] {
+        assert_eq!(
+            self.domain_size, d.size,
+            "twiddles of domain {} used for domain {}",
+            self.domain_size, d.size
+        );
+        &self.powers
+    }
+}
+
+impl std::fmt::Debug for Twiddles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Twiddles(domain {})", self.domain_size)
     }
 }
 
@@ -130,6 +196,66 @@ fn bit_reverse(a: &mut [Scalar]) {
         if i < j {
             a.swap(i, j);
         }
+    }
+}
+
+#[inline]
+fn butterflies_table(
+    lo: &mut [Scalar],
+    hi: &mut [Scalar],
+    tw: &[Scalar],
+    j0: usize,
+    stride: usize,
+    inverse: bool,
+) {
+    let half_n = tw.len();
+    for (j, (u, v)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+        let k = (j0 + j) * stride;
+        let w = if !inverse {
+            tw[k]
+        } else if k == 0 {
+            Scalar::ONE
+        } else {
+            -tw[half_n - k]
+        };
+        let t = *v * w;
+        *v = *u - t;
+        *u += t;
+    }
+}
+
+/// The NTT of [`ntt`] over a precomputed table of the full domain (`tw.len() == n / 2`),
+/// forward or inverse.
+fn ntt_table(a: &mut [Scalar], tw: &[Scalar], inverse: bool) {
+    let n = a.len();
+    assert!(n.is_power_of_two(), "NTT length {n} is not a power of two");
+    assert_eq!(tw.len(), (n / 2).max(1), "twiddle table of {} scalars for an NTT of {n}", tw.len());
+    if n == 1 {
+        return;
+    }
+    bit_reverse(a);
+    let mut half = 1;
+    while half < n {
+        let block = 2 * half;
+        let stride = n / block;
+        if block <= CHUNK {
+            a.par_chunks_mut(CHUNK.min(n)).for_each(|ch| {
+                for blk in ch.chunks_mut(block) {
+                    let (lo, hi) = blk.split_at_mut(half);
+                    butterflies_table(lo, hi, tw, 0, stride, inverse);
+                }
+            });
+        } else {
+            for blk in a.chunks_mut(block) {
+                let (lo, hi) = blk.split_at_mut(half);
+                let c = CHUNK / 2;
+                lo.par_chunks_mut(c)
+                    .zip(hi.par_chunks_mut(c))
+                    .enumerate()
+                    .for_each(|(k, (l, h))| butterflies_table(l, h, tw, k * c, stride, inverse));
+            }
+        }
+        half = block;
     }
 }
 
@@ -210,6 +336,33 @@ mod tests {
             assert_eq!(a[1 % d.size], naive_eval(&coeffs, g * d.omega.pow_vartime([1 % d.size as u64])));
             d.icoset_fft(&mut a, &mut tw);
             assert_eq!(a, coeffs);
+        }
+    }
+
+    #[test]
+    fn table_transforms_equal_the_recomputing_ones() {
+        use arenaprove_arena::{Ledger, RegionConfig, SlabPool, SlabPoolConfig, SlabVec};
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        for log in [0u32, 1, 2, 5, 13, 14] {
+            let d = Domain::new(1 << log).unwrap();
+            let pool = SlabPool::new(
+                SlabPoolConfig::new("tw", d.twiddle_len().max(1) * 32, 1).with_region(RegionConfig::heap()),
+                &Ledger::unlimited(),
+                None,
+            )
+            .unwrap();
+            let tw = Twiddles::new(&d, SlabVec::new(pool.try_lease(d.twiddle_len().max(1) * 32).unwrap()))
+                .unwrap();
+            let coeffs: Vec<Scalar> = (0..d.size).map(|_| Scalar::random(&mut rng)).collect();
+            let mut scratch = vec![Scalar::ZERO; d.twiddle_len().max(1)];
+            let (mut x, mut y) = (coeffs.clone(), coeffs.clone());
+            d.coset_fft(&mut x, &mut scratch);
+            d.coset_fft_with(&mut y, &tw);
+            assert_eq!(x, y, "coset fft, log {log}");
+            d.icoset_fft(&mut x, &mut scratch);
+            d.icoset_fft_with(&mut y, &tw);
+            assert_eq!(x, y, "inverse coset fft, log {log}");
+            assert_eq!(y, coeffs);
         }
     }
 

@@ -6,7 +6,7 @@
 //! * [`domain`]: radix-2 domains and in-place NTTs with bellperson's conventions;
 //! * [`msm`]: blst Pippenger over affine bases and little-endian scalar split vectors;
 //! * [`prover`]: `prove_start` (NTTs for h, the h MSM) and `finalize` (L, A, B MSMs, the
-//!   proof), every buffer from slab pools sized by [`prover::PoolPlan`];
+//!   proof), the CPU backend; every buffer from [`prover::ProverMemory`];
 //! * [`verifier`]: prepared verifying key, single and batch verification;
 //! * [`proof`]: the 192-byte compressed proof encoding.
 
@@ -19,9 +19,13 @@ pub mod proof;
 pub mod prover;
 pub mod verifier;
 
+pub use domain::Twiddles;
 pub use error::{Groth16Error, PointFault};
 pub use generator::{generate_parameters, generate_random_parameters, ToxicWaste};
 pub use params::{Parameters, ParamsMemory, VerifyingKey};
 pub use proof::{Proof, PROOF_BYTES};
-pub use prover::{PoolPlan, ProofShape, ProveStart, Prover, StageTimings};
+pub use prover::{
+    prove_circuit, reserve_twiddles, twiddle_bytes, ProofShape, ProveStart, Prover, ProverMemory,
+    StageTimings, SCALAR_SLABS_PER_PROOF,
+};
 pub use verifier::{prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey};

@@ -432,7 +432,23 @@ impl PartialEq for Parameters {
     }
 }
 
+/// Bytes of resident parameters for a circuit of `shape` (an upper bound: every variable
+/// dense in A and B), for plans made before any parameters exist.
+pub fn params_bytes_for_shape(shape: &Shape) -> usize {
+    let g1 = std::mem::size_of::<blst_p1_affine>();
+    let g2 = std::mem::size_of::<blst::blst_p2_affine>();
+    let vars = shape.inputs + shape.aux;
+    (shape.domain_size.saturating_sub(1) + shape.aux + 2 * vars) * g1 + vars * g2
+}
+
 impl Parameters {
+    /// Bytes of the resident point sections (h, l, a, b_g1, b_g2).
+    pub fn resident_bytes(&self) -> usize {
+        let g1 = std::mem::size_of::<blst_p1_affine>();
+        (self.h.len() + self.l.len() + self.a.len() + self.b_g1.len()) * g1
+            + self.b_g2.len() * std::mem::size_of::<blst::blst_p2_affine>()
+    }
+
     /// Builds parameters from sections (the generator's output), copying them into slabs.
     pub fn from_sections(
         vk: VerifyingKey,

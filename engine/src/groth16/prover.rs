@@ -1,20 +1,26 @@
 //! The Groth16 prover, reading like the paper, in two stages as the GPU backend needs them:
 //!
 //! 1. [`Prover::prove_start`] reads a, b, c: `h = (a * b - c) / z` by NTTs on a coset, in
-//!    place in the witness's own slabs; the a, b, c slabs go back (`release_abc`) the moment
-//!    h's scalars are in their slab; then the h MSM.
+//!    place in the witness's own slabs, over the domain's shared twiddle table; h's scalars
+//!    become the MSM's byte strings in place, in `a`'s slab; then the h MSM, and the a, b, c
+//!    slabs go back (`release_abc`).
 //! 2. [`Prover::finalize`]: the L, A, B_G1, B_G2 MSMs over density-filtered split vectors
 //!    and the proof, exactly as bellperson 0.27 combines them (with a, b1, b2 the raw sums):
 //!    `A = alpha + a + r delta`, `B = beta + b2 + s delta`,
 //!    `C = s A + r (beta + b1 + s delta) - r s delta + H + L`.
 //!
-//! Every buffer besides the witness (twiddles, the scalar split vectors) is a slab from the
-//! prover's pool, sized by [`PoolPlan`]; nothing large is allocated per proof.
+//! Every buffer besides the witness is a slab from [`ProverMemory`]: the twiddle table (one
+//! per domain, shared) and three scalar slabs per proof in `finalize` (L's scalars and the
+//! A and B split vectors). In the engine those come from the a, b, c pool: by `finalize` the
+//! partition's own a, b, c slabs are back, so the split vectors cost no memory of their
+//! own. Nothing large is allocated per proof.
+//!
+//! [`Prover`] is the CPU implementation of the engine's [`Backend`] seam.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arenaprove_arena::{Ledger, RegionConfig, SlabPool, SlabPoolConfig, SlabVec};
+use arenaprove_arena::{map_in_place, Ledger, RegionConfig, SlabPool, SlabPoolConfig, SlabVec};
 use arenaprove_circuits::{synthesize_heap, Density, ProverWitness, Shape};
 use bellpepper_core::Circuit;
 use blstrs::{G1Projective, G2Projective, Scalar};
@@ -23,10 +29,11 @@ use group::{prime::PrimeCurveAffine, Curve};
 use rand_core::RngCore;
 use rayon::prelude::*;
 
-use super::domain::Domain;
+use super::domain::{Domain, Twiddles};
 use super::error::{Groth16Error, Result};
-use super::msm::{msm_g1, msm_g2, scalars_to_bytes, SCALAR_BYTES};
+use super::msm::{msm_g1, msm_g2, SCALAR_BYTES};
 use super::{Parameters, Proof};
+use crate::backend::Backend;
 
 type ScalarBytes = [u8; SCALAR_BYTES];
 
@@ -73,42 +80,62 @@ impl ProofShape {
     }
 }
 
-/// The prover's slab pool for `proofs_in_flight` proofs: one slab size, a named count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PoolPlan {
-    pub slab_bytes: usize,
-    pub slab_count: usize,
+/// Scalar slabs one proof leases in `finalize`: L's scalars (all aux), the A split vector,
+/// the B split vector (shared by B_G1 and B_G2). `prove_start` leases none (h is computed
+/// and converted in place in the witness's `a`).
+pub const SCALAR_SLABS_PER_PROOF: usize = 3;
+
+impl ProofShape {
+    /// Bytes of the largest scalar slab a proof of this shape leases.
+    pub fn scalar_slab_bytes(&self) -> usize {
+        self.aux.max(self.a_points).max(self.b_points).max(1) * SCALAR_BYTES
+    }
 }
 
-impl PoolPlan {
-    /// Slabs one proof holds at most, summed over both stages (a `prove_start` may overlap
-    /// the previous proof's `finalize`).
-    pub const SLABS_PER_PROOF: usize = 2 /* prove_start: twiddles + h scalars */
-        + 3 /* finalize: L scalars (all aux) + A split vector + B split vector (shared by B_G1 and B_G2) */;
+/// Where a prover's large buffers come from (see the module docs).
+#[derive(Clone, Debug)]
+pub struct ProverMemory {
+    /// Slabs of at least [`ProofShape::scalar_slab_bytes`] for the split vectors.
+    pub scalars: Arc<SlabPool>,
+    /// The domain's twiddle table.
+    pub twiddles: Arc<Twiddles>,
+}
 
-    pub fn for_shape(shape: &ProofShape, proofs_in_flight: usize) -> PoolPlan {
-        let slab_bytes = [
-            shape.domain_size / 2,               // NTT twiddles
-            shape.domain_size.saturating_sub(1), // h scalars
-            shape.aux,                           // L scalars
-            shape.a_points,                      // A split vector
-            shape.b_points,                      // B split vector
-        ]
-        .into_iter()
-        .max()
-        .unwrap_or(0)
-        .max(1)
-            * SCALAR_BYTES;
-        PoolPlan { slab_bytes, slab_count: Self::SLABS_PER_PROOF * proofs_in_flight.max(1) }
+impl ProverMemory {
+    /// Reserves memory (charged to `ledger`) for `proofs_in_flight` proofs of `shape`: its
+    /// own scalar pool and twiddle table. The engine does not use this (its plan shares the
+    /// a, b, c pool and one twiddle table per domain); single provers and the fresh
+    /// baseline do.
+    pub fn reserve(
+        shape: &ProofShape,
+        proofs_in_flight: usize,
+        ledger: &Arc<Ledger>,
+        region: RegionConfig,
+    ) -> Result<ProverMemory> {
+        let cfg = SlabPoolConfig::new(
+            "prove.scalars",
+            shape.scalar_slab_bytes(),
+            SCALAR_SLABS_PER_PROOF * proofs_in_flight.max(1),
+        )
+        .with_region(region.clone());
+        let scalars = SlabPool::new(cfg, ledger, None)?;
+        let twiddles = Arc::new(reserve_twiddles(shape.domain_size, ledger, region)?);
+        Ok(ProverMemory { scalars, twiddles })
     }
+}
 
-    pub fn total_bytes(&self) -> usize {
-        self.slab_bytes * self.slab_count
-    }
+/// A twiddle table for `domain_size` in a one-slab pool of its own.
+pub fn reserve_twiddles(domain_size: usize, ledger: &Arc<Ledger>, region: RegionConfig) -> Result<Twiddles> {
+    let domain = Domain::new(domain_size)?;
+    let bytes = twiddle_bytes(domain_size);
+    let pool =
+        SlabPool::new(SlabPoolConfig::new("prove.twiddles", bytes, 1).with_region(region), ledger, None)?;
+    Twiddles::new(&domain, SlabVec::new(pool.try_lease(bytes)?))
+}
 
-    pub fn pool_config(&self, region: RegionConfig) -> SlabPoolConfig {
-        SlabPoolConfig::new("prove.scalars", self.slab_bytes, self.slab_count).with_region(region)
-    }
+/// Bytes of the twiddle table of a domain of `domain_size` points.
+pub fn twiddle_bytes(domain_size: usize) -> usize {
+    (domain_size / 2).max(1) * SCALAR_BYTES
 }
 
 /// Wall time of each stage of one proof.
@@ -159,6 +186,13 @@ pub struct ProveStart {
 }
 
 impl ProveStart {
+    /// What a backend's `prove_start` hands on: the h MSM's sum and the stage times so far.
+    pub fn new(h: G1Projective, timings: StageTimings) -> ProveStart {
+        ProveStart { h, timings }
+    }
+    pub fn h(&self) -> &G1Projective {
+        &self.h
+    }
     pub fn timings(&self) -> &StageTimings {
         &self.timings
     }
@@ -182,33 +216,55 @@ fn stage<T>(name: &'static str, slot: &mut Duration, f: impl FnOnce() -> T) -> T
     out
 }
 
-/// A CPU Groth16 prover over one parameter set.
+/// A CPU Groth16 prover over one parameter set: the CPU [`Backend`].
 pub struct Prover {
     params: Arc<Parameters>,
-    pool: Arc<SlabPool>,
-    plan: PoolPlan,
+    memory: ProverMemory,
 }
 
 impl std::fmt::Debug for Prover {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Prover").field("params", &self.params).field("plan", &self.plan).finish()
+        f.debug_struct("Prover")
+            .field("params", &self.params)
+            .field("twiddles", &self.memory.twiddles)
+            .finish()
     }
 }
 
 impl Prover {
-    /// Reserves the prover's pool (charged to `ledger`) for `proofs_in_flight` proofs.
+    /// A prover over `params` whose buffers come from `memory` (checked to fit the params).
+    pub fn with_memory(params: Arc<Parameters>, memory: ProverMemory) -> Result<Prover> {
+        let shape = ProofShape::of_params(&params);
+        if memory.twiddles.domain_size() != shape.domain_size {
+            return Err(Groth16Error::ShapeMismatch {
+                section: "twiddles",
+                params_len: shape.domain_size,
+                circuit_len: memory.twiddles.domain_size(),
+            });
+        }
+        if memory.scalars.slab_bytes() < shape.scalar_slab_bytes() {
+            return Err(Groth16Error::ShapeMismatch {
+                section: "scalar slabs (bytes)",
+                params_len: shape.scalar_slab_bytes(),
+                circuit_len: memory.scalars.slab_bytes(),
+            });
+        }
+        Ok(Prover { params, memory })
+    }
+
+    /// Reserves the prover's own memory (charged to `ledger`) for `proofs_in_flight` proofs.
     pub fn new(
         params: Arc<Parameters>,
         ledger: &Arc<Ledger>,
         region: RegionConfig,
         proofs_in_flight: usize,
     ) -> Result<Prover> {
-        let plan = PoolPlan::for_shape(&ProofShape::of_params(&params), proofs_in_flight);
-        let pool = SlabPool::new(plan.pool_config(region), ledger, None)?;
-        Ok(Prover { params, pool, plan })
+        let memory =
+            ProverMemory::reserve(&ProofShape::of_params(&params), proofs_in_flight, ledger, region)?;
+        Prover::with_memory(params, memory)
     }
 
-    /// A prover with its own unlimited ledger and heap-backed pool (tests, tools).
+    /// A prover with its own unlimited ledger and heap-backed memory (tests, tools).
     pub fn with_heap_pool(params: Arc<Parameters>) -> Result<Prover> {
         Prover::new(params, &Ledger::unlimited(), RegionConfig::heap(), 1)
     }
@@ -216,20 +272,17 @@ impl Prover {
     pub fn params(&self) -> &Arc<Parameters> {
         &self.params
     }
-    pub fn pool(&self) -> &Arc<SlabPool> {
-        &self.pool
-    }
-    pub fn plan(&self) -> PoolPlan {
-        self.plan
+    pub fn memory(&self) -> &ProverMemory {
+        &self.memory
     }
 
     fn lease<T: arenaprove_arena::Plain>(&self, count: usize) -> Result<SlabVec<T>> {
         let bytes = (count * std::mem::size_of::<T>()).max(1);
-        Ok(SlabVec::new(self.pool.lease(bytes, LEASE_TIMEOUT)?))
+        Ok(SlabVec::new(self.memory.scalars.lease(bytes, LEASE_TIMEOUT)?))
     }
 
     /// Checks that the parameters were made for this witness's circuit.
-    pub fn check_witness<W: ProverWitness>(&self, w: &W) -> Result<Domain> {
+    pub fn check_witness(&self, w: &dyn ProverWitness) -> Result<Domain> {
         let p = &self.params;
         let domain = Domain::new(w.num_constraints())?;
         let mismatch = |section, params_len, circuit_len| {
@@ -255,40 +308,37 @@ impl Prover {
         Ok(domain)
     }
 
-    /// Stage 1: h by NTTs (a, b, c released as soon as h's scalars are out), then the h MSM.
-    pub fn prove_start<W: ProverWitness>(&self, w: &mut W) -> Result<ProveStart> {
+    /// Stage 1: h by NTTs in place, converted in place to the MSM's bytes, the h MSM; then
+    /// a, b, c go back.
+    pub fn prove_start(&self, w: &mut dyn ProverWitness) -> Result<ProveStart> {
         let domain = self.check_witness(w)?;
+        let tw = &*self.memory.twiddles;
         let mut t = StageTimings::default();
         let m = domain.size;
-        let h_scalars = stage("ntt_h", &mut t.ntt_h, || -> Result<SlabVec<ScalarBytes>> {
-            let mut tw = self.lease::<Scalar>(domain.twiddle_len())?;
-            let tw = tw.extend_fill(domain.twiddle_len().max(1), Scalar::ZERO)?;
-            let mut h = self.lease::<ScalarBytes>(m - 1)?;
-            {
-                let [a, b, c] = w.abc_padded_mut(m)?;
+        let h = {
+            let [a, b, c] = w.abc_padded_mut(m)?;
+            let h_bytes = stage("ntt_h", &mut t.ntt_h, || {
                 for v in [&mut *a, &mut *b, &mut *c] {
-                    domain.ifft(v, tw);
-                    domain.coset_fft(v, tw);
+                    domain.ifft_with(v, tw);
+                    domain.coset_fft_with(v, tw);
                 }
                 a.par_iter_mut().zip(b.par_iter()).zip(c.par_iter()).for_each(|((a, b), c)| *a = *a * b - c);
                 domain.divide_by_z_on_coset(a);
-                domain.icoset_fft(a, tw);
+                domain.icoset_fft_with(a, tw);
                 // The top coefficient is zero for a satisfied circuit; h has m - 1 terms.
-                scalars_to_bytes(&a[..m - 1], h.extend_fill(m - 1, [0; SCALAR_BYTES])?);
-            }
-            w.release_abc();
-            Ok(h)
-        })?;
-        let h = stage("msm_h", &mut t.msm_h, || msm_g1(self.params.h(), &h_scalars));
-        drop(h_scalars);
+                map_in_place(&mut a[..m - 1], |s: Scalar| -> ScalarBytes { s.to_bytes_le() })
+            });
+            stage("msm_h", &mut t.msm_h, || msm_g1(self.params.h(), h_bytes))
+        };
+        w.release_abc();
         Ok(ProveStart { h, timings: t })
     }
 
     /// Stage 2: the L, A, B_G1, B_G2 MSMs and the proof.
-    pub fn finalize<W: ProverWitness>(
+    pub fn finalize(
         &self,
         start: ProveStart,
-        w: &W,
+        w: &dyn ProverWitness,
         r: Scalar,
         s: Scalar,
     ) -> Result<(Proof, StageTimings)> {
@@ -303,11 +353,11 @@ impl Prover {
         // L: all aux, full density. Its bytes are reused for the A and B split vectors.
         let mut aux_bytes = self.lease::<ScalarBytes>(aux.len())?;
         let l = stage("msm_l", &mut t.msm_l, || -> Result<G1Projective> {
-            scalars_to_bytes(aux, aux_bytes.extend_fill(aux.len(), [0; SCALAR_BYTES])?);
+            aux_bytes.extend_par_map(aux, |s| s.to_bytes_le())?;
             Ok(msm_g1(p.l(), &aux_bytes))
         })?;
-        let mut input_bytes = vec![[0u8; SCALAR_BYTES]; inputs.len()];
-        scalars_to_bytes(inputs, &mut input_bytes);
+        // Public inputs are few (PoRep: 328): a small heap Vec, one per proof.
+        let input_bytes: Vec<ScalarBytes> = inputs.iter().map(|s| s.to_bytes_le()).collect();
 
         // A: every input (full density through the input constraints), then dense aux.
         let a_sum = stage("msm_a", &mut t.msm_a, || -> Result<G1Projective> {
@@ -339,9 +389,9 @@ impl Prover {
     }
 
     /// Both stages with the caller's randomness (bellperson's `create_proof(.., r, s)`).
-    pub fn prove_with_randomness<W: ProverWitness>(
+    pub fn prove_with_randomness(
         &self,
-        w: &mut W,
+        w: &mut dyn ProverWitness,
         r: Scalar,
         s: Scalar,
     ) -> Result<(Proof, StageTimings)> {
@@ -350,11 +400,7 @@ impl Prover {
     }
 
     /// Both stages with fresh randomness from `rng`.
-    pub fn prove<W: ProverWitness, R: RngCore>(
-        &self,
-        w: &mut W,
-        rng: &mut R,
-    ) -> Result<(Proof, StageTimings)> {
+    pub fn prove<R: RngCore>(&self, w: &mut dyn ProverWitness, rng: &mut R) -> Result<(Proof, StageTimings)> {
         let r = Scalar::random(&mut *rng);
         let s = Scalar::random(&mut *rng);
         self.prove_with_randomness(w, r, s)
@@ -367,11 +413,43 @@ impl Prover {
         r: Scalar,
         s: Scalar,
     ) -> Result<(Proof, StageTimings)> {
-        let mut synth = Duration::ZERO;
-        let mut w = stage("synthesize", &mut synth, || synthesize_heap(circuit))?;
-        let (proof, mut t) = self.prove_with_randomness(&mut w, r, s)?;
-        t.synthesize = synth;
-        Ok((proof, t))
+        prove_circuit(self, circuit, r, s)
+    }
+}
+
+/// Synthesizes `circuit` (bellperson-identical heap synthesis), then proves it on `backend`.
+pub fn prove_circuit<C: Circuit<Scalar>>(
+    backend: &dyn Backend,
+    circuit: C,
+    r: Scalar,
+    s: Scalar,
+) -> Result<(Proof, StageTimings)> {
+    let mut synth = Duration::ZERO;
+    let mut w = stage("synthesize", &mut synth, || synthesize_heap(circuit))?;
+    let start = backend.prove_start(&mut w)?;
+    let (proof, mut t) = backend.finalize(start, &w, r, s)?;
+    t.synthesize = synth;
+    Ok((proof, t))
+}
+
+impl Backend for Prover {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+    fn params(&self) -> &Arc<Parameters> {
+        &self.params
+    }
+    fn prove_start(&self, w: &mut dyn ProverWitness) -> Result<ProveStart> {
+        Prover::prove_start(self, w)
+    }
+    fn finalize(
+        &self,
+        start: ProveStart,
+        w: &dyn ProverWitness,
+        r: Scalar,
+        s: Scalar,
+    ) -> Result<(Proof, StageTimings)> {
+        Prover::finalize(self, start, w, r, s)
     }
 }
 
@@ -389,7 +467,7 @@ fn append_dense(dst: &mut SlabVec<ScalarBytes>, src: &[ScalarBytes], density: De
         })
         .collect();
     let total: usize = counts.iter().sum();
-    let out = dst.extend_fill(total, [0; SCALAR_BYTES])?;
+    let out = dst.extend_stale(total)?;
     let mut parts = Vec::with_capacity(chunks);
     let mut rest = out;
     for (k, &c) in counts.iter().enumerate() {

@@ -1,6 +1,10 @@
 //! Engine configuration: every limit of the pipeline in one place.
 
+use std::sync::Arc;
+
 use arenaprove_arena::RegionConfig;
+
+use crate::backend::{BackendFactory, CpuBackend};
 
 /// Where a partition's large vectors come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +45,8 @@ pub struct EngineConfig {
     pub alloc: AllocMode,
     /// Verify every proof before handing it back (~1-3 ms per proof on the dev machine).
     pub verify: bool,
+    /// Makes each kind's proving backend (CPU by default; the `cuda` crate has a GPU one).
+    pub backend: Arc<dyn BackendFactory>,
 }
 
 impl Default for EngineConfig {
@@ -54,6 +60,7 @@ impl Default for EngineConfig {
             region: RegionConfig::default(),
             alloc: AllocMode::Slab,
             verify: true,
+            backend: Arc::new(CpuBackend),
         }
     }
 }

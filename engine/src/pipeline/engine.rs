@@ -1,25 +1,28 @@
-//! [`Engine`]: the pipeline itself (see the module docs in `mod.rs`).
+//! [`Engine`]: the pipeline's public face (see the module docs in `mod.rs`): start-up
+//! (plan, reservation, threads), submission and shutdown. The stage loops are in
+//! `stages.rs`, where memory comes from in `reserve.rs`, the plan in `plan.rs`.
 
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use arenaprove_arena::{Ledger, LedgerSnapshot, RegionConfig};
-use arenaprove_circuits::{ArenaAssignment, AssignmentPools, CircuitError, ProverWitness, Shape};
-use blstrs::Scalar;
-use crossbeam::channel::{bounded, Receiver, Sender};
-use ff::Field;
+use arenaprove_arena::{deinit_check, DeinitReport, Ledger, LedgerSnapshot};
+use arenaprove_circuits::Shape;
+use crossbeam::channel::{bounded, Sender};
 use rand_core::{RngCore, SeedableRng};
 
 use super::config::{AllocMode, EngineConfig, SLOTS_MAX};
-use super::job::{Job, JobHandle, JobOutput, PartitionCircuit, PartitionError, PartitionOutput, Randomness};
-use super::plan::MemoryPlan;
-use super::timeline::{Level, Timeline, Who};
-use crate::groth16::prover::{ProveStart, Prover};
-use crate::groth16::{prepare_verifying_key, Parameters, PreparedVerifyingKey};
+use super::job::{Job, JobHandle, JobOutput};
+use super::plan::{MemoryPlan, PlanError};
+use super::reserve::{Kind, SlotMemory};
+use super::stages::{
+    dispatcher, finalizer_loop, prover_loop, JobState, Partition, Shared, Started, Synthesized, WorkItem,
+};
+use super::timeline::Timeline;
+use crate::backend::Backend;
+use crate::groth16::{prepare_verifying_key, Parameters, ProofShape};
 
 /// A circuit kind the engine serves: its name, its shape and its parameters.
 #[derive(Clone)]
@@ -45,7 +48,9 @@ pub enum EngineError {
     #[error("parameters for '{kind}' do not fit its shape: {reason}")]
     ParamsShape { kind: String, reason: String },
     #[error("reserving engine memory: {0}")]
-    Memory(String),
+    Memory(#[from] crate::groth16::Groth16Error),
+    #[error("{0}")]
+    Plan(#[from] PlanError),
     #[error("the engine is shut down")]
     ShutDown,
 }
@@ -65,6 +70,9 @@ pub struct ShutdownReport {
     pub ledger: LedgerSnapshot,
     /// Slabs still leased when the pools were dropped (must be 0).
     pub slabs_outstanding: usize,
+    /// The arena's shutdown check: which pools still had slabs out, and whether the ledger
+    /// balanced. `deinit.is_clean()` is the engine's promise.
+    pub deinit: DeinitReport,
     pub partitions_ok: u64,
     pub partitions_failed: u64,
 }
@@ -77,77 +85,6 @@ pub struct EngineStats {
     pub jobs_done: u64,
 }
 
-struct Kind {
-    spec: CircuitSpec,
-    pvk: PreparedVerifyingKey,
-    /// Slab mode: one prover whose split-vector pool serves every slot.
-    prover: Option<Prover>,
-}
-
-/// Memory of slab mode, shared by all slots (each pool holds exactly `slots` working sets).
-struct SlabMemory {
-    assign: AssignmentPools,
-}
-
-struct JobState {
-    id: u64,
-    kind: String,
-    start: Instant,
-    results: Mutex<Vec<Option<Result<PartitionOutput, PartitionError>>>>,
-    remaining: AtomicUsize,
-    timeline: Timeline,
-    tx: Sender<JobOutput>,
-}
-
-/// Which partition of which job, as it travels through the stages.
-struct Partition {
-    job: Arc<JobState>,
-    kind: Arc<Kind>,
-    partition: u32,
-    randomness: Option<Randomness>,
-}
-
-/// A partition waiting for synthesis: its circuit is consumed there.
-struct WorkItem {
-    item: Partition,
-    circuit: Box<dyn PartitionCircuit>,
-}
-
-/// Storage of one in-flight partition: the assignment, plus (fresh mode) the pools and
-/// prover it was made from, which are dropped, i.e. unmapped, with it.
-struct Held {
-    witness: ArenaAssignment,
-    fresh: Option<(AssignmentPools, Prover)>,
-}
-
-struct Synthesized {
-    item: Partition,
-    slot: usize,
-    held: Held,
-    enqueued: Instant,
-}
-
-struct Started {
-    item: Partition,
-    slot: usize,
-    held: Held,
-    start: ProveStart,
-    enqueued: Instant,
-}
-
-struct Shared {
-    config: EngineConfig,
-    ledger: Arc<Ledger>,
-    slab: Option<SlabMemory>,
-    cancel: AtomicBool,
-    slot_tx: Sender<usize>,
-    slot_rx: Receiver<usize>,
-    ok: AtomicU64,
-    failed: AtomicU64,
-    jobs_done: AtomicU64,
-    rng: Mutex<rand_chacha::ChaCha20Rng>,
-}
-
 /// The long-lived proving engine. See the module docs.
 pub struct Engine {
     shared: Arc<Shared>,
@@ -158,13 +95,17 @@ pub struct Engine {
     next_job: AtomicU64,
 }
 
-/// Thread ids in timelines: 0 dispatcher, 1..=n synthesis workers, then prover, finalizer.
-const TID_DISPATCH: u32 = 0;
-
 impl Engine {
     /// Reserves every slab for `specs` (slots x the largest shape), freezes the arena and
     /// starts the pipeline's threads.
     pub fn new(config: EngineConfig, specs: Vec<CircuitSpec>) -> Result<Engine, EngineError> {
+        let plan = Engine::plan(&config, &specs)?;
+        Engine::with_plan(config, specs, plan)
+    }
+
+    /// The plan `Engine::new` would reserve for `specs`, checked against the configured
+    /// limit, without reserving anything.
+    pub fn plan(config: &EngineConfig, specs: &[CircuitSpec]) -> Result<MemoryPlan, EngineError> {
         if config.slots == 0 || config.slots > SLOTS_MAX {
             return Err(EngineError::Config(format!("slots = {} not in 1..={SLOTS_MAX}", config.slots)));
         }
@@ -177,33 +118,49 @@ impl Engine {
         if specs.is_empty() {
             return Err(EngineError::Config("no circuit kinds".into()));
         }
-        for s in &specs {
+        for s in specs {
             check_params_fit(s)?;
         }
         let shapes: Vec<Shape> = specs.iter().map(|s| s.shape).collect();
-        let plan = MemoryPlan::for_shapes(&shapes, config.slots);
-        let ledger = Ledger::new(config.memory_limit_bytes);
-        let mem_err = |e: &dyn std::fmt::Display| EngineError::Memory(e.to_string());
-        let max_shape = Shape::covering(&shapes);
+        let mut plan = MemoryPlan::for_shapes(&shapes, config.slots);
+        plan.mlock = config.region.mlock;
+        for s in specs {
+            plan = plan.with_resident(
+                &format!("'{}' parameters (h, l, a, b_g1, b_g2)", s.kind),
+                s.params.resident_bytes(),
+            );
+        }
+        plan.check_fits(config.memory_limit_bytes)?;
+        Ok(plan)
+    }
 
-        let slab = match config.alloc {
-            AllocMode::Slab => Some(SlabMemory {
-                assign: AssignmentPools::for_shape(&max_shape, config.slots, &ledger, config.region.clone())
-                    .map_err(|e| mem_err(&e))?,
-            }),
-            AllocMode::Fresh => None,
+    fn with_plan(
+        config: EngineConfig,
+        specs: Vec<CircuitSpec>,
+        plan: MemoryPlan,
+    ) -> Result<Engine, EngineError> {
+        let ledger = Ledger::new(config.memory_limit_bytes);
+        let memory = match config.alloc {
+            AllocMode::Slab => SlotMemory::Slab(plan.reserve(&ledger, &config.region)?),
+            AllocMode::Fresh => SlotMemory::Fresh,
         };
         let mut kinds = HashMap::new();
         for spec in specs {
-            let prover = match config.alloc {
-                AllocMode::Slab => Some(
-                    Prover::new(spec.params.clone(), &ledger, config.region.clone(), config.slots)
-                        .map_err(|e| mem_err(&e))?,
-                ),
-                AllocMode::Fresh => None,
+            let backend: Option<Arc<dyn Backend>> = match &memory {
+                SlotMemory::Slab(mem) => {
+                    let shape = ProofShape::of_params(&spec.params);
+                    let pm = mem.prover_memory(&shape).ok_or_else(|| {
+                        EngineError::Config(format!(
+                            "no twiddle table for domain {} ('{}')",
+                            shape.domain_size, spec.kind
+                        ))
+                    })?;
+                    Some(config.backend.build(spec.params.clone(), pm)?)
+                }
+                SlotMemory::Fresh => None,
             };
             let pvk = prepare_verifying_key(&spec.params.vk);
-            kinds.insert(spec.kind.clone(), Arc::new(Kind { spec, pvk, prover }));
+            kinds.insert(spec.kind.clone(), Arc::new(Kind { spec, pvk, backend }));
         }
         if config.alloc == AllocMode::Slab {
             ledger.freeze();
@@ -215,7 +172,7 @@ impl Engine {
         }
         let shared = Arc::new(Shared {
             ledger,
-            slab,
+            memory,
             cancel: AtomicBool::new(false),
             slot_tx,
             slot_rx,
@@ -279,13 +236,10 @@ impl Engine {
 
     /// Slabs leased right now (0 when idle).
     pub fn slabs_outstanding(&self) -> usize {
-        let a = self.shared.slab.as_ref().map_or(0, |m| m.assign.outstanding());
-        a + self
-            .kinds
-            .values()
-            .filter_map(|k| k.prover.as_ref())
-            .map(|p| p.pool().outstanding())
-            .sum::<usize>()
+        match &self.shared.memory {
+            SlotMemory::Slab(m) => m.assign.outstanding(),
+            SlotMemory::Fresh => 0,
+        }
     }
 
     pub fn kinds(&self) -> Vec<&str> {
@@ -352,12 +306,16 @@ impl Engine {
     pub fn shutdown(mut self, mode: ShutdownMode) -> ShutdownReport {
         self.stop(mode);
         let slabs_outstanding = self.slabs_outstanding();
-        if slabs_outstanding != 0 {
-            tracing::error!(slabs_outstanding, "engine shut down with slabs still leased");
-        }
+        let pools = match &self.shared.memory {
+            SlotMemory::Slab(m) => m.slot_pools().to_vec(),
+            SlotMemory::Fresh => Vec::new(),
+        };
+        // Logs each pool with slabs out at `error` level.
+        let deinit = deinit_check(&pools, &self.shared.ledger);
         ShutdownReport {
             ledger: self.shared.ledger.snapshot(),
             slabs_outstanding,
+            deinit,
             partitions_ok: self.shared.ok.load(Ordering::SeqCst),
             partitions_failed: self.shared.failed.load(Ordering::SeqCst),
         }
@@ -394,262 +352,4 @@ fn check_params_fit(s: &CircuitSpec) -> Result<(), EngineError> {
     s.params
         .check_fits(&s.shape)
         .map_err(|e| EngineError::ParamsShape { kind: s.kind.clone(), reason: e.to_string() })
-}
-
-/// Ends one partition: stores its result, frees its slot, and completes the job when it
-/// was the last one.
-fn complete(
-    sh: &Shared,
-    item_job: &Arc<JobState>,
-    partition: u32,
-    result: Result<PartitionOutput, PartitionError>,
-) {
-    if result.is_ok() {
-        sh.ok.fetch_add(1, Ordering::SeqCst);
-    } else {
-        sh.failed.fetch_add(1, Ordering::SeqCst);
-    }
-    item_job.results.lock().unwrap_or_else(|p| p.into_inner())[partition as usize] = Some(result);
-    if item_job.remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
-        let results = std::mem::take(&mut *item_job.results.lock().unwrap_or_else(|p| p.into_inner()));
-        let out = JobOutput {
-            job_id: item_job.id,
-            kind: item_job.kind.clone(),
-            partitions: results.into_iter().map(|r| r.expect("every partition completed once")).collect(),
-            spans: item_job.timeline.spans(),
-            gaps: item_job.timeline.gaps(),
-            wall: item_job.start.elapsed(),
-        };
-        sh.jobs_done.fetch_add(1, Ordering::SeqCst);
-        let _ = item_job.tx.send(out); // the caller may have dropped its handle
-    }
-}
-
-fn free_slot(sh: &Shared, slot: usize) {
-    sh.slot_tx.send(slot).expect("slot channel never overflows: one token per slot");
-}
-
-/// Ends a partition before it reaches the finalizer: its slabs back, its slot freed, its
-/// error recorded.
-fn end_early(
-    sh: &Shared,
-    job: &Arc<JobState>,
-    held: Held,
-    slot: usize,
-    partition: u32,
-    error: PartitionError,
-) {
-    drop(held);
-    free_slot(sh, slot);
-    complete(sh, job, partition, Err(error));
-}
-
-fn dispatcher(
-    sh: Arc<Shared>,
-    rx: Receiver<WorkItem>,
-    pool: rayon::ThreadPool,
-    prove_tx: Sender<Synthesized>,
-) {
-    for work in rx.iter() {
-        let item = &work.item;
-        if sh.cancel.load(Ordering::SeqCst) {
-            let p = item.partition;
-            complete(&sh, &item.job, p, Err(PartitionError::Cancelled { partition: p }));
-            continue;
-        }
-        let t0 = Instant::now();
-        let slot = sh.slot_rx.recv().expect("the engine holds a slot sender");
-        item.job.timeline.record_interval(
-            "wait_slot",
-            Level::Stage,
-            Who { job_id: item.job.id, partition: item.partition, thread: TID_DISPATCH },
-            t0,
-            t0.elapsed(),
-        );
-        let sh2 = sh.clone();
-        let tx = prove_tx.clone();
-        pool.spawn(move || synthesize(sh2, work, slot, tx));
-    }
-    // Dropping the pool waits for queued synthesis tasks; then prove_tx closes.
-    drop(pool);
-}
-
-fn new_held(sh: &Shared, kind: &Kind) -> Result<Held, CircuitError> {
-    let shape = &kind.spec.shape;
-    match &sh.slab {
-        Some(mem) => Ok(Held { witness: ArenaAssignment::new(&mem.assign, shape)?, fresh: None }),
-        None => {
-            // The baseline: fresh, un-faulted mappings for this partition alone.
-            let ledger = Ledger::unlimited();
-            let region = RegionConfig { prefault: false, huge_pages: false, ..sh.config.region.clone() };
-            let pools = AssignmentPools::for_shape(shape, 1, &ledger, region.clone())?;
-            let prover = Prover::new(kind.spec.params.clone(), &ledger, region, 1)
-                .map_err(|e| CircuitError::Invalid { what: "fresh prover pool", reason: e.to_string() })?;
-            Ok(Held { witness: ArenaAssignment::new(&pools, shape)?, fresh: Some((pools, prover)) })
-        }
-    }
-}
-
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-string panic payload".into())
-}
-
-fn synthesize(sh: Arc<Shared>, work: WorkItem, slot: usize, tx: Sender<Synthesized>) {
-    let tid = rayon::current_thread_index().map_or(1, |i| i as u32 + 1);
-    let t0 = Instant::now();
-    let WorkItem { item, circuit } = work;
-    let (job, kind, partition) = (&item.job, &item.kind, item.partition);
-    let result = (|| -> Result<Held, PartitionError> {
-        let mut held = new_held(&sh, kind)
-            .map_err(|e| PartitionError::Synthesis { partition, reason: e.to_string() })?;
-        let cs = &mut held.witness;
-        cs.alloc_one().map_err(|e| PartitionError::Synthesis { partition, reason: e.to_string() })?;
-        let span = tracing::info_span!("synthesize", job = job.id, partition);
-        let run =
-            std::panic::catch_unwind(AssertUnwindSafe(|| span.in_scope(|| circuit.synthesize_into(cs))));
-        match run {
-            Err(p) => return Err(PartitionError::Panicked { partition, reason: panic_message(&*p) }),
-            Ok(Err(e)) => {
-                // A typed over-shape error recorded by the assignment beats its string form.
-                let reason = match cs.finish() {
-                    Err(sticky @ CircuitError::OverShape { .. }) => sticky.to_string(),
-                    _ => e.to_string(),
-                };
-                return Err(PartitionError::Synthesis { partition, reason });
-            }
-            Ok(Ok(())) => {}
-        }
-        cs.finish().map_err(|e| PartitionError::Synthesis { partition, reason: e.to_string() })?;
-        Ok(held)
-    })();
-    job.timeline.record_interval(
-        "synthesize",
-        Level::Stage,
-        Who { job_id: job.id, partition, thread: tid },
-        t0,
-        t0.elapsed(),
-    );
-    match result {
-        Ok(held) => {
-            let msg = Synthesized { item, slot, held, enqueued: Instant::now() };
-            if let Err(e) = tx.send(msg) {
-                // The prover is gone (shutdown): give everything back.
-                let m = e.into_inner();
-                let p = m.item.partition;
-                end_early(&sh, &m.item.job, m.held, m.slot, p, PartitionError::Cancelled { partition: p });
-            }
-        }
-        Err(e) => {
-            // The assignment (if any) was dropped inside the closure: slabs are back.
-            free_slot(&sh, slot);
-            complete(&sh, &item.job, partition, Err(e));
-        }
-    }
-}
-
-fn prover_of<'a>(kind: &'a Kind, fresh: &'a Option<(AssignmentPools, Prover)>) -> &'a Prover {
-    match fresh {
-        Some((_, p)) => p,
-        None => kind.prover.as_ref().expect("slab mode has a prover per kind"),
-    }
-}
-
-fn prover_loop(sh: Arc<Shared>, rx: Receiver<Synthesized>, tx: Sender<Started>, tid: u32) {
-    for Synthesized { item, slot, mut held, enqueued } in rx.iter() {
-        let job = item.job.clone();
-        let p = item.partition;
-        let who = Who { job_id: job.id, partition: p, thread: tid };
-        job.timeline.record_interval("wait_prove", Level::Stage, who, enqueued, enqueued.elapsed());
-        if sh.cancel.load(Ordering::SeqCst) {
-            end_early(&sh, &job, held, slot, p, PartitionError::Cancelled { partition: p });
-            continue;
-        }
-        let t0 = Instant::now();
-        let Held { witness, fresh } = &mut held;
-        let prover = prover_of(&item.kind, fresh);
-        let span = tracing::info_span!("prove_start", job = job.id, partition = p);
-        let res =
-            std::panic::catch_unwind(AssertUnwindSafe(|| span.in_scope(|| prover.prove_start(witness))))
-                .map_err(|panic| panic_message(&*panic))
-                .and_then(|r| r.map_err(|e| e.to_string()));
-        job.timeline.record_interval("prove_start", Level::Stage, who, t0, t0.elapsed());
-        match res {
-            Ok(start) => {
-                let t = start.timings();
-                job.timeline.record_calls(who, t0, &[("ntt_h", t.ntt_h), ("msm_h", t.msm_h)]);
-                let msg = Started { item, slot, held, start, enqueued: Instant::now() };
-                if let Err(e) = tx.send(msg) {
-                    let m = e.into_inner();
-                    end_early(&sh, &job, m.held, m.slot, p, PartitionError::Cancelled { partition: p });
-                }
-            }
-            Err(reason) => {
-                end_early(&sh, &job, held, slot, p, PartitionError::Prove { partition: p, reason })
-            }
-        }
-    }
-}
-
-fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
-    for Started { item, slot, held, start, enqueued } in rx.iter() {
-        let job = item.job.clone();
-        let p = item.partition;
-        let who = Who { job_id: job.id, partition: p, thread: tid };
-        job.timeline.record_interval("wait_finalize", Level::Stage, who, enqueued, enqueued.elapsed());
-        let Randomness { r, s } = item.randomness.unwrap_or_else(|| {
-            let mut rng = sh.rng.lock().unwrap_or_else(|p| p.into_inner());
-            Randomness { r: Scalar::random(&mut *rng), s: Scalar::random(&mut *rng) }
-        });
-        let t0 = Instant::now();
-        let prover = prover_of(&item.kind, &held.fresh);
-        let res = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            tracing::info_span!("finalize", job = job.id, partition = p)
-                .in_scope(|| prover.finalize(start, &held.witness, r, s))
-        }))
-        .map_err(|panic| panic_message(&*panic))
-        .and_then(|r| r.map_err(|e| e.to_string()));
-        let fin_dur = t0.elapsed();
-        job.timeline.record_interval("finalize", Level::Stage, who, t0, fin_dur);
-        let result = match res {
-            Ok((proof, t)) => {
-                job.timeline.record_calls(
-                    who,
-                    t0,
-                    &[
-                        ("msm_l", t.msm_l),
-                        ("msm_a", t.msm_a),
-                        ("msm_b_g1", t.msm_b_g1),
-                        ("msm_b_g2", t.msm_b_g2),
-                        ("proof", t.finalize),
-                    ],
-                );
-                let public_inputs = held.witness.input_assignment()[1..].to_vec();
-                let verified = if sh.config.verify {
-                    let tv = Instant::now();
-                    let ok = tracing::info_span!("verify", job = job.id, partition = p).in_scope(|| {
-                        crate::groth16::verify_proof(&item.kind.pvk, &proof, &public_inputs).unwrap_or(false)
-                    });
-                    job.timeline.record_interval("verify", Level::Stage, who, tv, tv.elapsed());
-                    ok
-                } else {
-                    false
-                };
-                if sh.config.verify && !verified {
-                    Err(PartitionError::Unverified { partition: p })
-                } else {
-                    Ok(PartitionOutput { partition: p, proof, public_inputs, verified })
-                }
-            }
-            Err(reason) => Err(PartitionError::Prove { partition: p, reason }),
-        };
-        // Handback: the assignment's slabs (and in fresh mode its mappings) go back here.
-        let th = Instant::now();
-        tracing::info_span!("handback", job = job.id, partition = p).in_scope(|| drop(held));
-        job.timeline.record_interval("handback", Level::Stage, who, th, th.elapsed());
-        free_slot(&sh, slot);
-        complete(&sh, &job, p, result);
-    }
 }

@@ -1,12 +1,13 @@
 //! Jobs, their circuits, and what comes back.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bellpepper_core::{Circuit, SynthesisError};
 use blstrs::Scalar;
 
 use super::timeline::{Span, StageGap};
-use crate::groth16::Proof;
+use crate::groth16::{Groth16Error, Proof};
 use arenaprove_circuits::ArenaAssignment;
 
 /// One partition circuit, synthesized straight into an [`ArenaAssignment`].
@@ -55,17 +56,22 @@ impl Job {
     }
 }
 
-/// Why one partition (and so its job) failed.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+/// Why one partition (and so its job) failed. Errors keep their type (`source`); the
+/// message is their display.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum PartitionError {
-    #[error("partition {partition}: synthesis failed: {reason}")]
-    Synthesis { partition: u32, reason: String },
-    #[error("partition {partition}: synthesis panicked: {reason}")]
+    #[error("partition {partition}: synthesis failed: {source}")]
+    Synthesis { partition: u32, source: Arc<Groth16Error> },
+    /// A panic caught in synthesis or proving (its payload, when it is a string).
+    #[error("partition {partition}: panicked: {reason}")]
     Panicked { partition: u32, reason: String },
-    #[error("partition {partition}: proving failed: {reason}")]
-    Prove { partition: u32, reason: String },
+    #[error("partition {partition}: proving failed: {source}")]
+    Prove { partition: u32, source: Arc<Groth16Error> },
     #[error("partition {partition}: proof does not verify (is the circuit satisfied?)")]
     Unverified { partition: u32 },
+    /// Verification could not run (not the same as a rejected proof).
+    #[error("partition {partition}: verification failed to run: {source}")]
+    Verify { partition: u32, source: Arc<Groth16Error> },
     #[error("partition {partition}: cancelled at shutdown")]
     Cancelled { partition: u32 },
 }

@@ -7,9 +7,10 @@
 //!   -> [finalize queue, depth = slots] -> finalizer thread: finalize, verify, handback, slot freed
 //! ```
 //!
-//! Memory is `slots` x (one partition's working set) + the prover's split vectors, all
-//! reserved by [`Engine::new`] from the shapes of the circuit kinds it serves, after which
-//! the arena is frozen ([`arenaprove_arena::Ledger::freeze`]): the steady state reserves
+//! Memory is `slots` x (one partition's working set) + one twiddle table per domain, all
+//! reserved by [`Engine::new`] through [`MemoryPlan::reserve`] from the shapes of the
+//! circuit kinds it serves (the prover's split vectors reuse the a, b, c slabs once h is
+//! out), after which the arena is frozen ([`arenaprove_arena::Ledger::freeze`]): the steady state reserves
 //! nothing. A slot is held from synthesis until the proof is handed back, so at most
 //! `slots` partitions are ever in flight and memory use is known before the first job.
 //!
@@ -21,6 +22,8 @@ mod config;
 mod engine;
 mod job;
 mod plan;
+mod reserve;
+mod stages;
 pub mod timeline;
 
 pub use config::{AllocMode, EngineConfig, SLOTS_MAX};
@@ -29,5 +32,5 @@ pub use job::{
     generic, native, Generic, Job, JobHandle, JobOutput, Native, PartitionCircuit, PartitionError,
     PartitionOutput, Randomness,
 };
-pub use plan::{MemoryPlan, PlanTerm};
+pub use plan::{EngineMemory, MemoryPlan, PlanError, PlanTerm, Scope, HEAP_PER_SLOT_BYTES};
 pub use timeline::{chrome_trace_json, Level, Span, StageGap, Timeline, Who};

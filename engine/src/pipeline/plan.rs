@@ -1,81 +1,338 @@
-//! [`MemoryPlan`]: what the engine reserves at start, as a named sum of its consumers.
+//! [`MemoryPlan`]: everything the engine reserves, as a named sum of its consumers, and the
+//! one place that reserves it ([`MemoryPlan::reserve`]): `Engine::new` builds its pools
+//! from the plan, so the plan cannot drift from what is reserved.
+//!
+//! Per slot (one partition in flight), each slab sized for what it holds:
+//!
+//! | term | slabs per slot | slab size |
+//! |---|---|---|
+//! | `abc` | 3 | `max(domain, inputs + aux)` scalars: a, b, c; after h, the same slabs hold the L scalars and the A and B split vectors |
+//! | `inputs` | 1 | `inputs` scalars |
+//! | `aux` | 1 | `aux` scalars |
+//! | `density` | 3 | one bit per variable |
+//!
+//! and once per engine: one twiddle table per distinct domain size (constant per domain),
+//! plus what each backend holds beyond these pools ([`crate::backend::Backend::plan_terms`]).
+//! h is computed and converted to bytes in place in `a`, so no proof needs a slab beyond
+//! its slot's three `abc` slabs: `prove_start` hands a, b, c back, and `finalize` leases
+//! three from the same pool. A slot's footprint is the maximum over its stages, and a slot
+//! holds at most that at any moment, so `slots` x per-slot bytes is exact, not a bound.
+//!
+//! Pools are shared by every circuit kind the engine serves (sized for the covering shape).
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arenaprove_arena::{
+    ArenaError, Ledger, RegionConfig, SlabPool, SlabPoolConfig, VecPool, HUGE_PAGE_BYTES,
+};
 use arenaprove_circuits::{AssignmentPools, Shape};
 
-use crate::groth16::prover::{PoolPlan, ProofShape};
+use crate::groth16::{reserve_twiddles, twiddle_bytes, Groth16Error, ProofShape, ProverMemory, Twiddles};
+
+/// Bytes of one scalar.
+const SCALAR_BYTES: usize = 32;
+
+/// Where a term's memory lives and how it scales.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Host slabs, `count` scales with the slots.
+    PerSlot,
+    /// Host slabs reserved once per engine.
+    Shared,
+    /// Host memory the engine does not reserve but holds (resident parameters).
+    Resident,
+    /// GPU memory (reported by a backend).
+    Device,
+}
 
 /// One term of the plan: `count` slabs of `slab_bytes` for `what`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlanTerm {
     pub pool: &'static str,
-    pub what: &'static str,
+    pub what: String,
     pub slab_bytes: usize,
     pub count: usize,
+    pub scope: Scope,
 }
 
 impl PlanTerm {
     pub fn bytes(&self) -> usize {
         self.slab_bytes * self.count
     }
+    /// Bytes of the region that holds this term: slabs rounded to 2 MiB each way, as
+    /// [`SlabPool`] carves them, plus the free bitmap (what the process really maps).
+    pub fn region_bytes(&self) -> usize {
+        match self.scope {
+            Scope::PerSlot | Scope::Shared => {
+                let cfg = SlabPoolConfig::new(self.pool, self.slab_bytes.max(1), self.count.max(1));
+                cfg.region_bytes().map_or(usize::MAX, |b| b.next_multiple_of(HUGE_PAGE_BYTES))
+            }
+            Scope::Resident | Scope::Device => self.bytes(),
+        }
+    }
 }
 
-/// Everything the engine reserves, known before the first job.
+/// Everything the engine reserves, known before anything is reserved.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryPlan {
     pub slots: usize,
+    /// The shape the shared pools are sized for (the maximum of every kind's).
+    pub covering: Shape,
     pub terms: Vec<PlanTerm>,
+    /// Whether the reserved regions are `mlock`ed (then `locked_bytes` is all of them).
+    pub mlock: bool,
+    /// Distinct domain sizes, one twiddle table each.
+    pub domains: Vec<usize>,
 }
 
 impl MemoryPlan {
-    /// The plan for `slots` partitions in flight: assignment pools sized for the largest of
-    /// `shapes` (shared by every kind), and one prover pool per kind (`shapes` lists the
-    /// kinds), as `Engine::new` reserves them.
+    /// The plan for `slots` partitions in flight of circuits of `shapes` (one per kind).
     pub fn for_shapes(shapes: &[Shape], slots: usize) -> MemoryPlan {
-        let assignment = AssignmentPools::plan(&Shape::covering(shapes)).map(|p| PlanTerm {
-            pool: p.name,
-            what: p.what,
-            slab_bytes: p.slab_bytes,
-            count: p.slabs_per_assignment * slots,
-        });
-        let provers = shapes.iter().map(|s| {
-            let p = PoolPlan::for_shape(&ProofShape::of_circuit(s), slots);
+        let covering = Shape::covering(shapes);
+        let slots = slots.max(1);
+        let [abc, inputs, aux, density] = AssignmentPools::plan(&covering);
+        let mut terms = vec![
             PlanTerm {
-                pool: "prove.scalars",
-                what: "NTT twiddles, h and split vectors (per circuit kind)",
-                slab_bytes: p.slab_bytes,
-                count: p.slab_count,
-            }
+                pool: abc.name,
+                what: "a, b, c evaluations; after h: L scalars, A and B split vectors".into(),
+                slab_bytes: abc_slab_bytes(&covering),
+                count: abc.slabs_per_assignment * slots,
+                scope: Scope::PerSlot,
+            },
+            PlanTerm {
+                pool: inputs.name,
+                what: inputs.what.into(),
+                slab_bytes: inputs.slab_bytes,
+                count: slots,
+                scope: Scope::PerSlot,
+            },
+            PlanTerm {
+                pool: aux.name,
+                what: aux.what.into(),
+                slab_bytes: aux.slab_bytes,
+                count: slots,
+                scope: Scope::PerSlot,
+            },
+            PlanTerm {
+                pool: density.name,
+                what: density.what.into(),
+                slab_bytes: density.slab_bytes,
+                count: density.slabs_per_assignment * slots,
+                scope: Scope::PerSlot,
+            },
+        ];
+        let domains = domains(shapes);
+        for &domain in &domains {
+            terms.push(PlanTerm {
+                pool: "twiddles",
+                what: format!("NTT twiddle table, domain 2^{}", domain.trailing_zeros()),
+                slab_bytes: twiddle_bytes(domain),
+                count: 1,
+                scope: Scope::Shared,
+            });
+        }
+        MemoryPlan { slots, covering, terms, mlock: false, domains }
+    }
+
+    /// Adds the resident parameters (`bytes` per kind, as [`crate::ParamsMemory`] reports)
+    /// and a backend's own terms.
+    pub fn with_resident(mut self, what: &str, bytes: usize) -> MemoryPlan {
+        self.terms.push(PlanTerm {
+            pool: "params",
+            what: what.into(),
+            slab_bytes: bytes,
+            count: 1,
+            scope: Scope::Resident,
         });
-        MemoryPlan { slots, terms: assignment.into_iter().chain(provers).collect() }
+        self
     }
 
-    /// Slab bytes over all terms (each pool's region is rounded up to 2 MiB on top).
+    pub fn with_terms(mut self, terms: impl IntoIterator<Item = PlanTerm>) -> MemoryPlan {
+        self.terms.extend(terms);
+        self
+    }
+
+    fn sum(&self, keep: impl Fn(&PlanTerm) -> bool, f: impl Fn(&PlanTerm) -> usize) -> usize {
+        self.terms.iter().filter(|t| keep(t)).map(f).sum()
+    }
+
+    /// Slab bytes the engine reserves on the host (per-slot and shared terms).
     pub fn total_bytes(&self) -> usize {
-        self.terms.iter().map(|t| t.bytes()).sum()
+        self.sum(|t| matches!(t.scope, Scope::PerSlot | Scope::Shared), PlanTerm::bytes)
     }
 
-    /// Bytes per slot (the total over slots).
+    /// Bytes one slot adds.
     pub fn slot_bytes(&self) -> usize {
-        self.total_bytes() / self.slots.max(1)
+        self.sum(|t| t.scope == Scope::PerSlot, PlanTerm::bytes) / self.slots
+    }
+
+    /// Resident parameter bytes.
+    pub fn resident_bytes(&self) -> usize {
+        self.sum(|t| t.scope == Scope::Resident, PlanTerm::bytes)
+    }
+
+    /// GPU bytes (reported by backends).
+    pub fn device_bytes(&self) -> usize {
+        self.sum(|t| t.scope == Scope::Device, PlanTerm::bytes)
+    }
+
+    /// Host bytes mapped for the reserved terms (slabs rounded as pools carve them).
+    pub fn region_bytes(&self) -> usize {
+        self.sum(|t| matches!(t.scope, Scope::PerSlot | Scope::Shared), PlanTerm::region_bytes)
+    }
+
+    /// Bytes `mlock`ed when the plan's regions are locked.
+    pub fn locked_bytes(&self) -> usize {
+        if self.mlock {
+            self.region_bytes()
+        } else {
+            0
+        }
+    }
+
+    /// Peak resident memory this plan predicts for a process whose RSS was `base_rss_bytes`
+    /// before the engine reserved anything and before parameters were loaded: the base,
+    /// the resident parameters, every reserved region (pre-faulted, so resident), and
+    /// [`HEAP_PER_SLOT_BYTES`] of transient heap per slot.
+    pub fn predicted_peak_rss(&self, base_rss_bytes: usize) -> usize {
+        base_rss_bytes + self.resident_bytes() + self.region_bytes() + HEAP_PER_SLOT_BYTES * self.slots
+    }
+
+    /// Refuses a plan over `limit_bytes` (host: reserved + resident), with the plan and the
+    /// limit in the message.
+    pub fn check_fits(&self, limit_bytes: usize) -> Result<(), PlanError> {
+        let need = self.region_bytes() + self.resident_bytes();
+        if need > limit_bytes {
+            return Err(PlanError::TooLarge { need_bytes: need, limit_bytes, plan: self.to_string() });
+        }
+        Ok(())
+    }
+
+    /// Reserves every host term: the assignment pools (shared by every kind) and one
+    /// twiddle table per domain, charged to `ledger`, with `region` (its hook and mlock).
+    pub fn reserve(&self, ledger: &Arc<Ledger>, region: &RegionConfig) -> Result<EngineMemory, Groth16Error> {
+        let pool = |t: &PlanTerm| -> Result<Arc<SlabPool>, ArenaError> {
+            SlabPool::new(
+                SlabPoolConfig::new(t.pool, t.slab_bytes, t.count).with_region(region.clone()),
+                ledger,
+                None,
+            )
+        };
+        let find =
+            |name: &str| self.terms.iter().find(|t| t.pool == name).expect("plan has every assignment term");
+        let assign = AssignmentPools {
+            abc: pool(find("abc"))?,
+            inputs: pool(find("inputs"))?,
+            aux: pool(find("aux"))?,
+            density: pool(find("density"))?,
+            lc_terms: Arc::new(VecPool::new()),
+        };
+        // Twiddle tables are leased for the engine's life, like parameters: they are charged
+        // to a ledger of their own so that the slot ledger balances at shutdown.
+        let resident = Ledger::unlimited();
+        let mut twiddles = BTreeMap::new();
+        for &domain in &self.domains {
+            twiddles.insert(domain, Arc::new(reserve_twiddles(domain, &resident, region.clone())?));
+        }
+        Ok(EngineMemory { assign, twiddles })
+    }
+}
+
+/// Transient heap a slot uses while proving, beyond its slabs: blst's MSM scratch (its
+/// Pippenger buckets and per-thread points) and the density chunk counts. Measured on the
+/// dev machine and the 16-core host: see BENCHMARKS.md ("the plan against peak RSS").
+pub const HEAP_PER_SLOT_BYTES: usize = 16 << 20;
+
+/// The slab bytes of the `abc` pool: a, b, c are domain-sized; the split vectors that
+/// reuse the slabs need up to `inputs + aux` scalars.
+fn abc_slab_bytes(s: &Shape) -> usize {
+    s.domain_size.max(s.inputs + s.aux).max(1) * SCALAR_BYTES
+}
+
+/// Distinct domain sizes of `shapes`, ascending.
+fn domains(shapes: &[Shape]) -> Vec<usize> {
+    let mut d: Vec<usize> = shapes.iter().map(|s| s.domain_size).collect();
+    d.sort_unstable();
+    d.dedup();
+    d
+}
+
+/// Why a plan was refused.
+#[derive(Debug, Clone)]
+pub enum PlanError {
+    TooLarge { need_bytes: usize, limit_bytes: usize, plan: String },
+}
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanError::TooLarge { need_bytes, limit_bytes, plan } => write!(
+                f,
+                "the memory plan needs {need_bytes} bytes ({:.2} GiB), over the limit of {limit_bytes} bytes ({:.2} GiB):\n{plan}",
+                *need_bytes as f64 / GIB,
+                *limit_bytes as f64 / GIB
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// What [`MemoryPlan::reserve`] made: the pools the engine's slots lease from.
+pub struct EngineMemory {
+    pub assign: AssignmentPools,
+    /// One table per domain size, shared by every kind of that domain.
+    pub twiddles: BTreeMap<usize, Arc<Twiddles>>,
+}
+
+impl EngineMemory {
+    /// The memory a CPU prover of `shape` proves from: split vectors in the `abc` pool, the
+    /// domain's twiddle table.
+    pub fn prover_memory(&self, shape: &ProofShape) -> Option<ProverMemory> {
+        Some(ProverMemory {
+            scalars: self.assign.abc.clone(),
+            twiddles: self.twiddles.get(&shape.domain_size)?.clone(),
+        })
+    }
+
+    /// The pools slots lease from (for the shutdown check).
+    pub fn slot_pools(&self) -> [&SlabPool; 4] {
+        self.assign.pools()
     }
 }
 
 impl std::fmt::Display for MemoryPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mib = |b: usize| b as f64 / (1 << 20) as f64;
         writeln!(
             f,
-            "memory plan: {} slots, {:.1} MiB in all",
+            "memory plan: {} slots; reserved {:.1} MiB ({:.1} MiB per slot + {:.1} MiB shared), resident params {:.1} MiB{}{}",
             self.slots,
-            self.total_bytes() as f64 / (1 << 20) as f64
+            mib(self.region_bytes()),
+            mib(self.slot_bytes()),
+            mib(self.sum(|t| t.scope == Scope::Shared, PlanTerm::bytes)),
+            mib(self.resident_bytes()),
+            if self.device_bytes() > 0 { format!(", device {:.1} MiB", mib(self.device_bytes())) } else { String::new() },
+            if self.mlock { format!(", locked {:.1} MiB", mib(self.locked_bytes())) } else { String::new() },
         )?;
         for t in &self.terms {
+            let scope = match t.scope {
+                Scope::PerSlot => "per-slot",
+                Scope::Shared => "shared",
+                Scope::Resident => "resident",
+                Scope::Device => "device",
+            };
             writeln!(
                 f,
-                "  {:<14} {:>4} x {:>10} B = {:>9.1} MiB  ({})",
+                "  {:<10} {:<8} {:>4} x {:>12} B = {:>10.1} MiB  ({})",
                 t.pool,
+                scope,
                 t.count,
                 t.slab_bytes,
-                t.bytes() as f64 / (1 << 20) as f64,
+                mib(t.bytes()),
                 t.what
             )?;
         }

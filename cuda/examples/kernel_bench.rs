@@ -1,0 +1,291 @@
+//! Kernel figures for BENCHMARKS.md, each beside its CPU baseline measured in the same run:
+//! NTT (device-only, and the h pipeline with its copies from pageable and from registered
+//! memory), G1 and G2 MSMs with resident bases (checked against blst), H2D GB/s from
+//! pageable and from registered memory.
+//!
+//!     kernel_bench [--quick] [--ntt 20,22,24] [--msm 20,22,24] [--g2 20,22,24] [--h2d-mib 1024]
+//!
+//! G2 sizes above 2^22 reuse the 2^22 bases four times over (inputs take long to make on
+//! the CPU) and have no CPU baseline.
+//!
+//! Exits 0 with a printed reason when there is no GPU.
+
+use std::time::Instant;
+
+use arenaprove_cuda::{Gpu, MsmPlan};
+use arenaprove_engine::deps::blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use arenaprove_engine::deps::ff::Field;
+use arenaprove_engine::deps::group::{prime::PrimeCurveAffine, Curve, Group};
+use arenaprove_engine::groth16::domain::Domain;
+use arenaprove_engine::groth16::msm::{msm_g1, msm_g2};
+use blst::{blst_p1_affine, blst_p2_affine};
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+use rayon::prelude::*;
+
+fn list(args: &[String], flag: &str, default: &[u32]) -> Vec<u32> {
+    match args.iter().position(|a| a == flag) {
+        Some(i) => args[i + 1].split(',').map(|x| x.parse().expect("a list of integers")).collect(),
+        None => default.to_vec(),
+    }
+}
+
+fn scalars(n: usize, seed: u64) -> Vec<Scalar> {
+    (0..n.div_ceil(4096))
+        .into_par_iter()
+        .flat_map_iter(|k| {
+            let mut r = ChaCha8Rng::seed_from_u64(seed ^ (k as u64) << 20);
+            (0..4096.min(n - k * 4096)).map(move |_| Scalar::random(&mut r))
+        })
+        .collect()
+}
+
+fn bases(n: usize) -> Vec<blst_p1_affine> {
+    let mut r = ChaCha8Rng::seed_from_u64(5);
+    let (start, step) = (G1Projective::random(&mut r), G1Projective::random(&mut r));
+    const CHUNK: usize = 1 << 12;
+    let proj: Vec<G1Projective> = (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .flat_map_iter(|k| {
+            let mut p = start + step * Scalar::from((k * CHUNK) as u64);
+            (0..CHUNK.min(n - k * CHUNK)).map(move |_| {
+                let v = p;
+                p += step;
+                v
+            })
+        })
+        .collect();
+    let mut aff = vec![G1Affine::identity(); n];
+    proj.par_chunks(CHUNK)
+        .zip(aff.par_chunks_mut(CHUNK))
+        .for_each(|(p, a)| G1Projective::batch_normalize(p, a));
+    aff.iter().map(|a| *a.as_ref()).collect()
+}
+
+fn bases_g2(n: usize) -> Vec<blst_p2_affine> {
+    let mut r = ChaCha8Rng::seed_from_u64(6);
+    let (start, step) = (G2Projective::random(&mut r), G2Projective::random(&mut r));
+    const CHUNK: usize = 1 << 12;
+    let proj: Vec<G2Projective> = (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .flat_map_iter(|k| {
+            let mut p = start + step * Scalar::from((k * CHUNK) as u64);
+            (0..CHUNK.min(n - k * CHUNK)).map(move |_| {
+                let v = p;
+                p += step;
+                v
+            })
+        })
+        .collect();
+    let mut aff = vec![G2Affine::identity(); n];
+    proj.par_chunks(CHUNK)
+        .zip(aff.par_chunks_mut(CHUNK))
+        .for_each(|(p, a)| G2Projective::batch_normalize(p, a));
+    aff.iter().map(|a| *a.as_ref()).collect()
+}
+
+/// Page-locks `v` for the returned registration's lifetime.
+fn register<T>(g: &Gpu, v: &[T]) -> Result<arenaprove_cuda::HostRegistration, arenaprove_cuda::CudaError> {
+    let base = std::ptr::NonNull::new(v.as_ptr() as *mut u8).expect("non-null");
+    // SAFETY: every caller drops the registration before the vector it points into.
+    unsafe { g.register_host(base, std::mem::size_of_val(v)) }
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let ntt_logs = list(&args, "--ntt", if quick { &[16, 18] } else { &[20, 22, 24] });
+    let msm_logs = list(&args, "--msm", if quick { &[16] } else { &[20, 22, 24] });
+    let g2_logs = list(&args, "--g2", if quick { &[14] } else { &[20, 22, 24] });
+    let h2d_mib = list(&args, "--h2d-mib", &[if quick { 64 } else { 1024 }])[0] as usize;
+    let mut g = match Gpu::open(0) {
+        Ok(g) => g,
+        Err(e) => {
+            println!("SKIP kernel_bench: {e}");
+            return Ok(());
+        }
+    };
+    let max_log = ntt_logs.iter().copied().max().unwrap_or(1);
+    let (free, total) = g.mem_info()?;
+    println!(
+        "device {}: {} MiB free of {} MiB; CPU threads {}",
+        g.name(),
+        free >> 20,
+        total >> 20,
+        rayon::current_num_threads()
+    );
+    let t = Instant::now();
+    g.reserve_arena(24 << 30)?;
+    println!("arena reserve 24 GiB: {:.1} ms", ms(t));
+    let t = Instant::now();
+    g.prepare_ntt(max_log)?;
+    println!("prepare_ntt(2^{max_log}): {:.1} ms", ms(t));
+
+    for &log in &ntt_logs {
+        let n = 1usize << log;
+        let gpu_ms = g.bench_ntt_ms(log, 7)?;
+        let d = Domain::new(n)?;
+        let mut a = scalars(n, log as u64);
+        let mut tw = vec![Scalar::ZERO; d.twiddle_len()];
+        let t = Instant::now();
+        d.fft(&mut a, &mut tw);
+        let cpu_ms = ms(t);
+        let mut dev = scalars(n, log as u64);
+        g.ntt(&mut dev, false)?;
+        let exact = dev == a;
+        println!("ntt 2^{log}: gpu {gpu_ms:.3} ms (device only, median of 7) | cpu {cpu_ms:.1} ms | cpu/gpu {:.1}x | bit-exact {exact}", cpu_ms / gpu_ms);
+
+        let (a, b) = (scalars(n, 1), scalars(n, 2));
+        let c: Vec<Scalar> = a.par_iter().zip(&b).map(|(x, y)| x * y).collect();
+        let mut h = vec![Scalar::ZERO; n];
+        g.h_pipeline(&a, &b, &c, &mut h)?; // warm
+        let mut best = f64::INFINITY;
+        for _ in 0..3 {
+            let t = Instant::now();
+            g.h_pipeline(&a, &b, &c, &mut h)?;
+            best = best.min(ms(t));
+        }
+        let regs = [register(&g, &a)?, register(&g, &b)?, register(&g, &c)?, register(&g, &h)?];
+        let mut pinned = f64::INFINITY;
+        for _ in 0..3 {
+            let t = Instant::now();
+            g.h_pipeline(&a, &b, &c, &mut h)?;
+            pinned = pinned.min(ms(t));
+        }
+        drop(regs);
+        println!("h_pipeline 2^{log} from registered memory: gpu {pinned:.2} ms (best of 3; copies on their own stream)");
+        let (mut ca, mut cb, mut cc) = (a, b, c);
+        let t = Instant::now();
+        for v in [&mut ca, &mut cb, &mut cc] {
+            d.ifft(v, &mut tw);
+            d.coset_fft(v, &mut tw);
+        }
+        ca.par_iter_mut().zip(&cb).zip(&cc).for_each(|((a, b), c)| *a = *a * b - c);
+        d.divide_by_z_on_coset(&mut ca);
+        d.icoset_fft(&mut ca, &mut tw);
+        let cpu_ms = ms(t);
+        println!(
+            "h_pipeline 2^{log}: gpu {best:.2} ms (3 H2D from pageable + 7 NTTs + D2H, best of 3) | cpu {cpu_ms:.1} ms | cpu/gpu {:.1}x | bit-exact {}",
+            cpu_ms / best,
+            h == ca
+        );
+    }
+
+    for &log in &msm_logs {
+        let n = 1usize << log;
+        let t = Instant::now();
+        let b = bases(n);
+        let s: Vec<[u8; 32]> = scalars(n, 77 + log as u64).par_iter().map(|x| x.to_bytes_le()).collect();
+        println!("msm 2^{log}: inputs made in {:.0} ms; plan {:?}", ms(t), MsmPlan::new(n));
+        let t = Instant::now();
+        let resident = g.upload_g1_bases(&b)?;
+        println!("msm 2^{log}: bases upload {:.1} ms ({} MiB)", ms(t), (n * 96) >> 20);
+        let r = g.msm_g1_resident(&resident, &s)?; // warm
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            let t = Instant::now();
+            g.msm_g1_resident(&resident, &s)?;
+            times.push(ms(t));
+        }
+        times.sort_by(f64::total_cmp);
+        let t = Instant::now();
+        let cpu = msm_g1(&b, &s);
+        let cpu_ms = ms(t);
+        let gpu_ms = times[times.len() / 2];
+        println!(
+            "msm_g1 2^{log}: gpu {gpu_ms:.1} ms (resident bases, scalars H2D from pageable included, median of 5; min {:.1}) | cpu blst {cpu_ms:.0} ms | cpu/gpu {:.1}x | equal {}",
+            times[0],
+            cpu_ms / gpu_ms,
+            r == cpu
+        );
+        let reg = register(&g, &s)?;
+        let mut pinned = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            g.msm_g1_resident(&resident, &s)?;
+            pinned.push(ms(t));
+        }
+        drop(reg);
+        pinned.sort_by(f64::total_cmp);
+        println!(
+            "msm_g1 2^{log}: gpu {:.1} ms with the scalars in registered memory (median of 3)",
+            pinned[1]
+        );
+        // Boolean-heavy scalars (0/1), as SHA-256 / PoRep witnesses.
+        let s01: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 3 == 1) as u64).to_bytes_le()).collect();
+        let t = Instant::now();
+        let r01 = g.msm_g1_resident(&resident, &s01)?;
+        let g01 = ms(t);
+        let t = Instant::now();
+        let c01 = msm_g1(&b, &s01);
+        println!(
+            "msm_g1 2^{log} 0/1 scalars: gpu {g01:.1} ms | cpu blst {:.0} ms | equal {}",
+            ms(t),
+            r01 == c01
+        );
+    }
+
+    let mut g2_bases: Vec<blst_p2_affine> = Vec::new();
+    for &log in &g2_logs {
+        let n = 1usize << log;
+        let t = Instant::now();
+        let made = n.min(1 << 22);
+        if g2_bases.len() != made {
+            g2_bases = bases_g2(made);
+        }
+        let b: Vec<blst_p2_affine> = g2_bases.iter().copied().cycle().take(n).collect();
+        let s: Vec<[u8; 32]> = scalars(n, 99 + log as u64).par_iter().map(|x| x.to_bytes_le()).collect();
+        println!("msm_g2 2^{log}: inputs made in {:.0} ms ({} distinct bases)", ms(t), made);
+        let resident = g.upload_g2_bases(&b)?;
+        let r = g.msm_g2_resident(&resident, &s)?; // warm
+        let mut times = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            g.msm_g2_resident(&resident, &s)?;
+            times.push(ms(t));
+        }
+        times.sort_by(f64::total_cmp);
+        let gpu_ms = times[times.len() / 2];
+        if log <= 22 {
+            let t = Instant::now();
+            let cpu = msm_g2(&b, &s);
+            let cpu_ms = ms(t);
+            println!(
+                "msm_g2 2^{log}: gpu {gpu_ms:.1} ms (resident bases, median of 3) | cpu blst {cpu_ms:.0} ms | cpu/gpu {:.1}x | equal {}",
+                cpu_ms / gpu_ms,
+                r == cpu
+            );
+        } else {
+            println!("msm_g2 2^{log}: gpu {gpu_ms:.1} ms (resident bases, median of 3) | no CPU baseline at this size");
+        }
+    }
+    drop(g2_bases);
+
+    let src = vec![0x5au8; h2d_mib << 20];
+    let pageable = g.h2d_gb_per_s(&src, 5)?;
+    let t = Instant::now();
+    // SAFETY: `src` lives (and is not moved or freed) until `reg` is dropped below.
+    let reg = unsafe {
+        g.register_host(std::ptr::NonNull::new(src.as_ptr() as *mut u8).expect("non-null"), src.len())
+    }?;
+    let reg_ms = ms(t);
+    let pinned = g.h2d_gb_per_s(&src, 5)?;
+    drop(reg);
+    println!(
+        "h2d {h2d_mib} MiB: pageable {pageable:.1} GB/s | registered {pinned:.1} GB/s ({:.1}x) | cuMemHostRegister {reg_ms:.1} ms",
+        pinned / pageable
+    );
+    let st = g.arena_stats().expect("reserved");
+    println!(
+        "arena: reserved {} MiB, persistent {} MiB, scratch high {} MiB, device allocs {}",
+        st.reserved_bytes >> 20,
+        st.persistent_bytes >> 20,
+        st.scratch_high_bytes >> 20,
+        st.device_allocs
+    );
+    Ok(())
+}

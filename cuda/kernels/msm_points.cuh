@@ -1,0 +1,122 @@
+// Multi-scalar multiplication, point side: templates over the bucket type (xyzz over Fp
+// for G1, over Fp2 for G2), instantiated with extern "C" names in msm_g1.cu / msm_g2.cu.
+// See msm_sort.cu for the whole pipeline.
+#pragma once
+#include "common.cuh"
+
+// One thread per piece: the sum of its affine points.
+template<class xyzz, class affine>
+__device__ __forceinline__ void accumulate(const typename affine::mem_t* bases, const uint32_t* idx,
+                                           const uint2* pieces, const uint32_t* npieces,
+                                           typename xyzz::mem_t* partial)
+{
+    size_t p = global_tid();
+    if (p >= *npieces)
+        return;
+    const uint2 pc = pieces[p];
+    xyzz acc;
+    acc.inf();
+    for (uint32_t j = pc.x; j < pc.x + pc.y; j++) {
+        affine pt = bases[idx[j]];
+        acc.add(pt);
+    }
+    partial[p] = acc;
+}
+
+// One thread per bucket: the sum of its pieces.
+template<class xyzz>
+__device__ __forceinline__ void buckets(const typename xyzz::mem_t* partial, const uint32_t* poffsets,
+                                        uint32_t m, typename xyzz::mem_t* out)
+{
+    size_t b = global_tid();
+    if (b >= m)
+        return;
+    xyzz acc;
+    acc.inf();
+    for (uint32_t p = poffsets[b]; p < poffsets[b + 1]; p++) {
+        xyzz q = partial[p];
+        acc.add(q);
+    }
+    out[b] = acc;
+}
+
+// One thread per (window, segment of 2^seg_log buckets [lo, lo + len)):
+// out = sum_{d in segment} d * B_d = acc + lo * run, where run = sum B_d and
+// acc = sum (d - lo) * B_d by running sums from the top.
+template<class xyzz>
+__device__ __forceinline__ void window_segments(const typename xyzz::mem_t* bkts, uint32_t c,
+                                                uint32_t nwin, uint32_t seg_log,
+                                                typename xyzz::mem_t* seg_out)
+{
+    size_t t = global_tid();
+    const uint32_t nseg = 1u << (c - seg_log);
+    if (t >= (size_t)nwin * nseg)
+        return;
+    const uint32_t w = t / nseg, seg = t % nseg;
+    const uint32_t lo = seg << seg_log, len = 1u << seg_log;
+    const typename xyzz::mem_t* B = bkts + ((size_t)w << c);
+    xyzz run, acc;
+    run.inf();
+    acc.inf();
+    for (uint32_t d = lo + len - 1; d > lo; d--) {
+        xyzz b = B[d];
+        run.add(b);
+        acc.add(run);
+    }
+    {
+        xyzz b = B[lo];
+        run.add(b);
+    }
+    if (lo != 0) {
+        // acc += lo * run, double-and-add from the top bit.
+        xyzz q;
+        q.inf();
+        for (int bit = 31 - __clz(lo); bit >= 0; bit--) {
+            xyzz d2 = q;
+            q.add(d2);
+            if ((lo >> bit) & 1)
+                q.add(run);
+        }
+        acc.add(q);
+    }
+    seg_out[t] = acc;
+}
+
+// One thread per window: the sum of its segments, written as blst's Jacobian point
+// (X, Y, Z with X = X*ZZ, Y = Y*ZZZ, Z = ZZ; infinity has Z = 0).
+template<class xyzz, class field>
+__device__ __forceinline__ void window_sums(const typename xyzz::mem_t* seg_out, uint32_t nseg,
+                                            uint32_t nwin, field* out)
+{
+    size_t w = global_tid();
+    if (w >= nwin)
+        return;
+    xyzz acc;
+    acc.inf();
+    for (uint32_t s = 0; s < nseg; s++) {
+        xyzz q = seg_out[w * nseg + s];
+        acc.add(q);
+    }
+    // xyzz_t keeps its fields private; its mem_t has the same layout (X, Y, ZZZ, ZZ).
+    typename xyzz::mem_t m;
+    m = acc;
+    const field* f = reinterpret_cast<const field*>(&m);
+    field X = f[0], Y = f[1], ZZZ = f[2], ZZ = f[3];
+    out[3 * w + 0] = X * ZZ;
+    out[3 * w + 1] = Y * ZZZ;
+    out[3 * w + 2] = ZZ;
+}
+
+#define MSM_POINT_KERNELS(SUFFIX, XYZZ, AFFINE, FIELD)                                          \
+    extern "C" __global__ void msm_accumulate_##SUFFIX(const AFFINE::mem_t* bases,              \
+        const uint32_t* idx, const uint2* pieces, const uint32_t* npieces, XYZZ::mem_t* partial) \
+    {   accumulate<XYZZ, AFFINE>(bases, idx, pieces, npieces, partial);   }                     \
+    extern "C" __global__ void msm_buckets_##SUFFIX(const XYZZ::mem_t* partial,                \
+        const uint32_t* poffsets, uint32_t m, XYZZ::mem_t* out)                                \
+    {   buckets<XYZZ>(partial, poffsets, m, out);   }                                           \
+    extern "C" __global__ void msm_window_segments_##SUFFIX(const XYZZ::mem_t* bkts,            \
+        uint32_t c, uint32_t nwin, uint32_t seg_log, XYZZ::mem_t* seg_out)                     \
+    {   window_segments<XYZZ>(bkts, c, nwin, seg_log, seg_out);   }                             \
+    extern "C" __global__ void msm_window_sums_##SUFFIX(const XYZZ::mem_t* seg_out,             \
+        uint32_t nseg, uint32_t nwin, FIELD* out)                                               \
+    {   window_sums<XYZZ, FIELD>(seg_out, nseg, nwin, out);   }

@@ -1,0 +1,154 @@
+// Radix-2 NTT over BLS12-381 Fr with the CPU engine's conventions (engine/src/groth16/
+// domain.rs): natural-order input, bit-reversal, then Cooley-Tukey DIT stages with
+// t = v * w^k, v' = u - t, u' = u + t. Field results are canonical, so the output equals
+// the CPU's bit for bit.
+//
+// Twiddles: one table tw[k] = w_max^k, k < 2^(tw_log-1), for the largest domain 2^tw_log;
+// a domain of 2^log_n uses every 2^(tw_log-log_n)-th entry (bellperson derives omega by
+// squaring down, so w_n = w_max^(2^(tw_log-log_n)) exactly). Inverse twiddles come from the
+// same table: w^-k = -w^(N/2-k) for 0 < k < N/2.
+#include "common.cuh"
+
+__device__ __forceinline__ fr_t twiddle(const fr_t* tw, uint32_t tw_log, size_t k, uint32_t inv)
+{
+    if (!inv)
+        return tw[k];
+    if (k == 0)
+        return fr_t::one();
+    fr_t t = tw[((size_t)1 << (tw_log - 1)) - k];
+    return -t;
+}
+
+// a[i] <-> a[bitrev(i)], in place.
+extern "C" __global__ void fr_bitrev(fr_t* a, uint32_t log_n)
+{
+    size_t i = global_tid();
+    if (i >= ((size_t)1 << log_n))
+        return;
+    size_t j = __brevll(i) >> (64 - log_n);
+    if (i < j) {
+        fr_t x = a[i], y = a[j];
+        a[i] = y;
+        a[j] = x;
+    }
+}
+
+#define NTT_SHARED_LOG 10
+
+// The first `stages` DIT stages (blocks of 2^stages consecutive elements) in shared memory.
+// One CUDA block per 2^stages elements, 2^(stages-1) threads.
+extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 1))
+fr_ntt_shared(fr_t* a, const fr_t* tw, uint32_t stages, uint32_t tw_log, uint32_t inv)
+{
+    __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
+    fr_t* sm = reinterpret_cast<fr_t*>(raw);
+    const uint32_t size = 1u << stages;
+    fr_t* blk = a + ((size_t)blockIdx.x << stages);
+    for (uint32_t k = threadIdx.x; k < size; k += blockDim.x)
+        sm[k] = blk[k];
+    __syncthreads();
+    for (uint32_t s = 0; s < stages; s++) {
+        const uint32_t t = threadIdx.x;
+        const uint32_t half = 1u << s;
+        const uint32_t j = t & (half - 1);
+        const uint32_t i0 = ((t >> s) << (s + 1)) + j;
+        fr_t w = twiddle(tw, tw_log, (size_t)j << (tw_log - s - 1), inv);
+        fr_t u = sm[i0];
+        fr_t v = sm[i0 + half] * w;
+        sm[i0] = u + v;
+        sm[i0 + half] = u - v;
+        __syncthreads();
+    }
+    for (uint32_t k = threadIdx.x; k < size; k += blockDim.x)
+        blk[k] = sm[k];
+}
+
+// Two DIT stages s and s+1 (radix-4 pass): each thread owns 4 elements
+// i, i + h, i + 2h, i + 3h with h = 2^s.
+extern "C" __global__ void fr_ntt_stage2(fr_t* a, const fr_t* tw, uint32_t log_n, uint32_t s,
+                                         uint32_t tw_log, uint32_t inv)
+{
+    size_t t = global_tid();
+    if (t >= ((size_t)1 << (log_n - 2)))
+        return;
+    const size_t h = (size_t)1 << s;
+    const size_t j = t & (h - 1);
+    const size_t i0 = ((t >> s) << (s + 2)) + j;
+    fr_t x0 = a[i0], x1 = a[i0 + h], x2 = a[i0 + 2 * h], x3 = a[i0 + 3 * h];
+    // stage s: pairs (x0, x1) and (x2, x3), twiddle index j within blocks of 2h.
+    fr_t w = twiddle(tw, tw_log, j << (tw_log - s - 1), inv);
+    fr_t t1 = x1 * w, t3 = x3 * w;
+    fr_t y0 = x0 + t1, y1 = x0 - t1, y2 = x2 + t3, y3 = x2 - t3;
+    // stage s+1: pairs (y0, y2) with index j and (y1, y3) with index j + h, blocks of 4h.
+    fr_t w0 = twiddle(tw, tw_log, j << (tw_log - s - 2), inv);
+    fr_t w1 = twiddle(tw, tw_log, (j + h) << (tw_log - s - 2), inv);
+    fr_t u2 = y2 * w0, u3 = y3 * w1;
+    a[i0] = y0 + u2;
+    a[i0 + 2 * h] = y0 - u2;
+    a[i0 + h] = y1 + u3;
+    a[i0 + 3 * h] = y1 - u3;
+}
+
+// One DIT stage s (half = 2^s) over the whole array; one thread per butterfly.
+extern "C" __global__ void fr_ntt_stage(fr_t* a, const fr_t* tw, uint32_t log_n, uint32_t s,
+                                        uint32_t tw_log, uint32_t inv)
+{
+    size_t t = global_tid();
+    if (t >= ((size_t)1 << (log_n - 1)))
+        return;
+    const size_t half = (size_t)1 << s;
+    const size_t j = t & (half - 1);
+    const size_t i0 = ((t >> s) << (s + 1)) + j;
+    fr_t w = twiddle(tw, tw_log, j << (tw_log - s - 1), inv);
+    fr_t u = a[i0];
+    fr_t v = a[i0 + half] * w;
+    a[i0] = u + v;
+    a[i0 + half] = u - v;
+}
+
+// tw[k] = lo[k & (2^split - 1)] * hi[k >> split] for k < count.
+extern "C" __global__ void fr_powers_from_split(fr_t* tw, size_t count, const fr_t* lo,
+                                                const fr_t* hi, uint32_t split)
+{
+    size_t k = global_tid();
+    if (k >= count)
+        return;
+    tw[k] = lo[k & (((size_t)1 << split) - 1)] * hi[k >> split];
+}
+
+// a[i] *= c[0] * g^i, with g^i = lo[i & (2^split - 1)] * hi[i >> split]; lo == nullptr
+// means a plain a[i] *= c[0].
+extern "C" __global__ void fr_scale_powers(fr_t* a, size_t n, const fr_t* c, const fr_t* lo,
+                                           const fr_t* hi, uint32_t split)
+{
+    size_t i = global_tid();
+    if (i >= n)
+        return;
+    fr_t f = c[0];
+    if (lo != nullptr)
+        f = f * (lo[i & (((size_t)1 << split) - 1)] * hi[i >> split]);
+    a[i] = a[i] * f;
+}
+
+// a[i] = (a[i] * b[i] - c[i]) * zinv[0]: the quotient's evaluations on the coset.
+extern "C" __global__ void fr_ab_minus_c_div_z(fr_t* a, const fr_t* b, const fr_t* c, size_t n,
+                                               const fr_t* zinv)
+{
+    size_t i = global_tid();
+    if (i >= n)
+        return;
+    fr_t x = a[i] * b[i];
+    x -= c[i];
+    a[i] = x * zinv[0];
+}
+
+// out[i] = canonical (non-Montgomery) little-endian form of a[i]: MSM scalars.
+extern "C" __global__ void fr_to_canonical(const fr_t* a, fr_t* out, size_t n)
+{
+    size_t i = global_tid();
+    if (i >= n)
+        return;
+    fr_t x = a[i];
+    x.from();
+    out[i] = x;
+}

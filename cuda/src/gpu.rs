@@ -1,0 +1,99 @@
+//! [`Gpu`]: one device, its kernels, its [`DeviceArena`]. The NTT and MSM entry points
+//! live in `ntt.rs` and `msm.rs` as further `impl Gpu` blocks.
+
+use std::time::Instant;
+
+use crate::arena::{ArenaStats, DeviceArena};
+use crate::device::Device;
+use crate::error::{CudaError, DriverContext, Result};
+use crate::ntt::NttTables;
+
+/// One opened GPU. Methods take `&mut self`: one operation at a time per device (one
+/// prover worker per GPU owns its `Gpu`).
+pub struct Gpu {
+    pub(crate) dev: Device,
+    pub(crate) arena: Option<DeviceArena>,
+    pub(crate) ntt: Option<NttTables>,
+    ordinal: usize,
+    name: String,
+}
+
+// SAFETY: the driver handles inside (context, stream, functions, device pointers) may be
+// used from any thread once the context is made current there, which every method does
+// first (`Device::bind`); `&mut self` keeps two threads from using one `Gpu` at a time.
+unsafe impl Send for Gpu {}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu")
+            .field("ordinal", &self.ordinal)
+            .field("name", &self.name)
+            .field("arena", &self.arena)
+            .finish()
+    }
+}
+
+impl Gpu {
+    /// Opens device `ordinal` and loads the embedded kernels.
+    ///
+    /// Errors (never panics): [`CudaError::NotBuilt`] without the `kernels` feature,
+    /// [`CudaError::NoDriver`] on a host without libcuda, [`CudaError::NoDevice`] when
+    /// the driver has no such device.
+    pub fn open(ordinal: usize) -> Result<Gpu> {
+        let dev = Device::open(ordinal)?;
+        let name = dev.ctx.name().op("cuDeviceGetName")?;
+        Ok(Gpu { dev, arena: None, ntt: None, ordinal, name })
+    }
+
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `(free, total)` device memory in bytes, as the driver reports it now.
+    pub fn mem_info(&self) -> Result<(usize, usize)> {
+        self.dev.bind()?;
+        self.dev.ctx.mem_get_info().op("cuMemGetInfo")
+    }
+
+    /// Reserves the device arena (once per `Gpu`): every later operation sub-allocates
+    /// from it and none allocates device memory.
+    pub fn reserve_arena(&mut self, bytes: usize) -> Result<()> {
+        if let Some(a) = &self.arena {
+            return Err(CudaError::ArenaReserved { reserved_bytes: a.stats().reserved_bytes });
+        }
+        self.arena = Some(DeviceArena::reserve(&self.dev.ctx, bytes)?);
+        Ok(())
+    }
+
+    pub fn arena_stats(&self) -> Option<ArenaStats> {
+        self.arena.as_ref().map(DeviceArena::stats)
+    }
+
+    pub(crate) fn arena_mut(&mut self) -> Result<&mut DeviceArena> {
+        self.arena.as_mut().ok_or(CudaError::NoArena)
+    }
+
+    /// Host-to-device copy bandwidth from `src` in GB/s (10^9 bytes per second), best of
+    /// `reps` copies into the arena's scratch. Pageable or pinned depends on `src`.
+    pub fn h2d_gb_per_s(&mut self, src: &[u8], reps: usize) -> Result<f64> {
+        self.dev.bind()?;
+        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
+        let mut b = arena.scratch();
+        let dst = b.take("h2d bench buffer", src.len())?;
+        let mut best = f64::INFINITY;
+        for _ in 0..reps.max(1) {
+            let t = Instant::now();
+            // SAFETY: `dst` is a scratch span of the arena holding `src.len()` bytes, and
+            // no other operation runs (`&mut self`); `upload` waits for the copy.
+            unsafe { self.dev.upload(dst.ptr, src) }?;
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        let arena = self.arena.as_mut().ok_or(CudaError::NoArena)?;
+        arena.note_scratch(&b);
+        Ok(src.len() as f64 / best / 1e9)
+    }
+}

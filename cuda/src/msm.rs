@@ -1,0 +1,515 @@
+//! G1 and G2 multi-scalar multiplication on the device (Pippenger, buckets in xyzz
+//! coordinates), for blst's layouts: bases `blst_p1_affine` / `blst_p2_affine` (Montgomery
+//! limbs, infinity as (0, 0)) and scalars as canonical 32-byte little-endian strings, the
+//! engine's split vectors. The result equals blst's `MultiPoint::mult(.., 255)` as a group
+//! element (tests/gpu.rs).
+//!
+//! Buckets are sized per call from `n` (window bits `c`, see [`MsmPlan`]); a bucket with
+//! more than `piece_len` points is summed as several pieces, so skewed scalars (many 1s,
+//! as boolean-heavy witnesses have) do not serialize on one thread.
+
+use std::marker::PhantomData;
+
+use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
+use blstrs::{G1Projective, G2Projective};
+use cudarc::driver::sys::CUfunction;
+use group::Group;
+
+use crate::arena::{Bump, DevSpan};
+use crate::device::Arg;
+use crate::error::{CudaError, Result};
+use crate::gpu::Gpu;
+
+/// Bytes of one scalar.
+pub const SCALAR_BYTES: usize = 32;
+/// Bits of a scalar read (r < 2^255), as blst.
+const SCALAR_BITS: u32 = 255;
+/// Bytes of one Fp element.
+const FP_BYTES: usize = 48;
+/// Widest window: the per-tile histogram is `2^c` u32 in shared memory (32 KiB at 13).
+const WINDOW_BITS_MAX: u32 = 13;
+/// Points one block histograms and scatters (one global atomic per (tile, digit)).
+const TILE_POINTS: usize = 1 << 16;
+/// Most points per call: bucket offsets are u32 and count `n * windows` entries.
+pub const MSM_POINTS_MAX: usize = 1 << 27;
+const THREADS: u32 = 256;
+/// Smallest piece (points one accumulate thread sums at most); the piece length is
+/// `max(this, sqrt(n))`, which balances the two serial chains a skewed bucket of up to `n`
+/// points runs (piece sums, then one thread summing the pieces). Measured on the H200
+/// (BENCHMARKS.md, issue 11 runs 2 and 3): a fixed 256 was 3-23% faster on random
+/// scalars (G1 2^22 78 vs 87 ms, G2 2^22 225 vs 292 ms) but 2.4x slower on 0/1 scalars
+/// (G1 2^24 378 vs 157 ms: one thread summed 21,800 pieces), so sqrt(n) stays until the
+/// pieces of a large bucket are summed by a parallel tree.
+const PIECE_POINTS_MIN: u32 = 64;
+
+const _: () = assert!(std::mem::size_of::<blst_p1_affine>() == 2 * FP_BYTES);
+const _: () = assert!(std::mem::size_of::<blst_p1>() == 3 * FP_BYTES);
+const _: () = assert!(std::mem::size_of::<blst_p2_affine>() == 4 * FP_BYTES);
+const _: () = assert!(std::mem::size_of::<blst_p2>() == 6 * FP_BYTES);
+
+/// Which group an MSM runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Curve {
+    G1,
+    G2,
+}
+
+impl Curve {
+    /// Fp elements per coordinate.
+    fn degree(self) -> usize {
+        match self {
+            Curve::G1 => 1,
+            Curve::G2 => 2,
+        }
+    }
+
+    /// A bucket: xyzz, four coordinates.
+    fn xyzz_bytes(self) -> usize {
+        4 * FP_BYTES * self.degree()
+    }
+
+    /// A window sum as blst's Jacobian point.
+    fn jacobian_bytes(self) -> usize {
+        3 * FP_BYTES * self.degree()
+    }
+}
+
+/// Sizes of one MSM, chosen from `n`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsmPlan {
+    pub n: usize,
+    /// Window bits.
+    pub c: u32,
+    pub windows: u32,
+    /// `windows * 2^c` buckets.
+    pub buckets: usize,
+    /// Points one accumulate thread sums at most.
+    pub piece_len: u32,
+    pub pieces_max: usize,
+    /// log2 of buckets per reduction segment.
+    pub seg_log: u32,
+}
+
+impl MsmPlan {
+    pub fn new(n: usize) -> MsmPlan {
+        let log_n = n.max(2).next_power_of_two().trailing_zeros();
+        // Measured choice pending (BENCHMARKS.md): ~2^(log n - 8) buckets per window keeps
+        // the reduction small against n * windows additions.
+        let c = log_n.saturating_sub(8).clamp(4, WINDOW_BITS_MAX);
+        let windows = SCALAR_BITS.div_ceil(c);
+        let buckets = (windows as usize) << c;
+        let piece_len = (1u32 << log_n.div_ceil(2)).max(PIECE_POINTS_MIN);
+        let entries = n * windows as usize;
+        MsmPlan {
+            n,
+            c,
+            windows,
+            buckets,
+            piece_len,
+            pieces_max: buckets + entries.div_ceil(piece_len as usize) + 1,
+            seg_log: 5.min(c - 2),
+        }
+    }
+
+    /// Device scratch bytes of one call in `curve` (bases not counted): the layout
+    /// [`Gpu`]'s MSM takes, laid out on a dry run.
+    pub fn scratch_bytes(&self, curve: Curve) -> usize {
+        let mut b = Bump::dry();
+        MsmSpans::take(&mut b, self, curve).expect("a dry layout has room");
+        b.used_bytes()
+    }
+}
+
+/// The scratch spans of one MSM, in the order they are taken from the arena.
+struct MsmSpans {
+    scalars: DevSpan,
+    counts: DevSpan,
+    offsets: DevSpan,
+    cursor: DevSpan,
+    poffsets: DevSpan,
+    idx: DevSpan,
+    pieces: DevSpan,
+    partial: DevSpan,
+    buckets: DevSpan,
+    segs: DevSpan,
+    out: DevSpan,
+}
+
+impl MsmSpans {
+    fn take(b: &mut Bump, p: &MsmPlan, curve: Curve) -> Result<MsmSpans> {
+        let (m, xyzz_bytes) = (p.buckets, curve.xyzz_bytes());
+        let nseg = 1usize << (p.c - p.seg_log);
+        Ok(MsmSpans {
+            scalars: b.take("msm: scalars", p.n * SCALAR_BYTES)?,
+            counts: b.take("msm: bucket counts", 4 * m)?,
+            offsets: b.take("msm: bucket offsets", 4 * (m + 1))?,
+            cursor: b.take("msm: bucket cursors", 4 * m)?,
+            poffsets: b.take("msm: piece offsets", 4 * (m + 1))?,
+            idx: b.take("msm: sorted point indices", 4 * p.n * p.windows as usize)?,
+            pieces: b.take("msm: pieces", 8 * p.pieces_max)?,
+            partial: b.take("msm: piece sums", xyzz_bytes * p.pieces_max)?,
+            buckets: b.take("msm: buckets", xyzz_bytes * m)?,
+            segs: b.take("msm: window segments", xyzz_bytes * p.windows as usize * nseg)?,
+            out: b.take("msm: window sums", curve.jacobian_bytes() * p.windows as usize)?,
+        })
+    }
+}
+
+/// Bases resident in the device arena's persistent part ([`G1Bases`], [`G2Bases`]).
+#[derive(Debug)]
+pub struct Bases<A> {
+    span: DevSpan,
+    len: usize,
+    arena_id: u64,
+    _affine: PhantomData<A>,
+}
+
+pub type G1Bases = Bases<blst_p1_affine>;
+pub type G2Bases = Bases<blst_p2_affine>;
+
+impl<A> Bases<A> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// The point-side kernels of one group.
+struct PointKernels {
+    curve: Curve,
+    accumulate: CUfunction,
+    buckets: CUfunction,
+    segments: CUfunction,
+    sums: CUfunction,
+}
+
+impl Gpu {
+    fn point_kernels(&self, curve: Curve) -> PointKernels {
+        let k = &self.dev.k;
+        match curve {
+            Curve::G1 => PointKernels {
+                curve,
+                accumulate: k.msm_accumulate_g1,
+                buckets: k.msm_buckets_g1,
+                segments: k.msm_window_segments_g1,
+                sums: k.msm_window_sums_g1,
+            },
+            Curve::G2 => PointKernels {
+                curve,
+                accumulate: k.msm_accumulate_g2,
+                buckets: k.msm_buckets_g2,
+                segments: k.msm_window_segments_g2,
+                sums: k.msm_window_sums_g2,
+            },
+        }
+    }
+
+    fn upload_bases<A>(&mut self, what: &'static str, bases: &[A]) -> Result<Bases<A>> {
+        self.dev.bind()?;
+        let arena = self.arena_mut()?;
+        let span = arena.carve_persistent(what, std::mem::size_of_val(bases))?;
+        let arena_id = arena.id();
+        // SAFETY: the span was carved with exactly the bases' size.
+        unsafe { self.dev.upload(span.ptr, bases) }?;
+        Ok(Bases { span, len: bases.len(), arena_id, _affine: PhantomData })
+    }
+
+    /// Runs an MSM over resident bases; the window sums come back as `J` (blst_p1/p2).
+    fn msm_resident<A, J: Copy + Default>(
+        &mut self,
+        curve: Curve,
+        bases: &Bases<A>,
+        scalars: &[[u8; SCALAR_BYTES]],
+    ) -> Result<(Vec<J>, u32)> {
+        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
+        if bases.arena_id != arena.id() {
+            return Err(CudaError::ForeignHandle("MSM bases"));
+        }
+        if scalars.len() > bases.len {
+            return Err(CudaError::Length {
+                what: "resident MSM: scalars",
+                got: scalars.len(),
+                want: bases.len,
+            });
+        }
+        self.dev.bind()?;
+        let mut b = arena.scratch();
+        let pk = self.point_kernels(curve);
+        let r = self.msm_run(&mut b, &pk, bases.span.ptr, scalars);
+        self.arena_mut()?.note_scratch(&b);
+        r
+    }
+
+    /// Runs an MSM copying the bases in for this call.
+    fn msm_copied<A, J: Copy + Default>(
+        &mut self,
+        curve: Curve,
+        bases: &[A],
+        scalars: &[[u8; SCALAR_BYTES]],
+    ) -> Result<(Vec<J>, u32)> {
+        if bases.len() != scalars.len() {
+            return Err(CudaError::Length { what: "MSM: scalars", got: scalars.len(), want: bases.len() });
+        }
+        self.dev.bind()?;
+        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
+        let mut b = arena.scratch();
+        let span = b.take("MSM: bases", std::mem::size_of_val(bases).max(1))?;
+        // SAFETY: the span holds the bases' size; `bases` stays borrowed until the
+        // MSM's download synchronizes the stream.
+        unsafe { self.dev.upload_async(span.ptr, bases) }?;
+        let pk = self.point_kernels(curve);
+        let r = self.msm_run(&mut b, &pk, span.ptr, scalars);
+        self.arena_mut()?.note_scratch(&b);
+        r
+    }
+
+    /// Copies G1 `bases` into the arena's persistent part, once (parameters' bases stay
+    /// on the device for every proof).
+    pub fn upload_g1_bases(&mut self, bases: &[blst_p1_affine]) -> Result<G1Bases> {
+        self.upload_bases("G1 bases", bases)
+    }
+
+    /// Copies G2 `bases` into the arena's persistent part, once.
+    pub fn upload_g2_bases(&mut self, bases: &[blst_p2_affine]) -> Result<G2Bases> {
+        self.upload_bases("G2 bases", bases)
+    }
+
+    /// `sum scalars[i] * bases[i]` in G1 with resident bases (`scalars.len() <=
+    /// bases.len()`; the first `scalars.len()` bases are used).
+    pub fn msm_g1_resident(
+        &mut self,
+        bases: &G1Bases,
+        scalars: &[[u8; SCALAR_BYTES]],
+    ) -> Result<G1Projective> {
+        let (sums, c) = self.msm_resident::<_, blst_p1>(Curve::G1, bases, scalars)?;
+        Ok(combine_g1(&sums, c))
+    }
+
+    /// `sum scalars[i] * bases[i]` in G1, copying the bases in for this call.
+    pub fn msm_g1(
+        &mut self,
+        bases: &[blst_p1_affine],
+        scalars: &[[u8; SCALAR_BYTES]],
+    ) -> Result<G1Projective> {
+        let (sums, c) = self.msm_copied::<_, blst_p1>(Curve::G1, bases, scalars)?;
+        Ok(combine_g1(&sums, c))
+    }
+
+    /// `sum scalars[i] * bases[i]` in G2 with resident bases.
+    pub fn msm_g2_resident(
+        &mut self,
+        bases: &G2Bases,
+        scalars: &[[u8; SCALAR_BYTES]],
+    ) -> Result<G2Projective> {
+        let (sums, c) = self.msm_resident::<_, blst_p2>(Curve::G2, bases, scalars)?;
+        Ok(combine_g2(&sums, c))
+    }
+
+    /// `sum scalars[i] * bases[i]` in G2, copying the bases in for this call.
+    pub fn msm_g2(
+        &mut self,
+        bases: &[blst_p2_affine],
+        scalars: &[[u8; SCALAR_BYTES]],
+    ) -> Result<G2Projective> {
+        let (sums, c) = self.msm_copied::<_, blst_p2>(Curve::G2, bases, scalars)?;
+        Ok(combine_g2(&sums, c))
+    }
+
+    /// The device pipeline; returns the window sums (lowest window first) and `c`.
+    fn msm_run<J: Copy + Default>(
+        &self,
+        b: &mut Bump,
+        pk: &PointKernels,
+        bases: u64,
+        scalars: &[[u8; SCALAR_BYTES]],
+    ) -> Result<(Vec<J>, u32)> {
+        let n = scalars.len();
+        if n == 0 {
+            return Ok((Vec::new(), 1));
+        }
+        if n > MSM_POINTS_MAX {
+            return Err(CudaError::Limit { what: "MSM points", value: n, limit: MSM_POINTS_MAX });
+        }
+        assert_eq!(std::mem::size_of::<J>(), pk.curve.jacobian_bytes(), "window sum type matches the curve");
+        let p = MsmPlan::new(n);
+        let m = p.buckets;
+        let nseg = 1u32 << (p.c - p.seg_log);
+        let MsmSpans {
+            scalars: d_scalars,
+            counts,
+            offsets,
+            cursor,
+            poffsets,
+            idx,
+            pieces,
+            partial,
+            buckets,
+            segs,
+            out,
+        } = MsmSpans::take(b, &p, pk.curve)?;
+        let k = &self.dev.k;
+        // SAFETY: spans of this call's scratch layout, sized by MsmSpans::take.
+        unsafe {
+            self.dev.upload_async(d_scalars.ptr, scalars)?;
+            self.dev.zero(counts.ptr, counts.len_bytes)?;
+        }
+        let tiles = n.div_ceil(TILE_POINTS) as u32;
+        let tile = Arg::U32(TILE_POINTS as u32);
+        let smem = 4u32 << p.c;
+        let (nn, c) = (Arg::U32(n as u32), Arg::U32(p.c));
+        self.dev.launch(
+            k.msm_hist,
+            (tiles, p.windows),
+            THREADS,
+            smem,
+            &[Arg::U64(d_scalars.ptr), nn, c, tile, Arg::U64(counts.ptr)],
+        )?;
+        self.dev.launch(
+            k.msm_scan,
+            (1, 1),
+            1024,
+            0,
+            &[
+                Arg::U64(counts.ptr),
+                Arg::U32(m as u32),
+                Arg::U32(p.piece_len),
+                Arg::U64(offsets.ptr),
+                Arg::U64(cursor.ptr),
+                Arg::U64(poffsets.ptr),
+            ],
+        )?;
+        self.dev.launch(
+            k.msm_scatter,
+            (tiles, p.windows),
+            THREADS,
+            smem,
+            &[Arg::U64(d_scalars.ptr), nn, c, tile, Arg::U64(cursor.ptr), Arg::U64(idx.ptr)],
+        )?;
+        let grid_m = (m.div_ceil(THREADS as usize) as u32, 1);
+        self.dev.launch(
+            k.msm_pieces,
+            grid_m,
+            THREADS,
+            0,
+            &[
+                Arg::U64(counts.ptr),
+                Arg::U64(offsets.ptr),
+                Arg::U64(poffsets.ptr),
+                Arg::U32(m as u32),
+                Arg::U32(p.piece_len),
+                Arg::U64(pieces.ptr),
+            ],
+        )?;
+        let npieces = poffsets.ptr + 4 * m as u64;
+        let grid_p = (p.pieces_max.div_ceil(THREADS as usize) as u32, 1);
+        self.dev.launch(
+            pk.accumulate,
+            grid_p,
+            THREADS,
+            0,
+            &[
+                Arg::U64(bases),
+                Arg::U64(idx.ptr),
+                Arg::U64(pieces.ptr),
+                Arg::U64(npieces),
+                Arg::U64(partial.ptr),
+            ],
+        )?;
+        self.dev.launch(
+            pk.buckets,
+            grid_m,
+            THREADS,
+            0,
+            &[Arg::U64(partial.ptr), Arg::U64(poffsets.ptr), Arg::U32(m as u32), Arg::U64(buckets.ptr)],
+        )?;
+        let segs_n = (p.windows * nseg) as usize;
+        self.dev.launch(
+            pk.segments,
+            (segs_n.div_ceil(64) as u32, 1),
+            64,
+            0,
+            &[Arg::U64(buckets.ptr), c, Arg::U32(p.windows), Arg::U32(p.seg_log), Arg::U64(segs.ptr)],
+        )?;
+        self.dev.launch(
+            pk.sums,
+            (1, 1),
+            p.windows.next_multiple_of(32),
+            0,
+            &[Arg::U64(segs.ptr), Arg::U32(nseg), Arg::U32(p.windows), Arg::U64(out.ptr)],
+        )?;
+        let mut sums = vec![J::default(); p.windows as usize];
+        // SAFETY: `out` holds `windows` Jacobian points of `J`'s size (asserted above),
+        // written by the window-sums kernel with reduced field elements.
+        unsafe { self.dev.download(&mut sums, out.ptr) }?;
+        Ok((sums, p.c))
+    }
+}
+
+/// `sum_w 2^(c w) S_w` by Horner from the top window.
+fn combine_g1(sums: &[blst_p1], c: u32) -> G1Projective {
+    let mut acc = G1Projective::identity();
+    for w in sums.iter().rev() {
+        for _ in 0..c {
+            acc = acc.double();
+        }
+        let mut pt = G1Projective::identity();
+        *pt.as_mut() = *w;
+        acc += pt;
+    }
+    acc
+}
+
+fn combine_g2(sums: &[blst_p2], c: u32) -> G2Projective {
+    let mut acc = G2Projective::identity();
+    for w in sums.iter().rev() {
+        for _ in 0..c {
+            acc = acc.double();
+        }
+        let mut pt = G2Projective::identity();
+        *pt.as_mut() = *w;
+        acc += pt;
+    }
+    acc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_cover_255_bits_and_bound_their_pieces() {
+        for log in 0..=27u32 {
+            let n = 1usize << log;
+            let p = MsmPlan::new(n);
+            assert!((4..=WINDOW_BITS_MAX).contains(&p.c), "2^{log}: c {}", p.c);
+            assert!(
+                p.windows * p.c >= SCALAR_BITS && (p.windows - 1) * p.c < SCALAR_BITS,
+                "2^{log}: windows"
+            );
+            assert_eq!(p.buckets, (p.windows as usize) << p.c);
+            // Every bucket's pieces: ceil(count / len) <= count / len + 1.
+            let entries = n * p.windows as usize;
+            assert!(p.pieces_max > entries / p.piece_len as usize + p.buckets - 1);
+            // The worst bucket (all n points) is split into at most sqrt(n)-ish pieces,
+            // and each piece is at most sqrt(n)-ish points.
+            assert!(n.div_ceil(p.piece_len as usize) <= (1 << log.div_ceil(2)).max(1), "2^{log}");
+            assert!(p.seg_log < p.c);
+            // Offsets are u32.
+            if n <= MSM_POINTS_MAX {
+                assert!(entries < u32::MAX as usize);
+            }
+        }
+    }
+
+    #[test]
+    fn scratch_grows_with_n_and_g2_needs_more() {
+        let (a, b) = (MsmPlan::new(1 << 20), MsmPlan::new(1 << 22));
+        assert!(a.scratch_bytes(Curve::G1) < b.scratch_bytes(Curve::G1));
+        assert!(a.scratch_bytes(Curve::G1) < a.scratch_bytes(Curve::G2));
+        // At least the scalars and the sorted indices.
+        assert!(b.scratch_bytes(Curve::G1) >= (1 << 22) * (SCALAR_BYTES + 4 * b.windows as usize));
+    }
+}

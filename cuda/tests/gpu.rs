@@ -1,0 +1,259 @@
+//! The CUDA backend against the CPU engine, bit for bit: NTTs and the h pipeline against
+//! engine/src/groth16/domain.rs, G1 MSMs against blst's Pippenger (the engine's msm_g1).
+//! Each test prints `SKIP: <reason>` and passes on a host without kernels, driver or GPU
+//! (CI); scripts/gpu-test.sh runs them on the GPU machine.
+
+mod common;
+
+use arenaprove_cuda::{CudaError, Gpu, MsmPlan};
+use arenaprove_engine::deps::blstrs::Scalar;
+use arenaprove_engine::deps::ff::Field;
+use arenaprove_engine::deps::group::Group;
+use arenaprove_engine::groth16::domain::Domain;
+use arenaprove_engine::groth16::msm::{msm_g1, msm_g2};
+use blst::{blst_p1_affine, blst_p2_affine};
+use common::*;
+
+#[test]
+fn open_reports_a_typed_reason_or_a_device() {
+    use arenaprove_cuda::{driver_present, kernels_built};
+    match Gpu::open(0) {
+        Ok(g) => println!("opened {}", g.name()),
+        Err(e) => {
+            println!("no GPU here: {e}");
+            match e {
+                CudaError::NotBuilt => assert!(!kernels_built()),
+                CudaError::NoDriver => assert!(kernels_built() && !driver_present()),
+                CudaError::NoDevice { .. } => assert!(kernels_built() && driver_present()),
+                other => panic!("unexpected error opening the GPU: {other}"),
+            }
+        }
+    }
+    // An absurd ordinal is a typed error too, never a panic.
+    assert!(Gpu::open(1 << 20).is_err());
+}
+
+#[test]
+fn ntt_matches_cpu_domain_2e1_to_2e20() {
+    let Some(mut g) = gpu(20) else { return };
+    for log in (1..=12).chain([14, 16, 18, 20]) {
+        let d = Domain::new(1 << log).unwrap();
+        let coeffs = random_scalars(d.size, log as u64);
+        let mut tw = vec![Scalar::ZERO; d.twiddle_len()];
+        let mut cpu = coeffs.clone();
+        d.fft(&mut cpu, &mut tw);
+        let mut dev = coeffs.clone();
+        g.ntt(&mut dev, false).unwrap();
+        assert!(dev == cpu, "forward NTT 2^{log} differs from the CPU");
+        d.ifft(&mut cpu, &mut tw);
+        g.ntt(&mut dev, true).unwrap();
+        assert!(dev == cpu, "inverse NTT 2^{log} differs from the CPU");
+        assert!(dev == coeffs, "inverse NTT 2^{log} does not invert");
+    }
+}
+
+/// The CPU prover's h steps (engine/src/groth16/prover.rs, prove_start).
+fn cpu_h(a: &mut [Scalar], b: &mut [Scalar], c: &mut [Scalar]) {
+    let d = Domain::new(a.len()).unwrap();
+    let mut tw = vec![Scalar::ZERO; d.twiddle_len().max(1)];
+    for v in [&mut *a, &mut *b, &mut *c] {
+        d.ifft(v, &mut tw);
+        d.coset_fft(v, &mut tw);
+    }
+    for i in 0..a.len() {
+        a[i] = a[i] * b[i] - c[i];
+    }
+    d.divide_by_z_on_coset(a);
+    d.icoset_fft(a, &mut tw);
+}
+
+#[test]
+fn h_pipeline_matches_cpu_2e10_to_2e20() {
+    let Some(mut g) = gpu(20) else { return };
+    for log in [1u32, 2, 10, 13, 16, 20] {
+        let n = 1usize << log;
+        let (a, b) = (random_scalars(n, 100 + log as u64), random_scalars(n, 200 + log as u64));
+        // A satisfied system: c = a * b pointwise, so h's top coefficient is zero.
+        let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+        let mut h = vec![Scalar::ZERO; n];
+        g.h_pipeline(&a, &b, &c, &mut h).unwrap();
+        let (mut ca, mut cb, mut cc) = (a.clone(), b.clone(), c.clone());
+        cpu_h(&mut ca, &mut cb, &mut cc);
+        assert!(h == ca, "h pipeline 2^{log} differs from the CPU");
+        assert_eq!(h[n - 1], Scalar::ZERO, "2^{log}: top coefficient of h for a satisfied system");
+        let mut hb = vec![[0u8; 32]; n - 1];
+        g.h_pipeline_bytes(&a, &b, &c, &mut hb).unwrap();
+        assert!(hb.iter().zip(&ca).all(|(x, y)| *x == y.to_bytes_le()), "h bytes 2^{log}");
+    }
+    // Unsatisfied (random c) too: the pipeline is the same arithmetic.
+    let n = 1 << 12;
+    let (a, b, c) = (random_scalars(n, 1), random_scalars(n, 2), random_scalars(n, 3));
+    let mut h = vec![Scalar::ZERO; n];
+    g.h_pipeline(&a, &b, &c, &mut h).unwrap();
+    let (mut ca, mut cb, mut cc) = (a, b, c);
+    cpu_h(&mut ca, &mut cb, &mut cc);
+    assert!(h == ca);
+}
+
+#[test]
+fn bad_lengths_are_typed_errors() {
+    let Some(mut g) = gpu(12) else { return };
+    let mut odd = vec![Scalar::ONE; 3];
+    assert!(matches!(g.ntt(&mut odd, false), Err(CudaError::Length { .. })));
+    let mut big = vec![Scalar::ONE; 1 << 13];
+    assert!(matches!(g.ntt(&mut big, false), Err(CudaError::Limit { .. })));
+    let v = vec![Scalar::ONE; 8];
+    let mut h = vec![Scalar::ZERO; 4];
+    assert!(matches!(g.h_pipeline(&v, &v, &v, &mut h), Err(CudaError::Length { .. })));
+    let bases = bases(4, 1);
+    assert!(matches!(g.msm_g1(&bases, &[[0u8; 32]; 3]), Err(CudaError::Length { .. })));
+}
+
+fn check_msm(g: &mut Gpu, bases: &[blst_p1_affine], scalars: &[[u8; 32]], what: &str) {
+    let cpu = msm_g1(bases, scalars);
+    let dev = g.msm_g1(bases, scalars).unwrap();
+    assert!(dev == cpu, "{what}: GPU MSM differs from blst");
+}
+
+#[test]
+fn msm_g1_matches_blst_2e10_to_2e20() {
+    let Some(mut g) = gpu(1) else { return };
+    for log in [10u32, 12, 14, 16, 18, 20] {
+        let n = 1usize << log;
+        let b = bases(n, log as u64);
+        let s = to_bytes(&random_scalars(n, 1000 + log as u64));
+        check_msm(&mut g, &b, &s, &format!("random 2^{log} (plan {:?})", MsmPlan::new(n)));
+    }
+    // Odd sizes.
+    for n in [1usize, 2, 3, 1000, 70_001] {
+        let b = bases(n, 7);
+        let s = to_bytes(&random_scalars(n, n as u64));
+        check_msm(&mut g, &b, &s, &format!("random n={n}"));
+    }
+}
+
+#[test]
+fn msm_g1_edge_cases_match_blst() {
+    let Some(mut g) = gpu(1) else { return };
+    let n = 1 << 16;
+    let b = bases(n, 3);
+    // Boolean-heavy: 0/1 scalars (one huge bucket, split into pieces).
+    let s01: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 3 != 0) as u64).to_bytes_le()).collect();
+    check_msm(&mut g, &b, &s01, "0/1 scalars");
+    // All ones, all zero, small values, r - 1.
+    check_msm(&mut g, &b, &vec![Scalar::ONE.to_bytes_le(); n], "all ones");
+    check_msm(&mut g, &b, &vec![[0u8; 32]; n], "all zero");
+    let small: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 17) as u64).to_bytes_le()).collect();
+    check_msm(&mut g, &b, &small, "small scalars");
+    let minus_one = (-Scalar::ONE).to_bytes_le();
+    check_msm(&mut g, &b, &vec![minus_one; n], "r - 1");
+    // Repeated bases (the doubling path inside buckets) and bases at infinity.
+    let mut rep = vec![b[5]; n];
+    for (i, p) in rep.iter_mut().enumerate() {
+        if i % 5 == 0 {
+            *p = blst_p1_affine::default();
+        }
+    }
+    let s = to_bytes(&random_scalars(n, 9));
+    check_msm(&mut g, &rep, &s, "repeated bases and infinity");
+    // x and -x: cancellation to infinity.
+    let one = [Scalar::ONE.to_bytes_le(), minus_one];
+    assert!(bool::from(g.msm_g1(&[b[1], b[1]], &one).unwrap().is_identity()));
+    assert!(bool::from(g.msm_g1(&[], &[]).unwrap().is_identity()));
+}
+
+#[test]
+fn msm_g2_matches_blst() {
+    let Some(mut g) = gpu(1) else { return };
+    for log in [10u32, 13, 16, 18] {
+        let n = 1usize << log;
+        let b = bases_g2(n, log as u64);
+        let s = to_bytes(&random_scalars(n, 2000 + log as u64));
+        assert!(g.msm_g2(&b, &s).unwrap() == msm_g2(&b, &s), "G2 random 2^{log}");
+    }
+    let n = 1 << 14;
+    let mut b = bases_g2(n, 5);
+    let s01: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 3 != 0) as u64).to_bytes_le()).collect();
+    assert!(g.msm_g2(&b, &s01).unwrap() == msm_g2(&b, &s01), "G2 0/1 scalars");
+    for i in (0..n).step_by(7) {
+        b[i] = if i % 2 == 0 { blst_p2_affine::default() } else { b[3] };
+    }
+    let s = to_bytes(&random_scalars(n, 6));
+    assert!(g.msm_g2(&b, &s).unwrap() == msm_g2(&b, &s), "G2 repeated bases and infinity");
+    let resident = g.upload_g2_bases(&b).unwrap();
+    assert!(g.msm_g2_resident(&resident, &s[..5000]).unwrap() == msm_g2(&b[..5000], &s[..5000]));
+    assert!(matches!(g.msm_g2(&b[..2], &s[..3]), Err(CudaError::Length { .. })));
+}
+
+#[test]
+fn resident_bases_and_a_flat_arena() {
+    let Some(mut g) = gpu(16) else { return };
+    let n = 1 << 16;
+    let b = bases(n, 11);
+    let resident = g.upload_g1_bases(&b).unwrap();
+    let s = to_bytes(&random_scalars(n, 12));
+    let cpu = msm_g1(&b, &s);
+    let (a, bb) = (random_scalars(n, 13), random_scalars(n, 14));
+    let c: Vec<Scalar> = a.iter().zip(&bb).map(|(x, y)| x * y).collect();
+    let mut h = vec![Scalar::ZERO; n];
+    // Warm-up: the first launches may size the driver's own per-kernel memory.
+    g.msm_g1_resident(&resident, &s).unwrap();
+    g.h_pipeline(&a, &bb, &c, &mut h).unwrap();
+    let first = g.arena_stats().unwrap();
+    let free_before = g.mem_info().unwrap().0;
+    for round in 0..5 {
+        assert!(g.msm_g1_resident(&resident, &s).unwrap() == cpu, "round {round}");
+        // A prefix of the resident bases.
+        assert!(g.msm_g1_resident(&resident, &s[..1000]).unwrap() == msm_g1(&b[..1000], &s[..1000]));
+        g.h_pipeline(&a, &bb, &c, &mut h).unwrap();
+        let st = g.arena_stats().unwrap();
+        assert_eq!(st.device_allocs, 1);
+        assert_eq!(st.persistent_bytes, first.persistent_bytes, "nothing persistent is added per call");
+        assert_eq!(g.mem_info().unwrap().0, free_before, "device memory in use is flat (round {round})");
+    }
+    // Too many scalars for the resident set; a handle from another GPU's arena.
+    let more = vec![[0u8; 32]; n + 1];
+    assert!(matches!(g.msm_g1_resident(&resident, &more), Err(CudaError::Length { .. })));
+    let mut g2 = gpu(1).unwrap();
+    assert!(matches!(g2.msm_g1_resident(&resident, &s), Err(CudaError::ForeignHandle(_))));
+    assert!(matches!(g.reserve_arena(1 << 20), Err(CudaError::ArenaReserved { .. })));
+}
+
+#[test]
+fn arena_too_small_is_a_typed_error() {
+    let mut g = match Gpu::open(0) {
+        Ok(g) => g,
+        Err(e) => {
+            println!("SKIP: {e}");
+            return;
+        }
+    };
+    assert!(matches!(g.prepare_ntt(10), Err(CudaError::NoArena)));
+    g.reserve_arena(1 << 20).unwrap();
+    assert!(matches!(g.prepare_ntt(20), Err(CudaError::ArenaTooSmall { .. })));
+    g.prepare_ntt(8).unwrap();
+    let b = bases(1 << 14, 1);
+    let s = vec![[1u8; 32]; 1 << 14];
+    assert!(matches!(g.msm_g1(&b, &s), Err(CudaError::ArenaTooSmall { .. })));
+}
+
+#[test]
+fn pinned_registration_and_region_hook() {
+    let Some(mut g) = gpu(1) else { return };
+    use arenaprove_arena::{Ledger, Region, RegionConfig};
+    let hook = g.region_hook();
+    let ledger = Ledger::new(1 << 30);
+    {
+        let region =
+            Region::new("pinned-test", 64 << 20, &RegionConfig::default(), &ledger, Some(hook.clone()))
+                .unwrap();
+        assert_eq!(hook.registrations(), 1);
+        assert_eq!(hook.registered_bytes(), region.len_bytes());
+        // SAFETY (test): the region is mapped for this whole block.
+        let bytes = unsafe { std::slice::from_raw_parts(region.base().as_ptr(), region.len_bytes()) };
+        let gbps = g.h2d_gb_per_s(bytes, 3).unwrap();
+        println!("H2D from a registered region: {gbps:.1} GB/s");
+    }
+    assert_eq!(hook.registered_bytes(), 0, "unregistered when the region goes");
+    assert_eq!(hook.registrations(), 1);
+}

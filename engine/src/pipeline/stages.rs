@@ -1,0 +1,310 @@
+//! The pipeline's stage loops: dispatcher, synthesis workers, prover, finalizer; and how a
+//! partition ends (its result stored, its slot freed, its slabs back).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use arenaprove_arena::Ledger;
+use arenaprove_circuits::{CircuitError, ProverWitness as _};
+use blstrs::Scalar;
+use crossbeam::channel::{Receiver, Sender};
+use ff::Field;
+
+use super::config::EngineConfig;
+use super::job::{JobOutput, PartitionCircuit, PartitionError, PartitionOutput, Randomness};
+use super::reserve::{Held, Kind, SlotMemory};
+use super::timeline::{Level, Timeline, Who};
+use crate::groth16::{Groth16Error, ProveStart};
+
+/// Thread ids in timelines: 0 dispatcher, 1..=n synthesis workers, then prover, finalizer.
+pub(super) const TID_DISPATCH: u32 = 0;
+
+pub(super) struct Shared {
+    pub config: EngineConfig,
+    pub ledger: Arc<Ledger>,
+    pub memory: SlotMemory,
+    pub cancel: AtomicBool,
+    pub slot_tx: Sender<usize>,
+    pub slot_rx: Receiver<usize>,
+    pub ok: AtomicU64,
+    pub failed: AtomicU64,
+    pub jobs_done: AtomicU64,
+    pub rng: Mutex<rand_chacha::ChaCha20Rng>,
+}
+
+pub(super) struct JobState {
+    pub id: u64,
+    pub kind: String,
+    pub start: Instant,
+    pub results: Mutex<Vec<Option<Result<PartitionOutput, PartitionError>>>>,
+    pub remaining: AtomicUsize,
+    pub timeline: Timeline,
+    pub tx: Sender<JobOutput>,
+}
+
+/// Which partition of which job, as it travels through the stages.
+pub(super) struct Partition {
+    pub job: Arc<JobState>,
+    pub kind: Arc<Kind>,
+    pub partition: u32,
+    pub randomness: Option<Randomness>,
+}
+
+/// A partition waiting for synthesis: its circuit is consumed there.
+pub(super) struct WorkItem {
+    pub item: Partition,
+    pub circuit: Box<dyn PartitionCircuit>,
+}
+
+pub(super) struct Synthesized {
+    item: Partition,
+    slot: usize,
+    held: Held,
+    enqueued: Instant,
+}
+
+pub(super) struct Started {
+    item: Partition,
+    slot: usize,
+    held: Held,
+    start: ProveStart,
+    enqueued: Instant,
+}
+
+/// Ends one partition: stores its result, frees its slot, and completes the job when it
+/// was the last one.
+fn complete(
+    sh: &Shared,
+    item_job: &Arc<JobState>,
+    partition: u32,
+    result: Result<PartitionOutput, PartitionError>,
+) {
+    if result.is_ok() {
+        sh.ok.fetch_add(1, Ordering::SeqCst);
+    } else {
+        sh.failed.fetch_add(1, Ordering::SeqCst);
+    }
+    item_job.results.lock().unwrap_or_else(|p| p.into_inner())[partition as usize] = Some(result);
+    if item_job.remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
+        let results = std::mem::take(&mut *item_job.results.lock().unwrap_or_else(|p| p.into_inner()));
+        let out = JobOutput {
+            job_id: item_job.id,
+            kind: item_job.kind.clone(),
+            partitions: results.into_iter().map(|r| r.expect("every partition completed once")).collect(),
+            spans: item_job.timeline.spans(),
+            gaps: item_job.timeline.gaps(),
+            wall: item_job.start.elapsed(),
+        };
+        sh.jobs_done.fetch_add(1, Ordering::SeqCst);
+        let _ = item_job.tx.send(out); // the caller may have dropped its handle
+    }
+}
+
+fn free_slot(sh: &Shared, slot: usize) {
+    sh.slot_tx.send(slot).expect("slot channel never overflows: one token per slot");
+}
+
+/// Ends a partition before it reaches the finalizer: its slabs back, its slot freed, its
+/// error recorded.
+fn end_early(
+    sh: &Shared,
+    job: &Arc<JobState>,
+    held: Held,
+    slot: usize,
+    partition: u32,
+    error: PartitionError,
+) {
+    drop(held);
+    free_slot(sh, slot);
+    complete(sh, job, partition, Err(error));
+}
+
+pub(super) fn dispatcher(
+    sh: Arc<Shared>,
+    rx: Receiver<WorkItem>,
+    pool: rayon::ThreadPool,
+    prove_tx: Sender<Synthesized>,
+) {
+    for work in rx.iter() {
+        let item = &work.item;
+        if sh.cancel.load(Ordering::SeqCst) {
+            let p = item.partition;
+            complete(&sh, &item.job, p, Err(PartitionError::Cancelled { partition: p }));
+            continue;
+        }
+        let t0 = Instant::now();
+        let slot = sh.slot_rx.recv().expect("the engine holds a slot sender");
+        item.job.timeline.record_interval(
+            "wait_slot",
+            Level::Stage,
+            Who { job_id: item.job.id, partition: item.partition, thread: TID_DISPATCH },
+            t0,
+            t0.elapsed(),
+        );
+        let sh2 = sh.clone();
+        let tx = prove_tx.clone();
+        pool.spawn(move || synthesize(sh2, work, slot, tx));
+    }
+    // Dropping the pool waits for queued synthesis tasks; then prove_tx closes.
+    drop(pool);
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".into())
+}
+
+fn synth_err(partition: u32, e: impl Into<Groth16Error>) -> PartitionError {
+    PartitionError::Synthesis { partition, source: Arc::new(e.into()) }
+}
+
+fn synthesize(sh: Arc<Shared>, work: WorkItem, slot: usize, tx: Sender<Synthesized>) {
+    let tid = rayon::current_thread_index().map_or(1, |i| i as u32 + 1);
+    let t0 = Instant::now();
+    let WorkItem { item, circuit } = work;
+    let (job, kind, partition) = (&item.job, &item.kind, item.partition);
+    let result = (|| -> Result<Held, PartitionError> {
+        let mut held = sh.memory.held(&sh.config, kind).map_err(|e| synth_err(partition, e))?;
+        let cs = &mut held.witness;
+        cs.alloc_one().map_err(|e| synth_err(partition, e))?;
+        let span = tracing::info_span!("synthesize", job = job.id, partition);
+        let run =
+            std::panic::catch_unwind(AssertUnwindSafe(|| span.in_scope(|| circuit.synthesize_into(cs))));
+        match run {
+            Err(p) => return Err(PartitionError::Panicked { partition, reason: panic_message(&*p) }),
+            Ok(Err(e)) => {
+                // A typed over-shape error recorded by the assignment beats its string form.
+                return Err(match cs.finish() {
+                    Err(sticky @ CircuitError::OverShape { .. }) => synth_err(partition, sticky),
+                    _ => synth_err(partition, e),
+                });
+            }
+            Ok(Ok(())) => {}
+        }
+        cs.finish().map_err(|e| synth_err(partition, e))?;
+        Ok(held)
+    })();
+    job.timeline.record_interval(
+        "synthesize",
+        Level::Stage,
+        Who { job_id: job.id, partition, thread: tid },
+        t0,
+        t0.elapsed(),
+    );
+    match result {
+        Ok(held) => {
+            let msg = Synthesized { item, slot, held, enqueued: Instant::now() };
+            if let Err(e) = tx.send(msg) {
+                // The prover is gone (shutdown): give everything back.
+                let m = e.into_inner();
+                let p = m.item.partition;
+                end_early(&sh, &m.item.job, m.held, m.slot, p, PartitionError::Cancelled { partition: p });
+            }
+        }
+        Err(e) => {
+            // The assignment (if any) was dropped inside the closure: slabs are back.
+            free_slot(&sh, slot);
+            complete(&sh, &item.job, partition, Err(e));
+        }
+    }
+}
+
+/// A stage's result, with a caught panic turned into a typed error.
+fn caught<T>(
+    partition: u32,
+    f: impl FnOnce() -> crate::groth16::error::Result<T>,
+) -> Result<T, PartitionError> {
+    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(PartitionError::Prove { partition, source: Arc::new(e) }),
+        Err(p) => Err(PartitionError::Panicked { partition, reason: panic_message(&*p) }),
+    }
+}
+
+pub(super) fn prover_loop(sh: Arc<Shared>, rx: Receiver<Synthesized>, tx: Sender<Started>, tid: u32) {
+    for Synthesized { item, slot, mut held, enqueued } in rx.iter() {
+        let job = item.job.clone();
+        let p = item.partition;
+        let who = Who { job_id: job.id, partition: p, thread: tid };
+        job.timeline.record_interval("wait_prove", Level::Stage, who, enqueued, enqueued.elapsed());
+        if sh.cancel.load(Ordering::SeqCst) {
+            end_early(&sh, &job, held, slot, p, PartitionError::Cancelled { partition: p });
+            continue;
+        }
+        let t0 = Instant::now();
+        let backend = held.backend(&item.kind);
+        let witness = &mut held.witness;
+        let span = tracing::info_span!("prove_start", job = job.id, partition = p);
+        let res = caught(p, || span.in_scope(|| backend.prove_start(witness)));
+        job.timeline.record_interval("prove_start", Level::Stage, who, t0, t0.elapsed());
+        match res {
+            Ok(start) => {
+                let t = start.timings();
+                job.timeline.record_calls(who, t0, &[("ntt_h", t.ntt_h), ("msm_h", t.msm_h)]);
+                let msg = Started { item, slot, held, start, enqueued: Instant::now() };
+                if let Err(e) = tx.send(msg) {
+                    let m = e.into_inner();
+                    end_early(&sh, &job, m.held, m.slot, p, PartitionError::Cancelled { partition: p });
+                }
+            }
+            Err(e) => end_early(&sh, &job, held, slot, p, e),
+        }
+    }
+}
+
+pub(super) fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
+    for Started { item, slot, held, start, enqueued } in rx.iter() {
+        let job = item.job.clone();
+        let p = item.partition;
+        let who = Who { job_id: job.id, partition: p, thread: tid };
+        job.timeline.record_interval("wait_finalize", Level::Stage, who, enqueued, enqueued.elapsed());
+        let Randomness { r, s } = item.randomness.unwrap_or_else(|| {
+            let mut rng = sh.rng.lock().unwrap_or_else(|p| p.into_inner());
+            Randomness { r: Scalar::random(&mut *rng), s: Scalar::random(&mut *rng) }
+        });
+        let t0 = Instant::now();
+        let backend = held.backend(&item.kind);
+        let res = caught(p, || {
+            tracing::info_span!("finalize", job = job.id, partition = p)
+                .in_scope(|| backend.finalize(start, &held.witness, r, s))
+        });
+        job.timeline.record_interval("finalize", Level::Stage, who, t0, t0.elapsed());
+        let result = res.and_then(|(proof, t)| {
+            job.timeline.record_calls(
+                who,
+                t0,
+                &[
+                    ("msm_l", t.msm_l),
+                    ("msm_a", t.msm_a),
+                    ("msm_b_g1", t.msm_b_g1),
+                    ("msm_b_g2", t.msm_b_g2),
+                    ("proof", t.finalize),
+                ],
+            );
+            let public_inputs = held.witness.input_assignment()[1..].to_vec();
+            if !sh.config.verify {
+                return Ok(PartitionOutput { partition: p, proof, public_inputs, verified: false });
+            }
+            let tv = Instant::now();
+            let verdict = tracing::info_span!("verify", job = job.id, partition = p)
+                .in_scope(|| crate::groth16::verify_proof(&item.kind.pvk, &proof, &public_inputs));
+            job.timeline.record_interval("verify", Level::Stage, who, tv, tv.elapsed());
+            match verdict {
+                Ok(true) => Ok(PartitionOutput { partition: p, proof, public_inputs, verified: true }),
+                Ok(false) => Err(PartitionError::Unverified { partition: p }),
+                // An error is not a rejection: say what went wrong.
+                Err(e) => Err(PartitionError::Verify { partition: p, source: Arc::new(e) }),
+            }
+        });
+        // Handback: the assignment's slabs (and in fresh mode its mappings) go back here.
+        let th = Instant::now();
+        tracing::info_span!("handback", job = job.id, partition = p).in_scope(|| drop(held));
+        job.timeline.record_interval("handback", Level::Stage, who, th, th.elapsed());
+        free_slot(&sh, slot);
+        complete(&sh, &job, p, result);
+    }
+}
