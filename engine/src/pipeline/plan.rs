@@ -291,8 +291,8 @@ pub fn blst_msm_scratch_bytes(npoints: usize, threads: usize, xyzz_bytes: usize)
         if window + wnd > 18 {
             wnd = window - wnd;
         } else {
-            wnd = (NBITS / window + threads - 1) / threads;
-            wnd = if (NBITS / (window + 1) + threads - 1) / threads < wnd { window + 1 } else { window };
+            wnd = (NBITS / window).div_ceil(threads);
+            wnd = if (NBITS / (window + 1)).div_ceil(threads) < wnd { window + 1 } else { window };
         }
     } else if window > 3 {
         nx = 2;
