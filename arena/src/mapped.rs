@@ -35,6 +35,30 @@ impl MappedFile {
         Ok(MappedFile { map: Some(map) })
     }
 
+    /// Drops this process's resident pages of `offset..offset + len` (whole pages inside
+    /// it) once the caller is done with them: a loader that decodes a multi-GiB file into
+    /// the arena section by section then never holds the file *and* its decoded copy in
+    /// RSS at once. The bytes stay readable (a later read faults them in again from the
+    /// page cache or the file).
+    pub fn release(&self, offset: usize, len: usize) {
+        let Some(map) = &self.map else { return };
+        let page = 4096;
+        let start = offset.next_multiple_of(page);
+        let end = (offset + len).min(map.len()) / page * page;
+        if end <= start {
+            return;
+        }
+        // SAFETY: MADV_DONTNEED on a read-only file-backed map only drops page-table
+        // entries: the next access reads the same bytes from the file (see the module's
+        // caveat: the file is not changed while mapped), so no `&[u8]` handed out changes.
+        #[cfg(unix)]
+        if let Err(e) =
+            unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) }
+        {
+            tracing::debug!(error = %e, "madvise(DONTNEED) refused on a file map");
+        }
+    }
+
     pub fn bytes(&self) -> &[u8] {
         self.map.as_deref().unwrap_or(&[])
     }

@@ -30,6 +30,9 @@ macro_rules! any_bits {
     )*};
 }
 any_bits!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, [u8; 32], [u64; 4], blstrs::Scalar);
+// Affine points are plain Fp limbs: any bits are a (possibly invalid) point, never UB;
+// every stale one is overwritten by the decoder that asked for it.
+any_bits!(blst::blst_p1_affine, blst::blst_p2_affine);
 
 /// Converts `src` in place, element by element, into a `U` of the same size: `h`'s scalars
 /// become the MSM's byte strings in the slab that computed them, with no second buffer.

@@ -16,7 +16,7 @@ use arenaprove::engine::deps::bellpepper_core::{Circuit, ConstraintSystem, Synth
 use arenaprove::engine::deps::blstrs::Scalar;
 use arenaprove::engine::deps::rand_chacha::ChaCha20Rng;
 use arenaprove::engine::deps::rand_core::SeedableRng;
-use arenaprove::engine::groth16::{generate_random_parameters, Parameters, ParamsMemory};
+use arenaprove::engine::groth16::{generate_random_parameters, Parameters, ParamsMemory, ProofShape};
 use arenaprove::engine::pipeline::{
     native, AllocMode, CircuitSpec, Engine, EngineConfig, MemoryPlan, PartitionCircuit, SLOTS_MAX,
 };
@@ -416,7 +416,9 @@ fn gib(b: u64) -> f64 {
 /// The engine's plan for `slots` partitions of `shape`, with `copies` of the parameters as
 /// resident terms (the bench commands hold their baseline's copy beside ours).
 pub fn plan_with_params(shape: &Shape, slots: usize, params: &ParamsEstimate, copies: usize) -> MemoryPlan {
-    let mut plan = MemoryPlan::for_shapes(&[*shape], slots);
+    // The backend's own terms (the CPU one: blst's MSM scratch on the heap), as Engine::new adds them.
+    let backend = EngineConfig::default().backend.plan_terms(&ProofShape::of_circuit(shape), slots);
+    let mut plan = MemoryPlan::for_shapes(&[*shape], slots).with_terms(backend);
     for copy in 0..copies {
         let what = match (copy, params.source) {
             (0, "file") => "parameters (the file's size)".to_string(),

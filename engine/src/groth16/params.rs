@@ -294,6 +294,7 @@ fn decode_into<T: Encoding>(
     sec: Section,
     checked: bool,
     out: &mut [T],
+    release: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<()> {
     debug_assert_eq!(out.len(), sec.count);
     out.par_chunks_mut(POINTS_PER_TASK).enumerate().try_for_each(|(task, dst)| {
@@ -310,6 +311,8 @@ fn decode_into<T: Encoding>(
                 fault,
             })?;
         }
+        // This task's file bytes are decoded: they leave RSS now, not at the end of the load.
+        release(offset, bytes.len());
         Ok(())
     })
 }
@@ -349,7 +352,7 @@ fn read_vk(src: &[u8], file: &str) -> Result<(VerifyingKey, usize)> {
     let delta_g2 = g2(&read_point(src, file, SECTIONS[5], next(G2_BYTES), 0, true)?);
     let sec = read_section(src, file, SECTIONS[6], off, G1_BYTES)?;
     let mut ic = vec![blst_p1_affine::default(); sec.count];
-    decode_into(src, file, sec, true, &mut ic)?;
+    decode_into(src, file, sec, true, &mut ic, &|_, _| {})?;
     let vk = VerifyingKey {
         alpha_g1,
         beta_g1,
@@ -552,20 +555,28 @@ impl Parameters {
         let file = std::fs::File::open(path).map_err(io("open"))?;
         let map = MappedFile::open(&file).map_err(io("map"))?;
         let _span = tracing::info_span!("params_load", file = %name, bytes = map.len(), checked).entered();
-        Parameters::read_source(map.bytes(), &name, checked, mem)
+        // Each section's file pages leave RSS once decoded: the load never holds the file
+        // and its decoded copy at once (peak RSS is the resident params, not twice them).
+        Parameters::read_source(map.bytes(), &name, checked, mem, &|off, len| map.release(off, len))
     }
 
     /// Loads parameters from bytes in memory; `name` labels errors.
     pub fn from_bytes(bytes: &[u8], name: &str, checked: bool, mem: &ParamsMemory) -> Result<Parameters> {
-        Parameters::read_source(bytes, name, checked, mem)
+        Parameters::read_source(bytes, name, checked, mem, &|_, _| {})
     }
 
-    fn read_source(src: &[u8], file: &str, checked: bool, mem: &ParamsMemory) -> Result<Parameters> {
+    fn read_source(
+        src: &[u8],
+        file: &str,
+        checked: bool,
+        mem: &ParamsMemory,
+        release: &(dyn Fn(usize, usize) + Sync),
+    ) -> Result<Parameters> {
         let (vk, mut off) = read_vk(src, file)?;
         let g1_section = |name: &'static str, off: &mut usize| -> Result<SlabVec<blst_p1_affine>> {
             let sec = read_section(src, file, name, *off, G1_BYTES)?;
             let mut v = mem.slab::<blst_p1_affine>(name, sec.count)?;
-            decode_into(src, file, sec, checked, v.extend_fill(sec.count, blst_p1_affine::default())?)?;
+            decode_into(src, file, sec, checked, v.extend_stale(sec.count)?, release)?;
             *off = sec.offset + sec.count * G1_BYTES;
             Ok(v)
         };
@@ -575,7 +586,7 @@ impl Parameters {
         let b_g1 = g1_section("b_g1", &mut off)?;
         let sec = read_section(src, file, "b_g2", off, G2_BYTES)?;
         let mut b_g2 = mem.slab::<blst_p2_affine>("b_g2", sec.count)?;
-        decode_into(src, file, sec, checked, b_g2.extend_fill(sec.count, blst_p2_affine::default())?)?;
+        decode_into(src, file, sec, checked, b_g2.extend_stale(sec.count)?, release)?;
         let end = sec.offset + sec.count * G2_BYTES;
         if end != src.len() {
             return Err(Groth16Error::TrailingBytes {

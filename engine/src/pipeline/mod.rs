@@ -32,5 +32,5 @@ pub use job::{
     generic, native, Generic, Job, JobHandle, JobOutput, Native, PartitionCircuit, PartitionError,
     PartitionOutput, Randomness,
 };
-pub use plan::{EngineMemory, MemoryPlan, PlanError, PlanTerm, Scope, HEAP_PER_SLOT_BYTES};
+pub use plan::{blst_msm_scratch_bytes, msm_heap_term, EngineMemory, MemoryPlan, PlanError, PlanTerm, Scope};
 pub use timeline::{chrome_trace_json, Level, Span, StageGap, Timeline, Who};

@@ -42,6 +42,8 @@ pub enum Scope {
     Shared,
     /// Host memory the engine does not reserve but holds (resident parameters).
     Resident,
+    /// Transient heap of the CPU backend's MSMs (blst's bucket scratch).
+    Heap,
     /// GPU memory (reported by a backend).
     Device,
 }
@@ -68,7 +70,7 @@ impl PlanTerm {
                 let cfg = SlabPoolConfig::new(self.pool, self.slab_bytes.max(1), self.count.max(1));
                 cfg.region_bytes().map_or(usize::MAX, |b| b.next_multiple_of(HUGE_PAGE_BYTES))
             }
-            Scope::Resident | Scope::Device => self.bytes(),
+            Scope::Resident | Scope::Heap | Scope::Device => self.bytes(),
         }
     }
 }
@@ -148,8 +150,16 @@ impl MemoryPlan {
         self
     }
 
+    /// Adds a backend's terms. Heap terms are one shared thread pool's, so the largest
+    /// one stands for all kinds (not their sum).
     pub fn with_terms(mut self, terms: impl IntoIterator<Item = PlanTerm>) -> MemoryPlan {
-        self.terms.extend(terms);
+        for t in terms {
+            match self.terms.iter_mut().find(|u| u.scope == Scope::Heap && t.scope == Scope::Heap) {
+                Some(u) if u.bytes() < t.bytes() => *u = t,
+                Some(_) => {}
+                None => self.terms.push(t),
+            }
+        }
         self
     }
 
@@ -193,10 +203,13 @@ impl MemoryPlan {
 
     /// Peak resident memory this plan predicts for a process whose RSS was `base_rss_bytes`
     /// before the engine reserved anything and before parameters were loaded: the base,
-    /// the resident parameters, every reserved region (pre-faulted, so resident), and
-    /// [`HEAP_PER_SLOT_BYTES`] of transient heap per slot.
+    /// the resident parameters, every reserved region (pre-faulted, so resident), and the
+    /// transient heap of the CPU MSMs ([`Scope::Heap`] terms).
     pub fn predicted_peak_rss(&self, base_rss_bytes: usize) -> usize {
-        base_rss_bytes + self.resident_bytes() + self.region_bytes() + HEAP_PER_SLOT_BYTES * self.slots
+        base_rss_bytes
+            + self.resident_bytes()
+            + self.region_bytes()
+            + self.sum(|t| t.scope == Scope::Heap, PlanTerm::bytes)
     }
 
     /// Refuses a plan over `limit_bytes` (host: reserved + resident), with the plan and the
@@ -239,10 +252,75 @@ impl MemoryPlan {
     }
 }
 
-/// Transient heap a slot uses while proving, beyond its slabs: blst's MSM scratch (its
-/// Pippenger buckets and per-thread points) and the density chunk counts. Measured on the
-/// dev machine and the 16-core host: see BENCHMARKS.md ("the plan against peak RSS").
-pub const HEAP_PER_SLOT_BYTES: usize = 16 << 20;
+/// The CPU MSMs' transient heap: blst's Pippenger gives each of its `threads` workers a
+/// bucket scratch sized by the MSM's length, for G1 and for G2 (both can be in flight:
+/// `prove_start` of one partition beside `finalize` of another), and glibc keeps those
+/// per-thread arenas resident once touched.
+pub fn msm_heap_term(msm_points_max: usize, threads: usize) -> PlanTerm {
+    let g1 = blst_msm_scratch_bytes(msm_points_max, threads, G1_XYZZ_BYTES);
+    let g2 = blst_msm_scratch_bytes(msm_points_max, threads, G2_XYZZ_BYTES);
+    PlanTerm {
+        pool: "heap",
+        what: format!("blst MSM bucket scratch, G1 + G2, {threads} threads, {msm_points_max} points"),
+        slab_bytes: g1 + g2,
+        count: 1,
+        scope: Scope::Heap,
+    }
+}
+
+/// blst's bucket point (xyzz coordinates) in G1 and G2.
+const G1_XYZZ_BYTES: usize = 4 * 48;
+const G2_XYZZ_BYTES: usize = 4 * 96;
+
+/// Bytes of bucket scratch blst 0.3's threaded Pippenger (`MultiPoint::mult`) allocates
+/// for an MSM of `npoints` over `threads` workers: each worker holds `xyzz << (window - 1)`
+/// bytes, with the window chosen as blst's `pippenger_window_size` and `breakdown` choose
+/// it for 255-bit scalars. (Mirrors blst's code; checked against measured peak RSS in
+/// BENCHMARKS.md.)
+pub fn blst_msm_scratch_bytes(npoints: usize, threads: usize, xyzz_bytes: usize) -> usize {
+    const NBITS: usize = 255;
+    let num_bits = |l: usize| (usize::BITS - l.leading_zeros()) as usize;
+    if threads < 2 || npoints < 32 || npoints < threads {
+        // Single-threaded or per-point paths: one scratch (or none) of the same order.
+        return if threads < 2 { xyzz_bytes << (pippenger_window(npoints).max(1) - 1) } else { 0 };
+    }
+    let window = pippenger_window(npoints);
+    let (mut nx, mut wnd) = (1usize, window);
+    if NBITS > window * threads {
+        wnd = num_bits(threads / 4);
+        if window + wnd > 18 {
+            wnd = window - wnd;
+        } else {
+            wnd = (NBITS / window).div_ceil(threads);
+            wnd = if (NBITS / (window + 1)).div_ceil(threads) < wnd { window + 1 } else { window };
+        }
+    } else if window > 3 {
+        nx = 2;
+        wnd = window - 2;
+        while wnd > 1 && (NBITS / wnd + 1) * nx < threads {
+            nx += 1;
+            wnd = window - num_bits(3 * nx / 2);
+        }
+        nx -= 1;
+        wnd = window - num_bits(3 * nx / 2);
+    }
+    let ny = NBITS / wnd + 1;
+    let wnd = NBITS / ny + 1;
+    let workers = threads.min(nx * ny);
+    workers * (xyzz_bytes << (wnd - 1))
+}
+
+/// blst 0.3's Rust `pippenger_window_size`.
+fn pippenger_window(npoints: usize) -> usize {
+    let wbits = (usize::BITS - npoints.leading_zeros()) as usize;
+    if wbits > 13 {
+        wbits - 4
+    } else if wbits > 5 {
+        wbits - 3
+    } else {
+        2
+    }
+}
 
 /// The slab bytes of the `abc` pool: a, b, c are domain-sized; the split vectors that
 /// reuse the slabs need up to `inputs + aux` scalars.
@@ -323,6 +401,7 @@ impl std::fmt::Display for MemoryPlan {
                 Scope::PerSlot => "per-slot",
                 Scope::Shared => "shared",
                 Scope::Resident => "resident",
+                Scope::Heap => "heap",
                 Scope::Device => "device",
             };
             writeln!(
@@ -337,5 +416,33 @@ impl std::fmt::Display for MemoryPlan {
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// blst's choice for 2^21 points on 16 threads: window 16 for all 16 workers (worked
+    /// by hand from blst 0.3.17's `breakdown`), so 16 x 192 B x 2^15 in G1.
+    #[test]
+    fn msm_scratch_follows_blsts_window_choice() {
+        assert_eq!(blst_msm_scratch_bytes(1 << 21, 16, G1_XYZZ_BYTES), 16 * 192 * (1 << 15));
+        assert_eq!(blst_msm_scratch_bytes(1 << 21, 16, G2_XYZZ_BYTES), 16 * 384 * (1 << 15));
+        assert_eq!(blst_msm_scratch_bytes(10, 16, G1_XYZZ_BYTES), 0, "per-point path: no buckets");
+        let t = msm_heap_term(1 << 21, 16);
+        assert_eq!(t.bytes(), 16 * (192 + 384) * (1 << 15));
+    }
+
+    #[test]
+    fn heap_terms_of_several_kinds_keep_the_largest() {
+        let s = Shape { constraints: 100, inputs: 2, aux: 100, domain_size: 128 };
+        let plan = MemoryPlan::for_shapes(&[s], 1)
+            .with_terms([msm_heap_term(1 << 10, 4)])
+            .with_terms([msm_heap_term(1 << 14, 4)])
+            .with_terms([msm_heap_term(1 << 12, 4)]);
+        let heap: Vec<_> = plan.terms.iter().filter(|t| t.scope == Scope::Heap).collect();
+        assert_eq!(heap.len(), 1);
+        assert_eq!(heap[0].bytes(), msm_heap_term(1 << 14, 4).bytes());
     }
 }
