@@ -269,6 +269,7 @@ fn file_round_trip_maps_and_refuses_other_circuits_and_damage() {
     let (again, origin) =
         Precompiled::open_or_record(&path, "sector@4096", Some(&shape), || record(c, "sector@4096")).unwrap();
     assert!(matches!(origin, Origin::Recorded { replaced: Some(_) }), "{origin:?}");
+    assert!(again.is_mapped(), "a saved recording is used through its map");
     assert_eq!(std::fs::read(&path).unwrap(), bytes, "re-recorded file is the same bytes");
     assert_eq!(again.terms(), pc.terms());
     std::fs::remove_dir_all(&dir).unwrap();

@@ -55,6 +55,10 @@ struct SoakArgs {
     /// One final JSON object on stdout instead of the human report.
     #[arg(long)]
     json: bool,
+    /// Synthesize through the bellpepper trait instead of the precompiled constraints
+    /// (which are recorded on first use and cached beside the parameters).
+    #[arg(long)]
+    no_precompiled: bool,
 }
 
 #[derive(ClapArgs)]
@@ -92,6 +96,10 @@ struct C2Args {
     /// Validate every parameter point while loading (slower).
     #[arg(long)]
     checked: bool,
+    /// Synthesize through the bellpepper trait instead of the precompiled constraints
+    /// (which are recorded on first use and cached beside the parameters).
+    #[arg(long)]
+    no_precompiled: bool,
 }
 
 #[derive(ClapArgs)]
@@ -124,6 +132,10 @@ struct BenchArgs {
     /// Print one JSON object at the end.
     #[arg(long)]
     json: bool,
+    /// Synthesize through the bellpepper trait instead of the precompiled constraints
+    /// (which are recorded on first use and cached beside the parameters).
+    #[arg(long)]
+    no_precompiled: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -211,14 +223,29 @@ fn c2(a: C2Args) -> Result<()> {
     let plain = plain_as(a.sector_size.as_deref(), a.registered_proof.as_deref())?;
     let c1 = C1Output::read(&a.c1, plain)?;
     let started = Instant::now();
-    let prover = fc::C2Prover::load(c1.registered_proof, a.checked)?;
+    let files = fc::params::ParamFiles::for_proof(c1.registered_proof)?;
+    let prover = fc::C2Prover::load_with(c1.registered_proof, &files, a.checked, !a.no_precompiled)?;
     let load_s = started.elapsed().as_secs_f64();
+    print_synthesis(prover.synthesis());
     let mut rng = fc::rng_from_seed(clock_seed());
     let out = prover.prove(&c1, &mut rng)?;
     write_file(&a.out, &out.proof)?;
     eprintln!("params load {load_s:.2} s; {}", out.stages);
     println!("{}", a.out.display());
     Ok(())
+}
+
+/// Says how partitions are synthesized (to stderr).
+fn print_synthesis(synthesis: &fc::pce::Synthesis) {
+    match synthesis.matrices() {
+        Some(pc) => eprintln!(
+            "synthesis: precompiled constraints, {} ({:.1} MB, {})",
+            pc.source(),
+            pc.bytes() as f64 / 1e6,
+            if pc.is_mapped() { "mapped" } else { "recorded now, not saved" }
+        ),
+        None => eprintln!("synthesis: bellpepper trait (--no-precompiled)"),
+    }
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -265,8 +292,10 @@ fn bench(a: BenchArgs) -> Result<()> {
     let _ = std::fs::remove_dir_all(&work);
 
     let started = Instant::now();
-    let prover = fc::C2Prover::load(request.registered_proof, false)?;
+    let files = fc::params::ParamFiles::for_proof(request.registered_proof)?;
+    let prover = fc::C2Prover::load_with(request.registered_proof, &files, false, !a.no_precompiled)?;
     let ours_load_s = started.elapsed().as_secs_f64();
+    print_synthesis(prover.synthesis());
     // One untimed run per side: seal_commit_phase2 maps and caches its parameters on first
     // use (and faults them in during its first MSMs), while ours were loaded above.
     prover.prove(&sealed.c1, &mut rng)?;
@@ -341,7 +370,7 @@ fn soak(a: SoakArgs) -> Result<()> {
         synth_workers: crate::common::synth_workers(a.slots),
         ..EngineConfig::default()
     };
-    let c2 = fc::C2Engine::start(registered_proof, config, false)?;
+    let c2 = fc::C2Engine::start_with(registered_proof, config, false, !a.no_precompiled)?;
     let partitions = usize::from(registered_proof.porep_config()?.partitions);
     let work = tempfile_dir()?;
     let mut rng = fc::rng_from_seed(a.rng_seed);

@@ -493,9 +493,10 @@ impl Precompiled {
         Ok(())
     }
 
-    /// Loads `path` if it holds this circuit's recording, else records it with `record`
-    /// and saves it there (a save that fails is reported in [`Origin::RecordedUnsaved`], the
-    /// recording is used anyway). A file of another circuit or a damaged one is replaced.
+    /// Maps `path` if it holds this circuit's recording, else records it with `record`,
+    /// saves it there and maps it (a save that fails is reported in
+    /// [`Origin::RecordedUnsaved`] and the recording is used from memory). A file of
+    /// another circuit or a damaged one is replaced.
     pub fn open_or_record(
         path: &Path,
         identity: &str,
@@ -517,11 +518,12 @@ impl Precompiled {
                 reason: format!("the recorder named it '{}'", pc.identity()),
             });
         }
-        let origin = match pc.save(path) {
-            Ok(()) => Origin::Recorded { replaced: reason },
-            Err(e) => Origin::RecordedUnsaved { why: e.to_string() },
-        };
-        Ok((pc, origin))
+        // Saved, the recording is used through a map of the file, like in later runs (the
+        // recorded bytes are freed, and the file is proven to read back).
+        match pc.save(path).and_then(|()| Self::open(path, identity, shape)) {
+            Ok(mapped) => Ok((mapped, Origin::Recorded { replaced: reason })),
+            Err(e) => Ok((pc, Origin::RecordedUnsaved { why: e.to_string() })),
+        }
     }
 }
 

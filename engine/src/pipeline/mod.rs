@@ -21,6 +21,7 @@ mod config;
 mod engine;
 mod job;
 mod plan;
+mod precompiled;
 pub mod timeline;
 
 pub use config::{AllocMode, EngineConfig, SLOTS_MAX};
@@ -30,4 +31,5 @@ pub use job::{
     PartitionOutput, Randomness,
 };
 pub use plan::{MemoryPlan, PlanTerm};
+pub use precompiled::{precompiled, PrecompiledCircuit};
 pub use timeline::{chrome_trace_json, Level, Span, StageGap, Timeline, Who};
