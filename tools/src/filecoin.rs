@@ -5,7 +5,11 @@
 //!   parameters into the cache when absent;
 //! * `c2`: prove a C1 output with our engine, write the concatenated partition proofs;
 //! * `verify`: filecoin-proofs' `verify_seal` on a proof (exit 0 only when accepted);
-//! * `bench`: our C2 against filecoin-proofs' `seal_commit_phase2`, same C1, same params.
+//! * `bench`: our C2 against filecoin-proofs' `seal_commit_phase2`, same C1, same params;
+//! * `pce`: map, or record and save, the precompiled constraints of a sector size's circuit.
+//!
+//! `c2`, `bench` and `soak` synthesize through the precompiled constraints (recorded on
+//! first use, beside the parameters); `--no-precompiled` goes through the bellpepper trait.
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -36,6 +40,19 @@ enum Cmd {
     /// Seal and prove N distinct sectors back to back on the long-lived engine; every
     /// proof checked with verify_seal; the `soak` report.
     Soak(SoakArgs),
+    /// Map the precompiled constraints of a sector size's C2 circuit from beside its
+    /// parameters, or record and save them there; print which, how long and how large.
+    Pce(PceArgs),
+}
+
+#[derive(ClapArgs)]
+struct PceArgs {
+    /// Sector size: 2KiB or 8MiB.
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(ClapArgs)]
@@ -149,6 +166,7 @@ pub fn run(args: Args) -> Result<()> {
         Cmd::Verify(a) => verify(a),
         Cmd::Bench(a) => bench(a),
         Cmd::Soak(a) => soak(a),
+        Cmd::Pce(a) => pce(a),
     }
 }
 
@@ -232,6 +250,59 @@ fn c2(a: C2Args) -> Result<()> {
     write_file(&a.out, &out.proof)?;
     eprintln!("params load {load_s:.2} s; {}", out.stages);
     println!("{}", a.out.display());
+    Ok(())
+}
+
+fn pce(a: PceArgs) -> Result<()> {
+    let size: SectorSize = a.sector_size.parse()?;
+    let proof = size.default_registered_proof();
+    let files = fc::params::ParamFiles::for_proof(proof)?;
+    let started = Instant::now();
+    let shape = arenaprove::circuits::shape_of(fc::c2::blank_circuit(proof)?)
+        .map_err(|e| anyhow::anyhow!("counting the {size} circuit: {e}"))?;
+    let shape_s = started.elapsed().as_secs_f64();
+    let loaded = fc::pce::load_or_record(proof, &files, &shape)?;
+    let pc = &loaded.matrices;
+    let origin = match &loaded.origin {
+        arenaprove::circuits::precompiled::Origin::Mapped => "mapped".to_string(),
+        arenaprove::circuits::precompiled::Origin::Recorded { replaced: None } => "recorded and saved".into(),
+        arenaprove::circuits::precompiled::Origin::Recorded { replaced: Some(why) } => {
+            format!("recorded and saved (replacing a file: {why})")
+        }
+        arenaprove::circuits::precompiled::Origin::RecordedUnsaved { why } => {
+            format!("recorded, not saved: {why}")
+        }
+    };
+    let terms = pc.terms();
+    if a.json {
+        let obj = serde_json::json!({
+            "sector_size": size.name(),
+            "path": pc.source(),
+            "origin": origin,
+            "seconds": loaded.elapsed.as_secs_f64(),
+            "shape_count_s": shape_s,
+            "bytes": pc.bytes(),
+            "rows": pc.rows(),
+            "terms_a": terms[0].total(), "terms_b": terms[1].total(), "terms_c": terms[2].total(),
+            "terms_general": terms.iter().map(|t| t.general).sum::<u64>(),
+            "coefficients": pc.coefficients(),
+        });
+        println!("{obj}");
+    } else {
+        println!(
+            "{size}: {origin} in {:.2} s: {} ({:.1} MB; {} rows; A/B/C terms {}/{}/{}, {} multiply; {} distinct \
+             coefficients); counting the shape took {shape_s:.2} s",
+            loaded.elapsed.as_secs_f64(),
+            pc.source(),
+            pc.bytes() as f64 / 1e6,
+            pc.rows(),
+            terms[0].total(),
+            terms[1].total(),
+            terms[2].total(),
+            terms.iter().map(|t| t.general).sum::<u64>(),
+            pc.coefficients()
+        );
+    }
     Ok(())
 }
 
