@@ -99,13 +99,19 @@ fn recording_is_saved_beside_the_params_mapped_next_time_and_foreign_files_are_r
     let e = Precompiled::open(&path, &pce_identity(&files_8m), None).unwrap_err();
     assert!(matches!(e, PrecompiledError::WrongCircuit { .. }), "{e}");
     let msg = e.to_string();
-    assert!(msg.contains(&path.display().to_string()) && msg.contains("8MiB") && msg.contains("2KiB"), "{msg}");
+    assert!(
+        msg.contains(&path.display().to_string()) && msg.contains("8MiB") && msg.contains("2KiB"),
+        "{msg}"
+    );
 
     // Truncated: refused by name on open; load_or_record records it again.
     let bytes = std::fs::read(&path).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() - 4096]).unwrap();
     let e = Precompiled::open(&path, &pce_identity(&files), Some(&shape)).unwrap_err();
-    assert!(matches!(e, PrecompiledError::Truncated { .. }) && e.to_string().contains("arenaprove-pce"), "{e}");
+    assert!(
+        matches!(e, PrecompiledError::Truncated { .. }) && e.to_string().contains("arenaprove-pce"),
+        "{e}"
+    );
     let third = load_or_record(proof, &files, &shape).unwrap();
     assert!(matches!(third.origin, Origin::Recorded { replaced: Some(_) }), "{:?}", third.origin);
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
