@@ -467,7 +467,10 @@ impl Precompiled {
     pub fn products_into(&self, cs: &mut ArenaAssignment) -> Result<(), CircuitError> {
         let (inputs, aux) = cs.witness_values();
         let h = &self.header;
-        if (inputs.len() as u64, aux.len() as u64) != (h.inputs, h.aux) {
+        if inputs.len() as u64 != h.inputs {
+            return Err(self.mismatch("inputs", inputs.len(), h.inputs as usize));
+        }
+        if aux.len() as u64 != h.aux {
             return Err(self.mismatch("aux", aux.len(), h.aux as usize));
         }
         cs.set_densities(&self.a_aux, &self.b_input, &self.b_aux)?;
