@@ -11,6 +11,8 @@
 //!   proven by the engine, either directly ([`C2Prover`]) or on the long-lived pipeline
 //!   ([`C2Engine`]); public inputs from `StackedCompound::generate_public_inputs` (what
 //!   `get_seal_inputs` returns);
+//! * [`pce`]: precompiled constraints of the C2 circuit, recorded once per sector size
+//!   beside the parameters and mapped by later runs (the default synthesis);
 //! * [`verify`]: filecoin-proofs' own `verify_seal`.
 //!
 //! Invariants: the PoRep config (sector size, porep id, API version, features) always comes
@@ -43,6 +45,7 @@ pub mod api;
 pub mod c2;
 pub mod error;
 pub mod params;
+pub mod pce;
 pub mod seal;
 pub mod verify;
 
