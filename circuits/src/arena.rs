@@ -332,6 +332,137 @@ impl ArenaAssignment {
     }
 }
 
+/// The assignment as precompiled synthesis fills it (see [`crate::precompiled`]): values are
+/// appended without density bookkeeping (the densities come with the matrices, through
+/// [`ArenaAssignment::set_densities`]), and a, b, c are written in place by
+/// [`ArenaAssignment::abc_fill`]. Crate-private: only the precompiled path may leave the
+/// densities to be set afterwards.
+impl ArenaAssignment {
+    /// Appends one aux value; density bits are left to [`ArenaAssignment::set_densities`].
+    #[inline]
+    pub(crate) fn push_aux_witness(&mut self, value: Scalar) -> Result<Variable, CircuitError> {
+        let n = self.aux.len();
+        if n >= self.shape.aux {
+            return Err(self.refuse("aux", n + 1, self.shape.aux));
+        }
+        self.aux.push(value)?;
+        Ok(Variable(Index::Aux(n)))
+    }
+
+    /// Appends one input value; density bits are left to [`ArenaAssignment::set_densities`].
+    #[inline]
+    pub(crate) fn push_input_witness(&mut self, value: Scalar) -> Result<Variable, CircuitError> {
+        let n = self.inputs.len();
+        if n >= self.shape.inputs {
+            return Err(self.refuse("inputs", n + 1, self.shape.inputs));
+        }
+        self.inputs.push(value)?;
+        Ok(Variable(Index::Input(n)))
+    }
+
+    /// Appends `aux_n` aux and `inputs_n` input values, zeroed, and lends them for writing
+    /// (a witness generator's `allocate_empty`).
+    pub(crate) fn extend_witness(
+        &mut self,
+        aux_n: usize,
+        inputs_n: usize,
+    ) -> Result<(&mut [Scalar], &mut [Scalar]), CircuitError> {
+        let (have_aux, have_inputs) = (self.aux.len(), self.inputs.len());
+        if have_aux + aux_n > self.shape.aux {
+            return Err(self.refuse("aux", have_aux + aux_n, self.shape.aux));
+        }
+        if have_inputs + inputs_n > self.shape.inputs {
+            return Err(self.refuse("inputs", have_inputs + inputs_n, self.shape.inputs));
+        }
+        let aux = self.aux.extend_fill(aux_n, Scalar::ZERO)?;
+        let inputs = self.inputs.extend_fill(inputs_n, Scalar::ZERO)?;
+        Ok((aux, inputs))
+    }
+
+    /// The input and aux values so far.
+    pub(crate) fn witness_values(&self) -> (&[Scalar], &[Scalar]) {
+        (&self.inputs, &self.aux)
+    }
+
+    /// Recycled term storage (for a wrapping constraint system's `NativeCs::lc_pool`).
+    pub(crate) fn lc_terms_pool(&self) -> &VecPool<Term> {
+        &self.lc_terms
+    }
+
+    /// Replaces the three density bitmaps by recorded ones, one bit per input / aux value
+    /// allocated so far. Each slice must hold exactly that many bits' words.
+    pub(crate) fn set_densities(
+        &mut self,
+        a_aux: &[u64],
+        b_input: &[u64],
+        b_aux: &[u64],
+    ) -> Result<(), CircuitError> {
+        let (inputs, aux) = (self.inputs.len(), self.aux.len());
+        for (what, words, bits) in [
+            ("a_aux density", a_aux, aux),
+            ("b_input density", b_input, inputs),
+            ("b_aux density", b_aux, aux),
+        ] {
+            if words.len() != words_for_bits(bits) {
+                return Err(CircuitError::Invalid {
+                    what: "density",
+                    reason: format!("{what}: {} words for {bits} variables", words.len()),
+                });
+            }
+        }
+        for (bits, words, len_bits) in [
+            (&mut self.a_aux_density, a_aux, aux),
+            (&mut self.b_input_density, b_input, inputs),
+            (&mut self.b_aux_density, b_aux, aux),
+        ] {
+            bits.words.clear();
+            bits.words.extend_from_slice(words)?;
+            bits.len_bits = len_bits;
+        }
+        Ok(())
+    }
+
+    /// Sets the number of rows to `rows` (before the `input_i * 0 = 0` rows that
+    /// [`ArenaAssignment::finish`] appends) and lends a, b, c, each `rows` long and zeroed,
+    /// for writing, with the witness to read from. Only on an assignment with no rows yet.
+    pub(crate) fn abc_fill(&mut self, rows: usize) -> Result<AbcFill<'_>, CircuitError> {
+        if self.constraints != 0 {
+            return Err(CircuitError::Invalid {
+                what: "abc fill",
+                reason: format!("the assignment already has {} rows", self.constraints),
+            });
+        }
+        if rows > self.shape.constraints {
+            return Err(self.refuse("constraints", rows, self.shape.constraints));
+        }
+        let Some([a, b, c]) = self.abc.as_mut() else {
+            return Err(CircuitError::AbcReleased);
+        };
+        for v in [&mut *a, &mut *b, &mut *c] {
+            v.clear();
+            v.resize(rows, Scalar::ZERO)?;
+        }
+        self.constraints = rows;
+        Ok(AbcFill {
+            inputs: &self.inputs,
+            aux: &self.aux,
+            a: a.as_mut_slice(),
+            b: b.as_mut_slice(),
+            c: c.as_mut_slice(),
+        })
+    }
+}
+
+/// a, b, c lent for writing, with the witness they are computed from
+/// ([`ArenaAssignment::abc_fill`]).
+pub(crate) struct AbcFill<'a> {
+    pub inputs: &'a [Scalar],
+    pub aux: &'a [Scalar],
+    pub a: &'a mut [Scalar],
+    pub b: &'a mut [Scalar],
+    pub c: &'a mut [Scalar],
+}
+
 /// Which density bitmaps a side of a constraint marks.
 #[derive(Clone, Copy)]
 enum Side {

@@ -31,6 +31,9 @@ pub enum CircuitError {
     /// A parameter of a test circuit or of a shape is out of range.
     #[error("invalid {what}: {reason}")]
     Invalid { what: &'static str, reason: String },
+    /// Precompiled constraints refused (a file, or a circuit that does not match them).
+    #[error("precompiled: {0}")]
+    Precompiled(#[from] crate::precompiled::PrecompiledError),
 }
 
 impl CircuitError {

@@ -16,6 +16,7 @@ pub mod density;
 pub mod error;
 pub mod heap;
 pub mod native;
+pub mod precompiled;
 pub mod shape;
 pub mod witness;
 
@@ -24,5 +25,9 @@ pub use density::{Density, DensityBits};
 pub use error::CircuitError;
 pub use heap::{synthesize_heap, HeapAssignment};
 pub use native::{NativeCircuit, NativeCs};
+pub use precompiled::{
+    record, record_native, synthesize_precompiled, synthesize_precompiled_native, Precompiled,
+    PrecompiledError,
+};
 pub use shape::{shape_of, shape_of_native, Shape, ShapeCs};
 pub use witness::{AbcRef, ProverWitness};

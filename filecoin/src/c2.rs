@@ -12,12 +12,11 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use arenaprove_arena::{Ledger, RegionConfig};
-use arenaprove_circuits::{shape_of, synthesize_arena, AssignmentPools, ProverWitness, Shape};
+use arenaprove_circuits::{shape_of, AssignmentPools, ProverWitness, Shape};
 use arenaprove_engine::groth16::prover::{ProofShape, Prover, StageTimings};
 use arenaprove_engine::groth16::PROOF_BYTES;
 use arenaprove_engine::pipeline::{
-    generic, CircuitSpec, Engine, EngineConfig, Job, JobHandle, JobOutput, MemoryPlan, ShutdownMode,
-    ShutdownReport,
+    CircuitSpec, Engine, EngineConfig, Job, JobHandle, JobOutput, MemoryPlan, ShutdownMode, ShutdownReport,
 };
 use arenaprove_engine::Backend;
 use arenaprove_engine::{
@@ -37,6 +36,7 @@ use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, Stack
 use crate::api::{C1Output, RegisteredSealProof, SectorInfo, ShapedC1};
 use crate::error::FilecoinError;
 use crate::params::ParamFiles;
+use crate::pce::Synthesis;
 
 /// The StackedDrg circuit of this crate's tree shape.
 pub type SealCircuit = StackedCircuit<SectorShapeBase, DefaultPieceHasher>;
@@ -316,6 +316,7 @@ pub struct C2Prover {
     backend: Arc<dyn Backend>,
     pvk: PreparedVerifyingKey,
     pools: AssignmentPools,
+    synthesis: Synthesis,
 }
 
 impl fmt::Debug for C2Prover {
@@ -335,11 +336,22 @@ impl C2Prover {
         Self::load_from(registered_proof, &ParamFiles::for_proof(registered_proof)?, checked)
     }
 
-    /// Loads the parameters from `files` (any directory laid out like the cache).
+    /// Loads the parameters from `files` (any directory laid out like the cache), and the
+    /// precompiled constraints beside them (recorded on first use).
     pub fn load_from(
         registered_proof: RegisteredSealProof,
         files: &ParamFiles,
         checked: bool,
+    ) -> Result<Self, FilecoinError> {
+        Self::load_with(registered_proof, files, checked, true)
+    }
+
+    /// [`C2Prover::load_from`]; `precompiled: false` synthesizes through the bellpepper trait.
+    pub fn load_with(
+        registered_proof: RegisteredSealProof,
+        files: &ParamFiles,
+        checked: bool,
+        precompiled: bool,
     ) -> Result<Self, FilecoinError> {
         let loaded = LoadedParams::load(registered_proof, files, checked)?;
         let pvk = prepare_verifying_key(&loaded.params.vk);
@@ -354,6 +366,7 @@ impl C2Prover {
             Prover::with_memory(loaded.params, prover_memory)
                 .map_err(|e| FilecoinError::Engine(format!("building the prover: {e}")))?,
         );
+        let synthesis = Synthesis::for_proof(registered_proof, files, &loaded.shape, precompiled)?;
         Ok(C2Prover {
             registered_proof,
             files: files.clone(),
@@ -361,6 +374,7 @@ impl C2Prover {
             backend,
             pvk,
             pools: memory.assign,
+            synthesis,
         })
     }
 
@@ -372,6 +386,11 @@ impl C2Prover {
     /// The circuit shape of one partition.
     pub fn shape(&self) -> Shape {
         self.shape
+    }
+
+    /// How partitions are synthesized.
+    pub fn synthesis(&self) -> &Synthesis {
+        &self.synthesis
     }
 
     /// C2 for one sector: every partition proven in order, proofs concatenated.
@@ -418,7 +437,9 @@ impl C2Prover {
             stages.circuit_build += started.elapsed();
 
             let started = Instant::now();
-            let mut witness = synthesize_arena(circuit, &self.pools, &self.shape)
+            let mut witness = self
+                .synthesis
+                .synthesize(circuit, &self.pools, &self.shape)
                 .map_err(|e| FilecoinError::Synthesis { partition: k, reason: e.to_string() })?;
             stages.synthesis += started.elapsed();
             // The circuit computes its public inputs from the vanilla proofs; they must be
@@ -464,6 +485,7 @@ pub struct C2Engine {
     kind: String,
     shape: Shape,
     engine: Engine,
+    synthesis: Synthesis,
 }
 
 impl fmt::Debug for C2Engine {
@@ -480,18 +502,30 @@ pub struct C2Pending {
 }
 
 impl C2Engine {
-    /// Starts an engine serving `registered_proof`'s circuit with parameters from the cache.
+    /// Starts an engine serving `registered_proof`'s circuit with parameters from the cache
+    /// and precompiled constraints beside them (recorded on first use).
     pub fn start(
         registered_proof: RegisteredSealProof,
         config: EngineConfig,
         checked: bool,
     ) -> Result<Self, FilecoinError> {
+        Self::start_with(registered_proof, config, checked, true)
+    }
+
+    /// [`C2Engine::start`]; `precompiled: false` synthesizes through the bellpepper trait.
+    pub fn start_with(
+        registered_proof: RegisteredSealProof,
+        config: EngineConfig,
+        checked: bool,
+        precompiled: bool,
+    ) -> Result<Self, FilecoinError> {
         let files = ParamFiles::for_proof(registered_proof)?;
         let loaded = LoadedParams::load(registered_proof, &files, checked)?;
         let kind = format!("stacked-drg-{}", registered_proof.sector_size()?.name());
         let spec = CircuitSpec { kind: kind.clone(), shape: loaded.shape, params: loaded.params };
+        let synthesis = Synthesis::for_proof(registered_proof, &files, &loaded.shape, precompiled)?;
         let engine = Engine::new(config, vec![spec]).map_err(|e| FilecoinError::Engine(e.to_string()))?;
-        Ok(C2Engine { registered_proof, kind, shape: loaded.shape, engine })
+        Ok(C2Engine { registered_proof, kind, shape: loaded.shape, engine, synthesis })
     }
 
     /// The engine (memory plan, ledger, stats).
@@ -516,7 +550,7 @@ impl C2Engine {
         let mut circuits = Vec::with_capacity(job.partitions());
         let mut expected_inputs = Vec::with_capacity(job.partitions());
         for k in 0..job.partitions() {
-            circuits.push(generic(job.circuit(k)?));
+            circuits.push(self.synthesis.partition(job.circuit(k)?));
             expected_inputs.push(job.public_inputs(k)?);
         }
         let handle = self

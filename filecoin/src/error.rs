@@ -46,6 +46,9 @@ pub enum FilecoinError {
     /// filecoin-proofs reported an error.
     #[error("filecoin-proofs, {what}: {reason}")]
     Proofs { what: String, reason: String },
+    /// Precompiled constraints could not be recorded, saved or mapped (names the file).
+    #[error("precompiled constraints: {0}")]
+    Precompiled(#[from] arenaprove_circuits::PrecompiledError),
     /// A bug: a state the code should never reach.
     #[error("internal error: {0}")]
     Internal(String),

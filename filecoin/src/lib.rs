@@ -11,6 +11,8 @@
 //!   proven by the engine, either directly ([`C2Prover`]) or on the long-lived pipeline
 //!   ([`C2Engine`]); public inputs from `StackedCompound::generate_public_inputs` (what
 //!   `get_seal_inputs` returns);
+//! * [`pce`]: precompiled constraints of the C2 circuit, recorded once per sector size
+//!   beside the parameters and mapped by later runs (the default synthesis);
 //! * [`verify`]: filecoin-proofs' own `verify_seal`;
 //! * [`shape`]: the shape of one partition circuit for every network sector size, 2 KiB
 //!   to 64 GiB (counted on the blank circuit, cached as JSON), for memory plans.
@@ -46,6 +48,7 @@ pub mod api;
 pub mod c2;
 pub mod error;
 pub mod params;
+pub mod pce;
 pub mod seal;
 pub mod shape;
 pub mod verify;

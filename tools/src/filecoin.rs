@@ -5,7 +5,11 @@
 //!   parameters into the cache when absent;
 //! * `c2`: prove a C1 output with our engine, write the concatenated partition proofs;
 //! * `verify`: filecoin-proofs' `verify_seal` on a proof (exit 0 only when accepted);
-//! * `bench`: our C2 against filecoin-proofs' `seal_commit_phase2`, same C1, same params.
+//! * `bench`: our C2 against filecoin-proofs' `seal_commit_phase2`, same C1, same params;
+//! * `pce`: map, or record and save, the precompiled constraints of a sector size's circuit.
+//!
+//! `c2`, `bench` and `soak` synthesize through the precompiled constraints (recorded on
+//! first use, beside the parameters); `--no-precompiled` goes through the bellpepper trait.
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -42,6 +46,19 @@ enum Cmd {
     /// Seal and prove N distinct sectors back to back on the long-lived engine; every
     /// proof checked with verify_seal; the `soak` report.
     Soak(SoakArgs),
+    /// Map the precompiled constraints of a sector size's C2 circuit from beside its
+    /// parameters, or record and save them there; print which, how long and how large.
+    Pce(PceArgs),
+}
+
+#[derive(ClapArgs)]
+struct PceArgs {
+    /// Sector size: 2KiB or 8MiB.
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(ClapArgs)]
@@ -61,6 +78,10 @@ struct SoakArgs {
     /// One final JSON object on stdout instead of the human report.
     #[arg(long)]
     json: bool,
+    /// Synthesize through the bellpepper trait instead of the precompiled constraints
+    /// (which are recorded on first use and cached beside the parameters).
+    #[arg(long)]
+    no_precompiled: bool,
 }
 
 #[derive(ClapArgs)]
@@ -98,6 +119,10 @@ struct C2Args {
     /// Validate every parameter point while loading (slower).
     #[arg(long)]
     checked: bool,
+    /// Synthesize through the bellpepper trait instead of the precompiled constraints
+    /// (which are recorded on first use and cached beside the parameters).
+    #[arg(long)]
+    no_precompiled: bool,
 }
 
 #[derive(ClapArgs)]
@@ -130,6 +155,10 @@ struct BenchArgs {
     /// Print one JSON object at the end.
     #[arg(long)]
     json: bool,
+    /// Synthesize through the bellpepper trait instead of the precompiled constraints
+    /// (which are recorded on first use and cached beside the parameters).
+    #[arg(long)]
+    no_precompiled: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -144,6 +173,7 @@ pub fn run(args: Args) -> Result<()> {
         Cmd::Verify(a) => verify(a),
         Cmd::Bench(a) => bench(a, limit),
         Cmd::Soak(a) => soak(a, limit),
+        Cmd::Pce(a) => pce(a),
     }
 }
 
@@ -246,14 +276,82 @@ fn c2(a: C2Args, limit: MemoryLimit) -> Result<()> {
     let c1 = C1Output::read(&a.c1, plain)?;
     guard("filecoin c2", c1.registered_proof, Some(1), 1, limit)?;
     let started = Instant::now();
-    let prover = fc::C2Prover::load(c1.registered_proof, a.checked)?;
+    let files = fc::params::ParamFiles::for_proof(c1.registered_proof)?;
+    let prover = fc::C2Prover::load_with(c1.registered_proof, &files, a.checked, !a.no_precompiled)?;
     let load_s = started.elapsed().as_secs_f64();
+    print_synthesis(prover.synthesis());
     let mut rng = fc::rng_from_seed(clock_seed());
     let out = prover.prove(&c1, &mut rng)?;
     write_file(&a.out, &out.proof)?;
     eprintln!("params load {load_s:.2} s; {}", out.stages);
     println!("{}", a.out.display());
     Ok(())
+}
+
+fn pce(a: PceArgs) -> Result<()> {
+    let size: SectorSize = a.sector_size.parse()?;
+    let proof = size.default_registered_proof();
+    let files = fc::params::ParamFiles::for_proof(proof)?;
+    let started = Instant::now();
+    let shape = arenaprove::circuits::shape_of(fc::c2::blank_circuit(proof)?)
+        .map_err(|e| anyhow::anyhow!("counting the {size} circuit: {e}"))?;
+    let shape_s = started.elapsed().as_secs_f64();
+    let loaded = fc::pce::load_or_record(proof, &files, &shape)?;
+    let pc = &loaded.matrices;
+    let origin = match &loaded.origin {
+        arenaprove::circuits::precompiled::Origin::Mapped => "mapped".to_string(),
+        arenaprove::circuits::precompiled::Origin::Recorded { replaced: None } => "recorded and saved".into(),
+        arenaprove::circuits::precompiled::Origin::Recorded { replaced: Some(why) } => {
+            format!("recorded and saved (replacing a file: {why})")
+        }
+        arenaprove::circuits::precompiled::Origin::RecordedUnsaved { why } => {
+            format!("recorded, not saved: {why}")
+        }
+    };
+    let terms = pc.terms();
+    if a.json {
+        let obj = serde_json::json!({
+            "sector_size": size.name(),
+            "path": pc.source(),
+            "origin": origin,
+            "seconds": loaded.elapsed.as_secs_f64(),
+            "shape_count_s": shape_s,
+            "bytes": pc.bytes(),
+            "rows": pc.rows(),
+            "terms_a": terms[0].total(), "terms_b": terms[1].total(), "terms_c": terms[2].total(),
+            "terms_general": terms.iter().map(|t| t.general).sum::<u64>(),
+            "coefficients": pc.coefficients(),
+        });
+        println!("{obj}");
+    } else {
+        println!(
+            "{size}: {origin} in {:.2} s: {} ({:.1} MB; {} rows; A/B/C terms {}/{}/{}, {} multiply; {} distinct \
+             coefficients); counting the shape took {shape_s:.2} s",
+            loaded.elapsed.as_secs_f64(),
+            pc.source(),
+            pc.bytes() as f64 / 1e6,
+            pc.rows(),
+            terms[0].total(),
+            terms[1].total(),
+            terms[2].total(),
+            terms.iter().map(|t| t.general).sum::<u64>(),
+            pc.coefficients()
+        );
+    }
+    Ok(())
+}
+
+/// Says how partitions are synthesized (to stderr).
+fn print_synthesis(synthesis: &fc::pce::Synthesis) {
+    match synthesis.matrices() {
+        Some(pc) => eprintln!(
+            "synthesis: precompiled constraints, {} ({:.1} MB, {})",
+            pc.source(),
+            pc.bytes() as f64 / 1e6,
+            if pc.is_mapped() { "mapped" } else { "recorded now, not saved" }
+        ),
+        None => eprintln!("synthesis: bellpepper trait (--no-precompiled)"),
+    }
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -302,8 +400,10 @@ fn bench(a: BenchArgs, limit: MemoryLimit) -> Result<()> {
     let _ = std::fs::remove_dir_all(&work);
 
     let started = Instant::now();
-    let prover = fc::C2Prover::load(request.registered_proof, false)?;
+    let files = fc::params::ParamFiles::for_proof(request.registered_proof)?;
+    let prover = fc::C2Prover::load_with(request.registered_proof, &files, false, !a.no_precompiled)?;
     let ours_load_s = started.elapsed().as_secs_f64();
+    print_synthesis(prover.synthesis());
     // One untimed run per side: seal_commit_phase2 maps and caches its parameters on first
     // use (and faults them in during its first MSMs), while ours were loaded above.
     prover.prove(&sealed.c1, &mut rng)?;
@@ -383,7 +483,7 @@ fn soak(a: SoakArgs, limit: MemoryLimit) -> Result<()> {
         memory_limit_bytes: usize::try_from(limit.bytes).unwrap_or(usize::MAX),
         ..EngineConfig::default()
     };
-    let c2 = fc::C2Engine::start(registered_proof, config, false)?;
+    let c2 = fc::C2Engine::start_with(registered_proof, config, false, !a.no_precompiled)?;
     let partitions = usize::from(registered_proof.porep_config()?.partitions);
     let work = tempfile_dir()?;
     let mut rng = fc::rng_from_seed(a.rng_seed);

@@ -22,6 +22,7 @@ mod config;
 mod engine;
 mod job;
 mod plan;
+mod precompiled;
 mod reserve;
 mod stages;
 pub mod timeline;
@@ -33,4 +34,5 @@ pub use job::{
     PartitionOutput, Randomness,
 };
 pub use plan::{blst_msm_scratch_bytes, msm_heap_term, EngineMemory, MemoryPlan, PlanError, PlanTerm, Scope};
+pub use precompiled::{precompiled, PrecompiledCircuit};
 pub use timeline::{chrome_trace_json, Level, Span, StageGap, Timeline, Who};

@@ -1,0 +1,35 @@
+//! Precompiled partition circuits: witness-only synthesis plus sparse products against
+//! constraints recorded once per circuit kind (`arenaprove_circuits::precompiled`).
+
+use std::sync::Arc;
+
+use bellpepper_core::{Circuit, SynthesisError};
+use blstrs::Scalar;
+
+use super::job::PartitionCircuit;
+use arenaprove_circuits::{ArenaAssignment, Precompiled};
+
+/// A bellpepper-core circuit synthesized through its kind's recorded constraints: `alloc`
+/// closures write the witness into the assignment's slabs, `enforce` is skipped, then
+/// a, b, c are computed from the matrices in parallel. The assignment is byte-identical to
+/// [`super::Generic`]'s; a circuit that does not match the recording fails its partition.
+pub struct PrecompiledCircuit<C> {
+    pub circuit: C,
+    pub matrices: Arc<Precompiled>,
+}
+
+impl<C: Circuit<Scalar> + Send + 'static> PartitionCircuit for PrecompiledCircuit<C> {
+    fn synthesize_into(self: Box<Self>, cs: &mut ArenaAssignment) -> Result<(), SynthesisError> {
+        let PrecompiledCircuit { circuit, matrices } = *self;
+        matrices.witness_into(circuit, cs).map_err(|e| e.into_synthesis())?;
+        matrices.products_into(cs).map_err(|e| e.into_synthesis())
+    }
+}
+
+/// Boxes a bellpepper-core circuit as a partition circuit synthesized through `matrices`.
+pub fn precompiled<C: Circuit<Scalar> + Send + 'static>(
+    circuit: C,
+    matrices: Arc<Precompiled>,
+) -> Box<dyn PartitionCircuit> {
+    Box::new(PrecompiledCircuit { circuit, matrices })
+}

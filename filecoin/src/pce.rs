@@ -1,0 +1,130 @@
+//! Precompiled C2 circuits (issue 12): the StackedDrg partition circuit of a sector size is
+//! recorded once (from the blank circuit parameter generation uses: no witness needed),
+//! saved beside the parameters as `<params file stem>.arenaprove-pce`, and mapped
+//! read-only by every later prover or process. Each partition is then synthesized as
+//! witness generation plus sparse products ([`arenaprove_circuits::precompiled`]).
+//!
+//! The file is keyed by the sector size, the parameter cache identifier (a digest of the
+//! public parameters) and the storage-proofs version; a file of another circuit or a
+//! damaged one is recorded over. A cache directory that cannot be written is not an
+//! error: the recording is used from memory and the next process records again.
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arenaprove_circuits::precompiled::Origin;
+use arenaprove_circuits::{
+    synthesize_arena, synthesize_precompiled, ArenaAssignment, AssignmentPools, CircuitError, Precompiled,
+    Shape,
+};
+use arenaprove_engine::pipeline::{generic, precompiled, PartitionCircuit};
+
+use crate::api::RegisteredSealProof;
+use crate::c2::{blank_circuit, SealCircuit};
+use crate::error::FilecoinError;
+use crate::params::ParamFiles;
+
+/// The storage-proofs line whose circuits are recorded (part of the file's identity).
+const CIRCUIT_CODE: &str = "storage-proofs-porep 19.1.0";
+
+/// Where the recording of `files`' circuit lives: beside its parameters.
+pub fn pce_path(files: &ParamFiles) -> PathBuf {
+    files.params.with_extension("arenaprove-pce")
+}
+
+/// The identity recorded in (and required of) the file.
+pub fn pce_identity(files: &ParamFiles) -> String {
+    format!("stacked-drg-{} {} {CIRCUIT_CODE}", files.sector_size, files.cache_id)
+}
+
+/// How partitions are synthesized.
+#[derive(Clone, Debug)]
+pub enum Synthesis {
+    /// The bellpepper-core trait into `ArenaAssignment` (every `enforce` evaluated).
+    Generic,
+    /// Witness-only synthesis and sparse products against recorded constraints.
+    Precompiled(Arc<Precompiled>),
+}
+
+/// A loaded recording and how it was obtained.
+#[derive(Debug)]
+pub struct LoadedPce {
+    pub matrices: Arc<Precompiled>,
+    pub origin: Origin,
+    /// Wall time to map (and check) or to record and save it.
+    pub elapsed: Duration,
+}
+
+/// Maps the recording of `registered_proof`'s circuit from beside `files.params`, or
+/// records it from the blank circuit (and saves it there).
+pub fn load_or_record(
+    registered_proof: RegisteredSealProof,
+    files: &ParamFiles,
+    shape: &Shape,
+) -> Result<LoadedPce, FilecoinError> {
+    let started = Instant::now();
+    let path = pce_path(files);
+    let identity = pce_identity(files);
+    let (pc, origin) = Precompiled::open_or_record(&path, &identity, Some(shape), || {
+        let blank =
+            blank_circuit(registered_proof).map_err(|e| arenaprove_circuits::PrecompiledError::Record {
+                identity: identity.clone(),
+                reason: e.to_string(),
+            })?;
+        arenaprove_circuits::record(blank, &identity)
+    })?;
+    match &origin {
+        Origin::Mapped => tracing::info!(path = %path.display(), "precompiled constraints mapped"),
+        Origin::Recorded { replaced } => {
+            tracing::info!(path = %path.display(), ?replaced, "precompiled constraints recorded")
+        }
+        Origin::RecordedUnsaved { why } => {
+            tracing::warn!(path = %path.display(), why, "precompiled constraints recorded but not saved")
+        }
+    }
+    Ok(LoadedPce { matrices: Arc::new(pc), origin, elapsed: started.elapsed() })
+}
+
+impl Synthesis {
+    /// [`Synthesis::Precompiled`] when `precompiled`, loading or recording it.
+    pub fn for_proof(
+        registered_proof: RegisteredSealProof,
+        files: &ParamFiles,
+        shape: &Shape,
+        precompiled: bool,
+    ) -> Result<Self, FilecoinError> {
+        if !precompiled {
+            return Ok(Synthesis::Generic);
+        }
+        Ok(Synthesis::Precompiled(load_or_record(registered_proof, files, shape)?.matrices))
+    }
+
+    /// One partition into a new assignment.
+    pub fn synthesize(
+        &self,
+        circuit: SealCircuit,
+        pools: &AssignmentPools,
+        shape: &Shape,
+    ) -> Result<ArenaAssignment, CircuitError> {
+        match self {
+            Synthesis::Generic => synthesize_arena(circuit, pools, shape),
+            Synthesis::Precompiled(pc) => synthesize_precompiled(circuit, pc, pools, shape),
+        }
+    }
+
+    /// One partition as the engine takes it.
+    pub fn partition(&self, circuit: SealCircuit) -> Box<dyn PartitionCircuit> {
+        match self {
+            Synthesis::Generic => generic(circuit),
+            Synthesis::Precompiled(pc) => precompiled(circuit, pc.clone()),
+        }
+    }
+
+    /// The recording, when precompiled.
+    pub fn matrices(&self) -> Option<&Arc<Precompiled>> {
+        match self {
+            Synthesis::Generic => None,
+            Synthesis::Precompiled(pc) => Some(pc),
+        }
+    }
+}
