@@ -23,6 +23,7 @@
 //! are copied with the driver's pageable path unless they lie in a registered region.
 
 mod arena;
+mod backend;
 mod device;
 mod error;
 mod gpu;
@@ -31,6 +32,7 @@ mod ntt;
 mod pinned;
 mod plan;
 
+pub use backend::{device_plan, device_terms, CudaBackend, CudaFactory};
 pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
 pub use device::{driver_present, kernels_built};
 pub use error::{CudaError, Result};
