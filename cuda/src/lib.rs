@@ -32,8 +32,8 @@ mod ntt;
 mod pinned;
 mod plan;
 
-pub use backend::{device_plan, device_terms, CudaBackend, CudaFactory};
 pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
+pub use backend::{device_plan, device_terms, CudaBackend, CudaFactory};
 pub use device::{driver_present, kernels_built};
 pub use error::{CudaError, Result};
 pub use gpu::Gpu;
