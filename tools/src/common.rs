@@ -17,6 +17,7 @@ use arenaprove::engine::deps::rand_chacha::ChaCha20Rng;
 use arenaprove::engine::deps::rand_core::SeedableRng;
 use arenaprove::engine::groth16::{generate_random_parameters, Parameters, ParamsMemory};
 use arenaprove::engine::pipeline::{native, AllocMode, CircuitSpec, Engine, EngineConfig, PartitionCircuit};
+use arenaprove::engine::{BackendFactory, CpuBackend};
 
 /// The circuit of `kind` nearest `constraints`, for partition `partition` of sector `sector_id`.
 pub fn circuit(
@@ -176,10 +177,58 @@ pub fn synth_workers(slots: usize) -> usize {
 /// `--mlock` (a global flag): lock every engine region in memory.
 pub static MLOCK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// `--backend`: which prover the engine uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendChoice {
+    Cpu,
+    /// The CUDA backend on GPU 0; the CPU one (said once) where there is none.
+    Gpu,
+}
+
+/// The backend factory for `choice`. `gpu` falls back to the CPU backend, saying so once
+/// on stderr, on a binary built without the `cuda` feature or a host without a GPU.
+pub fn backend_factory(choice: BackendChoice) -> Arc<dyn BackendFactory> {
+    match choice {
+        BackendChoice::Cpu => Arc::new(CpuBackend),
+        BackendChoice::Gpu => gpu_factory(),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn gpu_factory() -> Arc<dyn BackendFactory> {
+    match arenaprove::cuda::CudaFactory::open(0) {
+        Ok(f) => {
+            eprintln!("backend: GPU, {}", f.describe());
+            Arc::new(f)
+        }
+        Err(e) => {
+            eprintln!("backend: no GPU ({e}); using the CPU backend");
+            Arc::new(CpuBackend)
+        }
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_factory() -> Arc<dyn BackendFactory> {
+    eprintln!("backend: built without the `cuda` feature; using the CPU backend");
+    Arc::new(CpuBackend)
+}
+
 /// Engine limits the CLI uses: slots for overlap, one synthesis worker per spare core.
-pub fn engine(kind: CircuitKind, loaded: &LoadedParams, slots: usize, alloc: AllocMode) -> Result<Engine> {
-    let mut cfg =
-        EngineConfig { slots, synth_workers: synth_workers(slots), alloc, ..EngineConfig::default() };
+pub fn engine(
+    kind: CircuitKind,
+    loaded: &LoadedParams,
+    slots: usize,
+    alloc: AllocMode,
+    backend: Arc<dyn BackendFactory>,
+) -> Result<Engine> {
+    let mut cfg = EngineConfig {
+        slots,
+        synth_workers: synth_workers(slots),
+        alloc,
+        backend,
+        ..EngineConfig::default()
+    };
     cfg.region.mlock = MLOCK.load(std::sync::atomic::Ordering::Relaxed);
     let spec = CircuitSpec { kind: kind.to_string(), shape: loaded.shape, params: loaded.params.clone() };
     Ok(Engine::new(cfg, vec![spec])?)

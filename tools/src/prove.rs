@@ -32,6 +32,9 @@ pub struct Args {
     /// Partitions in flight (memory = slots x one partition's working set).
     #[arg(long, default_value_t = 2)]
     pub slots: usize,
+    /// Prover backend: cpu, or gpu (CUDA; falls back to cpu, saying so, without a GPU).
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub backend: common::BackendChoice,
     /// Writes the proof(s) in bellperson's byte format (partitions concatenated in order).
     #[arg(long)]
     pub proof_out: Option<PathBuf>,
@@ -61,7 +64,13 @@ pub fn run(a: Args) -> Result<()> {
         loaded.seconds
     );
     println!("circuit: {} partition, shape {}", a.circuit, loaded.shape);
-    let engine = common::engine(a.circuit, &loaded, a.slots.clamp(1, a.partitions.max(1)), AllocMode::Slab)?;
+    let engine = common::engine(
+        a.circuit,
+        &loaded,
+        a.slots.clamp(1, a.partitions.max(1)),
+        AllocMode::Slab,
+        common::backend_factory(a.backend),
+    )?;
     print!("{}", engine.memory_plan());
 
     let parts = (0..a.partitions)
