@@ -20,7 +20,7 @@ import json, sys
 for line in sys.stdin:
     try: m = json.loads(line)
     except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] in ("gpu", "arenaprove_cuda") \
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] in ("gpu", "engine", "arenaprove_cuda") \
        and m["profile"]["test"] and m.get("executable"):
         print(m["target"]["name"], m["executable"])
 ' | while read -r name exe; do

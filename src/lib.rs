@@ -17,4 +17,8 @@ pub use arenaprove_engine as engine;
 #[cfg(feature = "filecoin")]
 pub use arenaprove_filecoin as filecoin;
 
+/// The CUDA backend (feature `cuda`): `cuda::CudaFactory` for `EngineConfig::backend`.
+#[cfg(feature = "cuda")]
+pub use arenaprove_cuda as cuda;
+
 pub mod benchkit;

@@ -235,6 +235,21 @@ impl Device {
         self.sync()
     }
 
+    /// Copies `len_bytes` from device address `src` to `dst` on the compute stream.
+    ///
+    /// # Safety
+    /// Both ranges must be device memory owned by the caller and must not overlap.
+    pub unsafe fn copy_d2d(
+        &self,
+        dst: sys::CUdeviceptr,
+        src: sys::CUdeviceptr,
+        len_bytes: usize,
+    ) -> Result<()> {
+        // SAFETY: forwarded to the caller.
+        unsafe { result::memcpy_dtod_async(dst, src, len_bytes, self.stream.cu_stream()) }
+            .op("cuMemcpyDtoDAsync")
+    }
+
     /// Zeroes `len_bytes` at device address `dst` on the stream.
     ///
     /// # Safety

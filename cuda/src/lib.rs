@@ -23,6 +23,7 @@
 //! are copied with the driver's pageable path unless they lie in a registered region.
 
 mod arena;
+mod backend;
 mod device;
 mod error;
 mod gpu;
@@ -32,6 +33,7 @@ mod pinned;
 mod plan;
 
 pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
+pub use backend::{device_plan, device_terms, CudaBackend, CudaFactory};
 pub use device::{driver_present, kernels_built};
 pub use error::{CudaError, Result};
 pub use gpu::Gpu;

@@ -158,9 +158,9 @@ impl MsmSpans {
 /// Bases resident in the device arena's persistent part ([`G1Bases`], [`G2Bases`]).
 #[derive(Debug)]
 pub struct Bases<A> {
-    span: DevSpan,
-    len: usize,
-    arena_id: u64,
+    pub(crate) span: DevSpan,
+    pub(crate) len: usize,
+    pub(crate) arena_id: u64,
     _affine: PhantomData<A>,
 }
 
@@ -177,8 +177,28 @@ impl<A> Bases<A> {
     }
 }
 
+/// Where an MSM's scalars (canonical 32-byte strings) come from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Scalars<'a> {
+    /// Host memory, copied in by the call.
+    Host(&'a [[u8; SCALAR_BYTES]]),
+    /// `n` scalars already at a device address the caller owns until the call returns
+    /// (the h pipeline's output); copied device-to-device unless they already lie where
+    /// the MSM's layout puts its scalars.
+    Device { ptr: u64, n: usize },
+}
+
+impl Scalars<'_> {
+    fn len(&self) -> usize {
+        match *self {
+            Scalars::Host(s) => s.len(),
+            Scalars::Device { n, .. } => n,
+        }
+    }
+}
+
 /// The point-side kernels of one group.
-struct PointKernels {
+pub(crate) struct PointKernels {
     curve: Curve,
     accumulate: CUfunction,
     buckets: CUfunction,
@@ -187,7 +207,7 @@ struct PointKernels {
 }
 
 impl Gpu {
-    fn point_kernels(&self, curve: Curve) -> PointKernels {
+    pub(crate) fn point_kernels(&self, curve: Curve) -> PointKernels {
         let k = &self.dev.k;
         match curve {
             Curve::G1 => PointKernels {
@@ -238,7 +258,7 @@ impl Gpu {
         self.dev.bind()?;
         let mut b = arena.scratch();
         let pk = self.point_kernels(curve);
-        let r = self.msm_run(&mut b, &pk, bases.span.ptr, scalars);
+        let r = self.msm_run(&mut b, &pk, bases.span.ptr, Scalars::Host(scalars));
         self.arena_mut()?.note_scratch(&b);
         r
     }
@@ -261,7 +281,7 @@ impl Gpu {
         // MSM's download synchronizes the stream.
         unsafe { self.dev.upload_async(span.ptr, bases) }?;
         let pk = self.point_kernels(curve);
-        let r = self.msm_run(&mut b, &pk, span.ptr, scalars);
+        let r = self.msm_run(&mut b, &pk, span.ptr, Scalars::Host(scalars));
         self.arena_mut()?.note_scratch(&b);
         r
     }
@@ -319,12 +339,12 @@ impl Gpu {
     }
 
     /// The device pipeline; returns the window sums (lowest window first) and `c`.
-    fn msm_run<J: Copy + Default>(
+    pub(crate) fn msm_run<J: Copy + Default>(
         &self,
         b: &mut Bump,
         pk: &PointKernels,
         bases: u64,
-        scalars: &[[u8; SCALAR_BYTES]],
+        scalars: Scalars<'_>,
     ) -> Result<(Vec<J>, u32)> {
         let n = scalars.len();
         if n == 0 {
@@ -353,7 +373,13 @@ impl Gpu {
         let k = &self.dev.k;
         // SAFETY: spans of this call's scratch layout, sized by MsmSpans::take.
         unsafe {
-            self.dev.upload_async(d_scalars.ptr, scalars)?;
+            match scalars {
+                Scalars::Host(s) => self.dev.upload_async(d_scalars.ptr, s)?,
+                Scalars::Device { ptr, n } if ptr != d_scalars.ptr => {
+                    self.dev.copy_d2d(d_scalars.ptr, ptr, n * SCALAR_BYTES)?
+                }
+                Scalars::Device { .. } => {}
+            }
             self.dev.zero(counts.ptr, counts.len_bytes)?;
         }
         let tiles = n.div_ceil(TILE_POINTS) as u32;
@@ -449,7 +475,7 @@ impl Gpu {
 }
 
 /// `sum_w 2^(c w) S_w` by Horner from the top window.
-fn combine_g1(sums: &[blst_p1], c: u32) -> G1Projective {
+pub(crate) fn combine_g1(sums: &[blst_p1], c: u32) -> G1Projective {
     let mut acc = G1Projective::identity();
     for w in sums.iter().rev() {
         for _ in 0..c {

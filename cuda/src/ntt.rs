@@ -9,14 +9,15 @@
 //! `g^-i` split as `lo[i mod 2^s] * hi[i >> s]` (2 x 2^(max_log/2) scalars each), and per
 //! domain size the constants `1/n` and `1/(g^n - 1)`.
 
-use blst::blst_fr;
-use blstrs::Scalar;
+use blst::{blst_fr, blst_p1};
+use blstrs::{G1Projective, Scalar};
 use ff::{Field, PrimeField};
 
 use crate::arena::{Bump, DevSpan, SPAN_ALIGN_BYTES};
 use crate::device::Arg;
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
+use crate::msm::{combine_g1, Curve, G1Bases, Scalars};
 
 /// Largest supported domain, log2: twiddles for 2^28 take 4 GiB of device memory, and the
 /// kernels index with 32-bit in-block offsets and 64-bit global ones.
@@ -390,6 +391,53 @@ impl Gpu {
         unsafe { self.dev.download(h, spans[1].ptr) }?;
         self.arena_mut()?.note_scratch(&bump);
         Ok(())
+    }
+
+    /// The h pipeline and the h MSM without h leaving the device: `sum h[i] * bases[i]`
+    /// over h's first `n - 1` coefficients (as the CPU prover: `msm_g1(params.h(),
+    /// h_bytes)`), with `bases` resident. h's canonical bytes are written in place into the
+    /// pipeline's first span, which is where the MSM's layout (laid out afresh from the
+    /// scratch's start, over the pipeline's dead spans) keeps its scalars, so nothing is
+    /// copied back or forth. One download (the window sums) per call.
+    pub fn h_msm_resident(
+        &mut self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+        bases: &G1Bases,
+    ) -> Result<G1Projective> {
+        let n = a.len();
+        let log_n = self.domain_log("h pipeline: a", n)?;
+        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
+        if bases.arena_id != arena.id() {
+            return Err(CudaError::ForeignHandle("h MSM bases"));
+        }
+        if bases.len + 1 < n {
+            return Err(CudaError::Length { what: "h MSM: bases", got: bases.len, want: n - 1 });
+        }
+        let (spans, bump) = self.h_enqueue(a, b, c, log_n)?;
+        // In place: each thread reads its element before writing it.
+        self.dev.launch(
+            self.dev.k.fr_to_canonical,
+            (blocks(n), 1),
+            THREADS,
+            0,
+            &[Arg::U64(spans[0].ptr), Arg::U64(spans[0].ptr), Arg::U64(n as u64)],
+        )?;
+        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
+        let mut msm_bump = arena.scratch();
+        let pk = self.point_kernels(Curve::G1);
+        let r = self.msm_run::<blst_p1>(
+            &mut msm_bump,
+            &pk,
+            bases.span.ptr,
+            Scalars::Device { ptr: spans[0].ptr, n: n - 1 },
+        );
+        let arena = self.arena_mut()?;
+        arena.note_scratch(&bump);
+        arena.note_scratch(&msm_bump);
+        let (sums, c) = r?;
+        Ok(combine_g1(&sums, c))
     }
 
     /// Device time of one forward NTT of `2^log_n` scalars already on the device, in

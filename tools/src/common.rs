@@ -20,6 +20,7 @@ use arenaprove::engine::groth16::{generate_random_parameters, Parameters, Params
 use arenaprove::engine::pipeline::{
     native, AllocMode, CircuitSpec, Engine, EngineConfig, MemoryPlan, PartitionCircuit, SLOTS_MAX,
 };
+use arenaprove::engine::{BackendFactory, CpuBackend};
 
 /// The circuit of `kind` nearest `constraints`, for partition `partition` of sector `sector_id`.
 pub fn circuit(
@@ -179,6 +180,43 @@ pub fn synth_workers(slots: usize) -> usize {
 /// `--mlock` (a global flag): lock every engine region in memory.
 pub static MLOCK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// `--backend`: which prover the engine uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendChoice {
+    Cpu,
+    /// The CUDA backend on GPU 0; the CPU one (said once) where there is none.
+    Gpu,
+}
+
+/// The backend factory for `choice`. `gpu` falls back to the CPU backend, saying so once
+/// on stderr, on a binary built without the `cuda` feature or a host without a GPU.
+pub fn backend_factory(choice: BackendChoice) -> Arc<dyn BackendFactory> {
+    match choice {
+        BackendChoice::Cpu => Arc::new(CpuBackend),
+        BackendChoice::Gpu => gpu_factory(),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn gpu_factory() -> Arc<dyn BackendFactory> {
+    match arenaprove::cuda::CudaFactory::open(0) {
+        Ok(f) => {
+            eprintln!("backend: GPU, {}", f.describe());
+            Arc::new(f)
+        }
+        Err(e) => {
+            eprintln!("backend: no GPU ({e}); using the CPU backend");
+            Arc::new(CpuBackend)
+        }
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_factory() -> Arc<dyn BackendFactory> {
+    eprintln!("backend: built without the `cuda` feature; using the CPU backend");
+    Arc::new(CpuBackend)
+}
+
 /// Engine limits the CLI uses: slots for overlap, one synthesis worker per spare core, and
 /// the memory limit [`refuse_unless_fits`] checked the plan against.
 pub fn engine(
@@ -187,12 +225,14 @@ pub fn engine(
     slots: usize,
     alloc: AllocMode,
     limit: &ResolvedLimit,
+    backend: Arc<dyn BackendFactory>,
 ) -> Result<Engine> {
     let mut cfg = EngineConfig {
         slots,
         synth_workers: synth_workers(slots),
         alloc,
         memory_limit_bytes: usize::try_from(limit.bytes).unwrap_or(usize::MAX),
+        backend,
         ..EngineConfig::default()
     };
     cfg.region.mlock = MLOCK.load(std::sync::atomic::Ordering::Relaxed);

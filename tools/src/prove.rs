@@ -32,6 +32,9 @@ pub struct Args {
     /// Partitions in flight (memory = slots x one partition's working set).
     #[arg(long, default_value_t = 2)]
     pub slots: usize,
+    /// Prover backend: cpu, or gpu (CUDA; falls back to cpu, saying so, without a GPU).
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub backend: common::BackendChoice,
     /// Writes the proof(s) in bellperson's byte format (partitions concatenated in order).
     #[arg(long)]
     pub proof_out: Option<PathBuf>,
@@ -74,7 +77,14 @@ pub fn run(a: Args) -> Result<()> {
         if loaded.generated { "generated, insecure dev params" } else { "loaded" },
         loaded.seconds
     );
-    let engine = common::engine(a.circuit, &loaded, slots, AllocMode::Slab, &limit)?;
+    let engine = common::engine(
+        a.circuit,
+        &loaded,
+        slots,
+        AllocMode::Slab,
+        &limit,
+        common::backend_factory(a.backend),
+    )?;
     print!("{}", engine.memory_plan());
 
     let parts = (0..a.partitions)

@@ -32,6 +32,9 @@ pub struct Args {
     pub alloc: AllocMode,
     #[arg(long, default_value_t = 2)]
     pub slots: usize,
+    /// Prover backend: cpu, or gpu (CUDA; falls back to cpu, saying so, without a GPU).
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub backend: common::BackendChoice,
     #[arg(long)]
     pub params: Option<PathBuf>,
     /// One final JSON object on stdout instead of the human report.
@@ -254,7 +257,8 @@ pub fn run(a: Args) -> Result<()> {
         a.memory_limit,
     )?;
     let loaded = common::params_for(a.circuit, a.constraints, a.params.as_deref(), quiet)?;
-    let engine = common::engine(a.circuit, &loaded, a.slots, a.alloc, &limit)?;
+    let engine =
+        common::engine(a.circuit, &loaded, a.slots, a.alloc, &limit, common::backend_factory(a.backend))?;
 
     let mut rec = SoakRecorder::new(a.sectors, a.partitions, rss_start);
     let submit = |k: usize| -> Result<JobHandle> {

@@ -70,6 +70,14 @@ pub enum Groth16Error {
     /// a variable that no constraint touches).
     #[error("{0}")]
     Degenerate(String),
+    /// A proving backend other than the CPU (the CUDA one in `cuda/`) failed: its own typed
+    /// error is the source.
+    #[error("{backend} backend: {source}")]
+    Backend {
+        backend: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A limit of the engine (domain size, batch size) was exceeded.
     #[error("limit exceeded: {what} is {value}, limit {limit}")]
     Limit { what: &'static str, value: usize, limit: usize },

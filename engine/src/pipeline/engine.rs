@@ -129,6 +129,9 @@ impl Engine {
                 &format!("'{}' parameters (h, l, a, b_g1, b_g2)", s.kind),
                 s.params.resident_bytes(),
             );
+            // The backend's own terms (the GPU's device arena), known before it reserves.
+            plan =
+                plan.with_terms(config.backend.plan_terms(&ProofShape::of_params(&s.params), config.slots));
         }
         plan.check_fits(config.memory_limit_bytes)?;
         Ok(plan)
@@ -141,7 +144,15 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         let ledger = Ledger::new(config.memory_limit_bytes);
         let memory = match config.alloc {
-            AllocMode::Slab => SlotMemory::Slab(plan.reserve(&ledger, &config.region)?),
+            AllocMode::Slab => {
+                // The backend's hook (the GPU pins each region once, here at start) unless
+                // the embedder set one.
+                let mut region = config.region.clone();
+                if region.hook.is_none() {
+                    region.hook = config.backend.region_hook();
+                }
+                SlotMemory::Slab(plan.reserve(&ledger, &region)?)
+            }
             AllocMode::Fresh => SlotMemory::Fresh,
         };
         let mut kinds = HashMap::new();

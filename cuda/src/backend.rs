@@ -1,0 +1,402 @@
+//! [`CudaBackend`]: the engine's [`Backend`] on one GPU, and [`CudaFactory`], the
+//! [`BackendFactory`] an engine is configured with (`EngineConfig::backend`).
+//!
+//! The two stages are the CPU prover's (engine/src/groth16/prover.rs), step for step, with
+//! the heavy steps on the device, so proofs are byte-identical for the same r and s:
+//!
+//! * `prove_start`: a, b, c go to the device (from pinned regions: the factory's
+//!   [`CudaRegionHook`] registered them at engine start), the h pipeline runs there, h's
+//!   canonical bytes stay there for the h MSM over the resident h bases; then a, b, c are
+//!   handed back (`release_abc`).
+//! * `finalize`: L's scalars and the A and B split vectors are built on the CPU in slabs
+//!   leased from [`ProverMemory::scalars`] exactly as the CPU prover builds them (density
+//!   filtering stays on the CPU), the L, A, B_G1 and B_G2 MSMs run on the device over
+//!   resident bases, and the proof is combined by the same formula.
+//!
+//! What it owns: the factory opens the device once, reserves its [`DeviceArena`] once at
+//! the first `build` (sized by [`DevicePlan`] for every shape the engine planned), computes
+//! the NTT tables and uploads each parameter set's bases once. After that no device memory
+//! is allocated and no host memory registered per proof ([`CudaFactory::arena_stats`],
+//! [`CudaRegionHook::registrations`]).
+//!
+//! Sharp edges: one `Gpu` serves every kind built by one factory, one operation at a time
+//! (a mutex): the engine's prover and finalizer threads take turns on the device. Each
+//! MSM is one lock hold, so the finalizer's CPU filtering overlaps the next partition's h.
+//!
+//! [`DeviceArena`]: crate::DeviceArena
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use arenaprove_arena::{SharedHook, SlabVec};
+use arenaprove_circuits::{Density, ProverWitness};
+use arenaprove_engine::deps::blstrs::{G1Affine, G1Projective, G2Projective, Scalar};
+use arenaprove_engine::deps::group::{prime::PrimeCurveAffine, Curve};
+use arenaprove_engine::groth16::{
+    Groth16Error, Parameters, Proof, ProofShape, ProveStart, Prover, ProverMemory, StageTimings,
+};
+use arenaprove_engine::pipeline::{PlanTerm, Scope};
+use arenaprove_engine::{Backend, BackendFactory};
+use rayon::prelude::*;
+
+use crate::arena::ArenaStats;
+use crate::error::CudaError;
+use crate::gpu::Gpu;
+use crate::msm::{G1Bases, G2Bases, SCALAR_BYTES};
+use crate::pinned::CudaRegionHook;
+use crate::plan::DevicePlan;
+
+type ScalarBytes = [u8; SCALAR_BYTES];
+type Result<T, E = Groth16Error> = std::result::Result<T, E>;
+
+/// How long a lease waits for a scalar slab (as the CPU prover).
+const LEASE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Variables per parallel task when filtering by density (whole 64-bit words).
+const FILTER_CHUNK_BITS: usize = 64 * 1024;
+const _: () = assert!(FILTER_CHUNK_BITS % 64 == 0);
+
+fn backend_err(e: CudaError) -> Groth16Error {
+    Groth16Error::Backend { backend: "cuda", source: Box::new(e) }
+}
+
+/// The device memory one parameter set of `shape` needs: NTT tables for its domain, its
+/// five base sets resident (H, L, A, B_G1 in G1; B_G2 in G2), and the largest operation's
+/// scratch (the h pipeline, or an MSM over the longest base set).
+pub fn device_plan(shape: &ProofShape) -> DevicePlan {
+    let domain = shape.domain_size.max(2);
+    let h_points = domain - 1;
+    let msm_max = h_points.max(shape.aux).max(shape.a_points).max(shape.b_points);
+    DevicePlan::new(
+        domain.trailing_zeros(),
+        &[h_points, shape.aux, shape.a_points, shape.b_points],
+        &[shape.b_points],
+        msm_max,
+    )
+}
+
+/// The arena for several shapes on one device: the largest NTT tables (they serve every
+/// smaller domain), every shape's bases, and the largest scratch (operations run one at
+/// a time).
+fn arena_bytes(plans: &[DevicePlan]) -> usize {
+    let tables = plans.iter().map(|p| p.ntt_tables_bytes).max().unwrap_or(0);
+    let bases: usize = plans.iter().map(|p| p.g1_bases_bytes + p.g2_bases_bytes).sum();
+    let scratch = plans.iter().map(DevicePlan::scratch_bytes).max().unwrap_or(0);
+    tables + bases + scratch
+}
+
+/// The device terms of a plan, for the engine's memory plan.
+pub fn device_terms(ordinal: usize, plan: &DevicePlan) -> Vec<PlanTerm> {
+    let term = |what: String, bytes: usize| PlanTerm {
+        pool: "device",
+        what: format!("cuda:{ordinal} {what}"),
+        slab_bytes: bytes,
+        count: 1,
+        scope: Scope::Device,
+    };
+    vec![
+        term("NTT tables (persistent)".into(), plan.ntt_tables_bytes),
+        term("G1 bases H, L, A, B_G1 (resident)".into(), plan.g1_bases_bytes),
+        term("G2 bases B_G2 (resident)".into(), plan.g2_bases_bytes),
+        term(
+            format!(
+                "scratch: max(h pipeline {} MiB, MSM {} MiB)",
+                plan.h_scratch_bytes >> 20,
+                plan.msm_scratch_bytes >> 20
+            ),
+            plan.scratch_bytes(),
+        ),
+    ]
+}
+
+/// Opens one GPU for an engine and makes a [`CudaBackend`] per circuit kind on it.
+pub struct CudaFactory {
+    ordinal: usize,
+    gpu: Arc<Mutex<Gpu>>,
+    hook: Arc<CudaRegionHook>,
+    /// Shapes the engine planned (`plan_terms`), so the one arena holds them all.
+    planned: Mutex<Vec<ProofShape>>,
+}
+
+impl std::fmt::Debug for CudaFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaFactory").field("ordinal", &self.ordinal).finish()
+    }
+}
+
+impl CudaFactory {
+    /// Opens device `ordinal`. Errors (never panics) as [`Gpu::open`]: no kernels built
+    /// in, no driver, no such device; the caller then uses the CPU backend.
+    pub fn open(ordinal: usize) -> std::result::Result<CudaFactory, CudaError> {
+        let gpu = Gpu::open(ordinal)?;
+        let hook = gpu.region_hook();
+        Ok(CudaFactory { ordinal, gpu: Arc::new(Mutex::new(gpu)), hook, planned: Mutex::new(Vec::new()) })
+    }
+
+    /// The hook that page-locks the engine's regions (registration counts for tests).
+    pub fn hook(&self) -> &Arc<CudaRegionHook> {
+        &self.hook
+    }
+
+    /// The device arena's sizes (`None` before the first `build`).
+    pub fn arena_stats(&self) -> Option<ArenaStats> {
+        lock(&self.gpu).arena_stats()
+    }
+
+    /// `"NVIDIA H200 (cuda:0)"`.
+    pub fn describe(&self) -> String {
+        format!("{} (cuda:{})", lock(&self.gpu).name(), self.ordinal)
+    }
+}
+
+fn lock(gpu: &Mutex<Gpu>) -> MutexGuard<'_, Gpu> {
+    // A panic while holding the device leaves no Rust invariant broken (every operation
+    // re-lays its scratch), so a poisoned lock is still usable.
+    gpu.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl BackendFactory for CudaFactory {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn plan_terms(&self, shape: &ProofShape, _slots: usize) -> Vec<PlanTerm> {
+        let mut planned = self.planned.lock().unwrap_or_else(|e| e.into_inner());
+        if !planned.contains(shape) {
+            planned.push(*shape);
+        }
+        // One prover per GPU: the device terms do not scale with the slots.
+        device_terms(self.ordinal, &device_plan(shape))
+    }
+
+    fn region_hook(&self) -> Option<SharedHook> {
+        Some(SharedHook(self.hook.clone()))
+    }
+
+    fn build(&self, params: Arc<Parameters>, memory: ProverMemory) -> Result<Arc<dyn Backend>> {
+        let cpu = Prover::with_memory(params.clone(), memory)?;
+        let shape = ProofShape::of_params(&params);
+        let mut gpu = lock(&self.gpu);
+        if gpu.arena_stats().is_none() {
+            let mut shapes = self.planned.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if !shapes.contains(&shape) {
+                shapes.push(shape);
+            }
+            let plans: Vec<DevicePlan> = shapes.iter().map(device_plan).collect();
+            gpu.reserve_arena(arena_bytes(&plans)).map_err(backend_err)?;
+            let max_log = shapes.iter().map(|s| s.domain_size.max(2).trailing_zeros()).max().unwrap_or(1);
+            gpu.prepare_ntt(max_log).map_err(backend_err)?;
+        }
+        gpu.prepare_ntt(shape.domain_size.max(2).trailing_zeros()).map_err(backend_err)?;
+        let bases = ResidentBases {
+            h: gpu.upload_g1_bases(params.h()).map_err(backend_err)?,
+            l: gpu.upload_g1_bases(params.l()).map_err(backend_err)?,
+            a: gpu.upload_g1_bases(params.a()).map_err(backend_err)?,
+            b_g1: gpu.upload_g1_bases(params.b_g1()).map_err(backend_err)?,
+            b_g2: gpu.upload_g2_bases(params.b_g2()).map_err(backend_err)?,
+        };
+        drop(gpu);
+        Ok(Arc::new(CudaBackend { cpu, gpu: self.gpu.clone(), bases }))
+    }
+}
+
+/// One parameter set's bases in the device arena.
+#[derive(Debug)]
+struct ResidentBases {
+    h: G1Bases,
+    l: G1Bases,
+    a: G1Bases,
+    b_g1: G1Bases,
+    b_g2: G2Bases,
+}
+
+/// The GPU [`Backend`] for one parameter set (see the module docs).
+pub struct CudaBackend {
+    /// The CPU prover over the same params and memory: its witness checks and memory.
+    cpu: Prover,
+    gpu: Arc<Mutex<Gpu>>,
+    bases: ResidentBases,
+}
+
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaBackend").field("params", self.cpu.params()).field("bases", &self.bases).finish()
+    }
+}
+
+/// Runs `f`, adding its wall time to `slot`.
+fn timed<T>(slot: &mut Duration, f: impl FnOnce() -> T) -> T {
+    let t0 = Instant::now();
+    let out = f();
+    *slot += t0.elapsed();
+    out
+}
+
+impl CudaBackend {
+    fn lease(&self, count: usize) -> Result<SlabVec<ScalarBytes>> {
+        let bytes = (count * SCALAR_BYTES).max(1);
+        Ok(SlabVec::new(self.cpu.memory().scalars.lease(bytes, LEASE_TIMEOUT)?))
+    }
+
+    fn gpu(&self) -> MutexGuard<'_, Gpu> {
+        lock(&self.gpu)
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn params(&self) -> &Arc<Parameters> {
+        self.cpu.params()
+    }
+
+    fn prove_start(&self, w: &mut dyn ProverWitness) -> Result<ProveStart> {
+        let domain = self.cpu.check_witness(w)?;
+        let mut t = StageTimings::default();
+        let h = {
+            let [a, b, c] = w.abc_padded_mut(domain.size)?;
+            let _span = arenaprove_engine::deps::tracing::info_span!("ntt_h").entered();
+            // The h pipeline and the h MSM in one device call (h never leaves the device):
+            // its time is ntt_h; msm_h stays zero.
+            timed(&mut t.ntt_h, || self.gpu().h_msm_resident(a, b, c, &self.bases.h)).map_err(backend_err)?
+        };
+        w.release_abc();
+        Ok(ProveStart::new(h, t))
+    }
+
+    fn finalize(
+        &self,
+        start: ProveStart,
+        w: &dyn ProverWitness,
+        r: Scalar,
+        s: Scalar,
+    ) -> Result<(Proof, StageTimings)> {
+        let p = self.cpu.params();
+        let vk = &p.vk;
+        if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+            return Err(Groth16Error::Degenerate("verifying key: delta is the point at infinity".into()));
+        }
+        let mut t = *start.timings();
+        let inputs = w.input_assignment();
+        let aux = w.aux_assignment();
+        // L: all aux, full density; its bytes feed the A and B split vectors.
+        let mut aux_bytes = self.lease(aux.len())?;
+        let l = timed(&mut t.msm_l, || -> Result<G1Projective> {
+            aux_bytes.extend_par_map(aux, |s| s.to_bytes_le())?;
+            self.gpu().msm_g1_resident(&self.bases.l, &aux_bytes).map_err(backend_err)
+        })?;
+        let input_bytes: Vec<ScalarBytes> = inputs.iter().map(|s| s.to_bytes_le()).collect();
+        // A: every input, then dense aux.
+        let a_sum = timed(&mut t.msm_a, || -> Result<G1Projective> {
+            let mut v = self.lease(p.a().len())?;
+            v.extend_from_slice(&input_bytes)?;
+            append_dense(&mut v, &aux_bytes, w.a_aux_density())?;
+            self.gpu().msm_g1_resident(&self.bases.a, &v).map_err(backend_err)
+        })?;
+        // B: dense inputs, then dense aux; one split vector for G1 and G2.
+        let mut b_vec = self.lease(p.b_g1().len())?;
+        append_dense(&mut b_vec, &input_bytes, w.b_input_density())?;
+        append_dense(&mut b_vec, &aux_bytes, w.b_aux_density())?;
+        drop(aux_bytes);
+        let b1 = timed(&mut t.msm_b_g1, || self.gpu().msm_g1_resident(&self.bases.b_g1, &b_vec))
+            .map_err(backend_err)?;
+        let b2 = timed(&mut t.msm_b_g2, || self.gpu().msm_g2_resident(&self.bases.b_g2, &b_vec))
+            .map_err(backend_err)?;
+        drop(b_vec);
+
+        let proof = timed(&mut t.finalize, || {
+            let delta_g1 = G1Projective::from(vk.delta_g1);
+            let g_a = G1Projective::from(vk.alpha_g1) + a_sum + delta_g1 * r;
+            let g_b = G2Projective::from(vk.beta_g2) + b2 + G2Projective::from(vk.delta_g2) * s;
+            let b1_full = G1Projective::from(vk.beta_g1) + b1 + delta_g1 * s;
+            let g_c = g_a * s + b1_full * r - delta_g1 * (r * s) + *start.h() + l;
+            let mut aff = [G1Affine::identity(); 2];
+            G1Projective::batch_normalize(&[g_a, g_c], &mut aff);
+            Proof { a: aff[0], b: g_b.to_affine(), c: aff[1] }
+        });
+        Ok((proof, t))
+    }
+}
+
+/// Appends `src[i]` for every set bit `i` of `density` (the CPU prover's filter), in
+/// parallel over word-aligned chunks.
+fn append_dense(dst: &mut SlabVec<ScalarBytes>, src: &[ScalarBytes], density: Density<'_>) -> Result<()> {
+    if src.len() != density.len() {
+        return Err(Groth16Error::ShapeMismatch {
+            section: "density bits",
+            params_len: src.len(),
+            circuit_len: density.len(),
+        });
+    }
+    let chunk_range = |k: usize| k * FILTER_CHUNK_BITS..((k + 1) * FILTER_CHUNK_BITS).min(src.len());
+    let chunks = src.len().div_ceil(FILTER_CHUNK_BITS);
+    let counts: Vec<usize> = (0..chunks)
+        .into_par_iter()
+        .map(|k| {
+            let r = chunk_range(k);
+            Density::new(&density.words()[r.start / 64..], r.len()).count_ones()
+        })
+        .collect();
+    let out = dst.extend_stale(counts.iter().sum())?;
+    let mut parts = Vec::with_capacity(chunks);
+    let mut rest = out;
+    for (k, &c) in counts.iter().enumerate() {
+        let (head, tail) = rest.split_at_mut(c);
+        parts.push((k, head));
+        rest = tail;
+    }
+    parts.into_par_iter().for_each(|(k, part)| {
+        let r = chunk_range(k);
+        let mut j = 0;
+        for (i, v) in src[r.clone()].iter().enumerate() {
+            if density.get(r.start + i) {
+                part[j] = *v;
+                j += 1;
+            }
+        }
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(log: u32) -> ProofShape {
+        let n = 1usize << log;
+        ProofShape { inputs: 2, aux: n - 10, domain_size: n, a_points: n / 2, b_points: n / 3 }
+    }
+
+    #[test]
+    fn device_terms_sum_to_the_arena_of_one_shape() {
+        for log in [10, 16, 20] {
+            let plan = device_plan(&shape(log));
+            let terms = device_terms(0, &plan);
+            let sum: usize = terms.iter().map(PlanTerm::bytes).sum();
+            assert_eq!(sum, plan.total_bytes());
+            assert_eq!(arena_bytes(&[plan]), plan.total_bytes());
+            assert!(terms.iter().all(|t| t.scope == Scope::Device && t.what.starts_with("cuda:0 ")));
+            // Resident bases: H (n - 1), L, A, B_G1 in G1; B_G2 in G2.
+            let s = shape(log);
+            let g1 = (s.domain_size - 1) + s.aux + s.a_points + s.b_points;
+            assert!(plan.g1_bases_bytes >= 96 * g1 && plan.g1_bases_bytes < 96 * g1 + 4 * 256);
+            assert!(plan.g2_bases_bytes >= 192 * s.b_points);
+        }
+    }
+
+    #[test]
+    fn two_shapes_share_tables_and_scratch_but_not_bases() {
+        let (small, big) = (device_plan(&shape(12)), device_plan(&shape(16)));
+        let both = arena_bytes(&[small, big]);
+        assert_eq!(
+            both,
+            big.ntt_tables_bytes
+                + big.scratch_bytes()
+                + big.g1_bases_bytes
+                + big.g2_bases_bytes
+                + small.g1_bases_bytes
+                + small.g2_bases_bytes
+        );
+    }
+}

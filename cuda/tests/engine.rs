@@ -1,0 +1,188 @@
+//! The engine on the CUDA backend against the engine on the CPU backend: same params, same
+//! circuits, same r and s (`Job.randomness`), so the proofs must be byte-identical, and
+//! every one verified. Chain, sha and sector circuits from 2^10 to 2^18 constraints. Also
+//! counted: device allocations (the arena's one) and host registrations (one per region,
+//! at start) stay put over the proofs after warm-up.
+//!
+//! Each test prints `SKIP: <reason>` and passes on a host without kernels, driver or GPU
+//! (CI); scripts/gpu-test.sh builds this binary for the GPU machine.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use arenaprove_arena::RegionConfig;
+use arenaprove_circuits::circuits::{build, AnyCircuit, CircuitKind, SectorPartitionCircuit};
+use arenaprove_circuits::native::synthesize_bellpepper;
+use arenaprove_circuits::shape_of_native;
+use arenaprove_cuda::CudaFactory;
+use arenaprove_engine::deps::bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use arenaprove_engine::deps::blstrs::Scalar;
+use arenaprove_engine::deps::ff::Field;
+use arenaprove_engine::groth16::{generate_random_parameters, Parameters, ParamsMemory};
+use arenaprove_engine::pipeline::{
+    native, CircuitSpec, Engine, EngineConfig, Job, Randomness, Scope, ShutdownMode,
+};
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+
+/// A native circuit through bellpepper-core's trait (for parameter generation).
+struct ViaBridge(AnyCircuit);
+
+impl Circuit<Scalar> for ViaBridge {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        synthesize_bellpepper(&self.0, cs)
+    }
+}
+
+fn circuit(kind: CircuitKind, constraints: usize, partition: u64) -> AnyCircuit {
+    match kind {
+        CircuitKind::Sector => {
+            AnyCircuit::Sector(SectorPartitionCircuit::for_constraints(7, partition as usize, constraints))
+        }
+        _ => build(kind, constraints, 7_000 + partition).expect("a test circuit"),
+    }
+}
+
+fn open_or_skip() -> Option<Arc<CudaFactory>> {
+    match CudaFactory::open(0) {
+        Ok(f) => Some(Arc::new(f)),
+        Err(e) => {
+            println!("SKIP: {e}");
+            None
+        }
+    }
+}
+
+fn engine(
+    params: &Arc<Parameters>,
+    kind: CircuitKind,
+    constraints: usize,
+    gpu: Option<Arc<CudaFactory>>,
+) -> Engine {
+    let shape = shape_of_native(&circuit(kind, constraints, 0)).expect("shape");
+    let mut cfg = EngineConfig {
+        slots: 2,
+        synth_workers: 2,
+        region: RegionConfig { huge_pages: false, ..RegionConfig::default() },
+        ..EngineConfig::default()
+    };
+    if let Some(f) = gpu {
+        cfg.backend = f;
+    }
+    Engine::new(cfg, vec![CircuitSpec { kind: kind.to_string(), shape, params: params.clone() }])
+        .expect("engine")
+}
+
+fn job(kind: CircuitKind, constraints: usize, partitions: u64, seed: u64) -> Job {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let parts = (0..partitions).map(|p| native(circuit(kind, constraints, p))).collect();
+    let mut j = Job::new(kind.to_string(), parts);
+    j.randomness = Some(
+        (0..partitions)
+            .map(|_| Randomness { r: Scalar::random(&mut rng), s: Scalar::random(&mut rng) })
+            .collect(),
+    );
+    j
+}
+
+/// Proves `partitions` partitions of `kind` at `2^log` constraints on both backends.
+fn gpu_matches_cpu(gpu: &Arc<CudaFactory>, kind: CircuitKind, log: u32, partitions: u64) {
+    let constraints = 1usize << log;
+    let t0 = Instant::now();
+    let mut rng = ChaCha8Rng::seed_from_u64(log as u64);
+    let params = Arc::new(
+        generate_random_parameters(ViaBridge(circuit(kind, constraints, 0)), &mut rng, &ParamsMemory::heap())
+            .expect("params"),
+    );
+    let t_params = t0.elapsed();
+    let cpu = engine(&params, kind, constraints, None);
+    let t1 = Instant::now();
+    let cpu_out = cpu.prove(job(kind, constraints, partitions, 99)).expect("cpu job");
+    let t_cpu = t1.elapsed();
+    assert!(cpu_out.is_ok(), "cpu: {:?}", cpu_out.first_error());
+    cpu.shutdown(ShutdownMode::Drain);
+
+    let dev = engine(&params, kind, constraints, Some(gpu.clone()));
+    let device_terms: usize =
+        dev.memory_plan().terms.iter().filter(|t| t.scope == Scope::Device).map(|t| t.bytes()).sum();
+    assert!(device_terms > 0, "the plan has the device terms");
+    let t2 = Instant::now();
+    let gpu_out = dev.prove(job(kind, constraints, partitions, 99)).expect("gpu job");
+    let t_gpu = t2.elapsed();
+    assert!(gpu_out.is_ok(), "gpu: {:?}", gpu_out.first_error());
+    assert!(gpu_out.partitions.iter().all(|p| p.as_ref().unwrap().verified), "every GPU proof verified");
+    assert_eq!(
+        gpu_out.proof_bytes().unwrap(),
+        cpu_out.proof_bytes().unwrap(),
+        "{kind} 2^{log}: GPU proofs differ from the CPU backend's"
+    );
+    println!(
+        "{kind} 2^{log} x{partitions}: identical and verified; params {:.1}s, cpu {:.3}s, gpu {:.3}s",
+        t_params.as_secs_f64(),
+        t_cpu.as_secs_f64(),
+        t_gpu.as_secs_f64()
+    );
+    dev.shutdown(ShutdownMode::Drain);
+}
+
+// One factory (one device, one arena) per test: each test builds one engine on it.
+#[test]
+fn chain_proofs_are_byte_identical_to_the_cpu_backend() {
+    for log in [10, 14, 18] {
+        let Some(gpu) = open_or_skip() else { return };
+        gpu_matches_cpu(&gpu, CircuitKind::Chain, log, 3);
+    }
+}
+
+#[test]
+fn sha_proofs_are_byte_identical_to_the_cpu_backend() {
+    for log in [10, 14, 18] {
+        let Some(gpu) = open_or_skip() else { return };
+        gpu_matches_cpu(&gpu, CircuitKind::Sha, log, 2);
+    }
+}
+
+#[test]
+fn sector_proofs_are_byte_identical_to_the_cpu_backend() {
+    for log in [10, 14, 18] {
+        let Some(gpu) = open_or_skip() else { return };
+        gpu_matches_cpu(&gpu, CircuitKind::Sector, log, 2);
+    }
+}
+
+/// After warm-up, proofs make no device allocation (the arena's one stays one, its
+/// scratch high-water mark stays put) and no host registration (one per engine region,
+/// made at start).
+#[test]
+fn no_device_allocation_or_registration_per_proof() {
+    let Some(gpu) = open_or_skip() else { return };
+    let (kind, constraints) = (CircuitKind::Chain, 1usize << 12);
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let params = Arc::new(
+        generate_random_parameters(ViaBridge(circuit(kind, constraints, 0)), &mut rng, &ParamsMemory::heap())
+            .unwrap(),
+    );
+    let e = engine(&params, kind, constraints, Some(gpu.clone()));
+    let regs_at_start = gpu.hook().registrations();
+    assert!(regs_at_start > 0, "the engine's regions are registered at start");
+    assert!(gpu.hook().registered_bytes() > 0);
+    let out = e.prove(job(kind, constraints, 4, 1)).unwrap(); // warm-up
+    assert!(out.is_ok(), "{:?}", out.first_error());
+    let warm = gpu.arena_stats().expect("the arena is reserved at build");
+    for k in 0..5 {
+        let out = e.prove(job(kind, constraints, 4, 10 + k)).unwrap();
+        assert!(out.is_ok(), "{:?}", out.first_error());
+    }
+    let after = gpu.arena_stats().unwrap();
+    assert_eq!(after.device_allocs, 1, "one device allocation, at start");
+    assert_eq!(after, warm, "the arena is unchanged after warm-up");
+    assert!(after.scratch_high_bytes + after.persistent_bytes <= after.reserved_bytes);
+    assert_eq!(gpu.hook().registrations(), regs_at_start, "no host registration per proof");
+    println!(
+        "20 proofs after warm-up: {} device allocation, arena {warm:?}, {regs_at_start} host registrations ({} MiB), all at start",
+        after.device_allocs,
+        gpu.hook().registered_bytes() >> 20
+    );
+    e.shutdown(ShutdownMode::Drain);
+    assert_eq!(gpu.hook().registered_bytes(), 0, "regions unregistered at shutdown");
+}
