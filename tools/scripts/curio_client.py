@@ -10,7 +10,8 @@ the C1 output wrapped in {"SectorNum", "Phase1Out" (base64), "SectorSize"}.
     arenaprove filecoin seal --sector-size 2KiB --out /tmp/s          # c1.json, sector.json
     arenaprove serve --listen 127.0.0.1:9820 &
     .venv/bin/python tools/scripts/curio_client.py --proto CURIO/extern/cuzk/cuzk-proto/proto/cuzk/v1/proving.proto \
-        --addr 127.0.0.1:9820 --c1 /tmp/s/c1.json --sector /tmp/s/sector.json --proof-out /tmp/s/proof
+        --addr 127.0.0.1:9820 --c1 /tmp/s/c1.json --sector /tmp/s/sector.json --proof-out /tmp/s/proof \
+        --compare-with tools/proto/cuzk/v1/proving.proto
     arenaprove filecoin verify --c1 /tmp/s/c1.json --sector /tmp/s/sector.json --proof /tmp/s/proof
 
 It submits (SubmitProof), submits again with the same request id (same job), awaits with a
@@ -46,6 +47,24 @@ def generate_stubs(proto_path):
     return importlib.import_module(module + "_pb2"), importlib.import_module(module + "_pb2_grpc")
 
 
+def descriptor(proto_path):
+    """The compiled FileDescriptorProto of a proving.proto, without comments and positions."""
+    from google.protobuf import descriptor_pb2
+    from grpc_tools import protoc
+
+    proto_path = os.path.abspath(proto_path)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(proto_path)))
+    out = os.path.join(tempfile.mkdtemp(prefix="fds-"), "fds.pb")
+    if protoc.main(["protoc", f"-I{root}", f"--descriptor_set_out={out}", os.path.relpath(proto_path, root)]) != 0:
+        sys.exit(f"protoc failed on {proto_path}")
+    fds = descriptor_pb2.FileDescriptorSet()
+    with open(out, "rb") as f:
+        fds.ParseFromString(f.read())
+    fd = fds.file[0]
+    fd.ClearField("source_code_info")
+    return fd.SerializeToString(deterministic=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--proto", required=True, help="Curio's extern/cuzk/cuzk-proto/proto/cuzk/v1/proving.proto")
@@ -54,7 +73,14 @@ def main():
     ap.add_argument("--sector", required=True, help="sector.json from `arenaprove filecoin seal`")
     ap.add_argument("--proof-out", required=True, help="where to write the proof bytes")
     ap.add_argument("--miner", type=int, default=1000)
+    ap.add_argument("--compare-with", help="arenaprove's tools/proto/cuzk/v1/proving.proto: check that both "
+                    "compile to the same descriptor (names, numbers, types) before calling")
     args = ap.parse_args()
+    if args.compare_with:
+        same = descriptor(args.proto) == descriptor(args.compare_with)
+        print(f"descriptors of {args.proto} and {args.compare_with}: {'identical' if same else 'DIFFERENT'}")
+        if not same:
+            sys.exit(1)
 
     import grpc
 

@@ -141,7 +141,8 @@ async fn bad_inputs(c: &mut ProvingEngineClient<Channel>, sector: &SealedSector)
     refused(submit(c, payload(b"{\"SectorNum\": 1, \"Phase".to_vec())).await, Code::InvalidArgument, "truncated");
     refused(submit(c, payload(b"[1, 2, 3]".to_vec())).await, Code::InvalidArgument, "malformed");
     refused(submit(c, payload(Vec::new())).await, Code::InvalidArgument, "vanilla_proof is empty");
-    let not_b64 = br#"{"SectorNum": 1, "Phase1Out": "%%%", "SectorSize": 2048}"#.to_vec();
+    let not_b64 = format!(r#"{{"SectorNum": {}, "Phase1Out": "%%%", "SectorSize": 2048}}"#, sector.info.sector_id);
+    let not_b64 = not_b64.into_bytes();
     refused(submit(c, payload(not_b64)).await, Code::InvalidArgument, "not base64");
     let truncated_c1 = envelope(&c1[..c1.len() / 2], sector.info.sector_id, 2048);
     refused(submit(c, payload(truncated_c1)).await, Code::InvalidArgument, "bad commit-phase-1 output");
@@ -191,7 +192,7 @@ async fn bad_inputs(c: &mut ProvingEngineClient<Channel>, sector: &SealedSector)
     let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
     assert!(status.queues.iter().all(|q| q.pending == 0 && q.in_progress == 0), "nothing queued: {status:?}");
     let metrics = c.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
-    assert!(metrics.contains("arenaprove_requests_refused_total{code=\"INVALID_ARGUMENT\"} 12"), "{metrics}");
+    assert!(metrics.contains("arenaprove_requests_refused_total{code=\"INVALID_ARGUMENT\"} 13"), "{metrics}");
     assert!(metrics.contains("arenaprove_requests_refused_total{code=\"UNIMPLEMENTED\"} 4"), "{metrics}");
 }
 
@@ -306,6 +307,7 @@ async fn queue_priorities_cancel(
     // SIGTERM's drain, while low-2 runs: new jobs are refused, low-2 completes, every slab
     // comes back.
     let mut c2 = c.clone();
+    let daemon = running.daemon.clone();
     let drain = tokio::spawn(running.drain(std::future::pending()));
     tokio::time::sleep(Duration::from_millis(200)).await;
     refused(submit(&mut c2, porep("late", sector, Priority::Critical)).await, Code::Unavailable, "draining");
@@ -313,7 +315,8 @@ async fn queue_priorities_cancel(
     assert_eq!(r.status(), JobStatus::Completed, "{}", r.error_message);
     assert!(r.queue_wait_ms > 0);
     assert_eq!(verify_seal(&sector.info, &r.proof).unwrap(), Verdict::Accepted);
-    let metrics = c.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
+    // The listeners close once the last job is answered: read the metrics in-process.
+    let metrics = daemon.metrics_text();
     assert!(metrics.contains("arenaprove_proofs_total{circuit=\"porep-2k\",outcome=\"completed\"} 3"), "{metrics}");
     assert!(metrics.contains("arenaprove_proofs_total{circuit=\"porep-2k\",outcome=\"cancelled\"} 3"), "{metrics}");
     assert!(metrics.contains("arenaprove_job_seconds_count{stage=\"queue_wait\"} 3"), "{metrics}");

@@ -87,7 +87,8 @@ async fn bad_request(
             ("malformed JSON", submit(c, r).await)
         }
         2 => {
-            r.vanilla_proof = br#"{"SectorNum": 1, "Phase1Out": "%%", "SectorSize": 2048}"#.to_vec();
+            let id = sector.info.sector_id;
+            r.vanilla_proof = format!(r#"{{"SectorNum": {id}, "Phase1Out": "%%", "SectorSize": 2048}}"#).into_bytes();
             ("bad base64", submit(c, r).await)
         }
         3 => {

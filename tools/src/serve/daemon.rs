@@ -358,13 +358,14 @@ impl Daemon {
         let fp = tokio::task::spawn_blocking(move || request::fingerprint(&for_hash))
             .await
             .map_err(|e| Status::internal(format!("hashing the request: {e}")))?;
+        let files = ParamFiles::for_proof(proof).map_err(|e| Status::internal(e.to_string()))?;
         // Cheap refusals and idempotent answers before the payload is parsed.
         {
             let g = self.lock();
             if let Some(found) = self.existing(&g, &req.request_id, fp)? {
                 return Ok(found);
             }
-            self.admit(&g, circuit, proof)?;
+            self.admit(&g, circuit, &files)?;
         }
         let for_parse = req.clone();
         let parsed = tokio::task::spawn_blocking(move || request::parse_porep(&for_parse, proof, circuit))
@@ -376,7 +377,7 @@ impl Daemon {
         if let Some(found) = self.existing(&g, &req.request_id, fp)? {
             return Ok(found);
         }
-        self.admit(&g, circuit, proof)?;
+        self.admit(&g, circuit, &files)?;
         let n = self.inner.next_job.fetch_add(1, Ordering::SeqCst);
         let partitions = parsed.c1.partitions();
         let (done, _) = watch::channel(None);
@@ -430,11 +431,10 @@ impl Daemon {
 
     /// Refuses a new job when draining, when its parameters are not loaded, or when the
     /// queue is full.
-    fn admit(&self, g: &Sched, circuit: CircuitId, proof: arenaprove::filecoin::RegisteredSealProof) -> Result<(), Status> {
+    fn admit(&self, g: &Sched, circuit: CircuitId, files: &ParamFiles) -> Result<(), Status> {
         if g.draining {
             return Err(Status::unavailable("the daemon is shutting down (draining); no new jobs"));
         }
-        let files = ParamFiles::for_proof(proof).map_err(|e| Status::internal(e.to_string()))?;
         match g.loaded.get(&circuit) {
             None => {
                 files.require_params().map_err(|e| Status::failed_precondition(e.to_string()))?;
@@ -445,7 +445,7 @@ impl Daemon {
             }
             Some(l) if l.params_path != files.params => {
                 return Err(Status::failed_precondition(format!(
-                    "{proof:?} needs parameters {}, not loaded (loaded for {circuit}: {})",
+                    "this proof needs parameters {}, not loaded (loaded for {circuit}: {})",
                     files.params.display(),
                     l.params_path.display()
                 )));
@@ -721,10 +721,15 @@ fn dispatch_loop(inner: Arc<Inner>) {
                 g.inflight_partitions += q.entry.partitions;
                 let engine = g.engine.clone();
                 let for_job = inner.clone();
-                let name = format!("arenaprove-{}", q.entry.id);
+                let entry = q.entry.clone();
+                let name = format!("arenaprove-{}", entry.id);
                 let spawned = std::thread::Builder::new().name(name).spawn(move || run_job(for_job, q, engine, started));
                 if let Err(e) = spawned {
-                    tracing::error!("spawning a job thread: {e}");
+                    g.running.remove(&entry.id);
+                    g.inflight_partitions -= entry.partitions;
+                    let error = format!("could not start a thread for the job: {e}");
+                    finish(&mut g, &inner.config, &entry, Outcome::ended(JobStatus::Failed, error, &entry, Some(started)));
+                    inner.metrics.job_done(entry.circuit.name(), "failed", None);
                 }
                 continue;
             }

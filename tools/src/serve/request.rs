@@ -26,7 +26,7 @@ const REGISTERED_SEAL_PROOFS: usize = 20;
 #[serde(deny_unknown_fields)]
 struct Envelope {
     #[serde(rename = "SectorNum")]
-    sector_num: i64,
+    sector_num: u64,
     /// `null` when Go marshals a nil slice.
     #[serde(rename = "Phase1Out")]
     phase1_out: Option<String>,
@@ -132,7 +132,7 @@ pub fn parse_porep(
             envelope.sector_size, req.sector_size
         )));
     }
-    if envelope.sector_num < 0 || (req.sector_number != 0 && envelope.sector_num as u64 != req.sector_number) {
+    if req.sector_number != 0 && envelope.sector_num != req.sector_number {
         return Err(Status::invalid_argument(format!(
             "the envelope's SectorNum {} differs from sector_number {}",
             envelope.sector_num, req.sector_number
@@ -167,7 +167,7 @@ pub fn parse_porep(
         ));
     }
     drop(job);
-    Ok(PorepRequest { circuit, c1, sector_number: envelope.sector_num as u64, priority: priority(req)? })
+    Ok(PorepRequest { circuit, c1, sector_number: envelope.sector_num, priority: priority(req)? })
 }
 
 /// The status for a C1 the adapter refused.
