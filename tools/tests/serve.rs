@@ -12,7 +12,9 @@ use std::sync::Once;
 use std::time::{Duration, Instant};
 
 use arenaprove::filecoin::params::ensure_params;
-use arenaprove::filecoin::{rng_from_seed, seal_sector, verify_seal, SealRequest, SealedSector, SectorSize, Verdict};
+use arenaprove::filecoin::{
+    rng_from_seed, seal_sector, verify_seal, SealRequest, SealedSector, SectorSize, Verdict,
+};
 use arenaprove_tools::serve::pb::await_proof_response::Status as JobStatus;
 use arenaprove_tools::serve::pb::proving_engine_client::ProvingEngineClient;
 use arenaprove_tools::serve::pb::*;
@@ -67,11 +69,18 @@ fn porep(request_id: &str, sector: &SealedSector, priority: Priority) -> SubmitP
     }
 }
 
-async fn submit(c: &mut ProvingEngineClient<Channel>, r: SubmitProofRequest) -> Result<SubmitProofResponse, tonic::Status> {
+async fn submit(
+    c: &mut ProvingEngineClient<Channel>,
+    r: SubmitProofRequest,
+) -> Result<SubmitProofResponse, tonic::Status> {
     c.submit_proof(r).await.map(|r| r.into_inner())
 }
 
-async fn await_job(c: &mut ProvingEngineClient<Channel>, job_id: &str, timeout_ms: u64) -> AwaitProofResponse {
+async fn await_job(
+    c: &mut ProvingEngineClient<Channel>,
+    job_id: &str,
+    timeout_ms: u64,
+) -> AwaitProofResponse {
     c.await_proof(AwaitProofRequest { job_id: job_id.into(), timeout_ms }).await.expect("await").into_inner()
 }
 
@@ -138,10 +147,15 @@ async fn bad_inputs(c: &mut ProvingEngineClient<Channel>, sector: &SealedSector)
     };
     let payload = |bytes: Vec<u8>| with(&|r: &mut SubmitProofRequest| r.vanilla_proof = bytes.clone());
 
-    refused(submit(c, payload(b"{\"SectorNum\": 1, \"Phase".to_vec())).await, Code::InvalidArgument, "truncated");
+    refused(
+        submit(c, payload(b"{\"SectorNum\": 1, \"Phase".to_vec())).await,
+        Code::InvalidArgument,
+        "truncated",
+    );
     refused(submit(c, payload(b"[1, 2, 3]".to_vec())).await, Code::InvalidArgument, "malformed");
     refused(submit(c, payload(Vec::new())).await, Code::InvalidArgument, "vanilla_proof is empty");
-    let not_b64 = format!(r#"{{"SectorNum": {}, "Phase1Out": "%%%", "SectorSize": 2048}}"#, sector.info.sector_id);
+    let not_b64 =
+        format!(r#"{{"SectorNum": {}, "Phase1Out": "%%%", "SectorSize": 2048}}"#, sector.info.sector_id);
     let not_b64 = not_b64.into_bytes();
     refused(submit(c, payload(not_b64)).await, Code::InvalidArgument, "not base64");
     let truncated_c1 = envelope(&c1[..c1.len() / 2], sector.info.sector_id, 2048);
@@ -150,7 +164,11 @@ async fn bad_inputs(c: &mut ProvingEngineClient<Channel>, sector: &SealedSector)
     let unknown_in_c1 = envelope(renamed.as_bytes(), sector.info.sector_id, 2048);
     refused(submit(c, payload(unknown_in_c1)).await, Code::InvalidArgument, "StackedDrg2KiBV9_9");
 
-    refused(submit(c, with(&|r| r.registered_proof = 99)).await, Code::InvalidArgument, "unknown registered proof 99");
+    refused(
+        submit(c, with(&|r| r.registered_proof = 99)).await,
+        Code::InvalidArgument,
+        "unknown registered proof 99",
+    );
     refused(submit(c, with(&|r| r.sector_size = 4096)).await, Code::InvalidArgument, "sector size mismatch");
     let wrong_envelope_size = envelope(&c1, sector.info.sector_id, 8 << 20);
     refused(submit(c, payload(wrong_envelope_size)).await, Code::InvalidArgument, "sector size mismatch");
@@ -178,7 +196,11 @@ async fn bad_inputs(c: &mut ProvingEngineClient<Channel>, sector: &SealedSector)
         "vanilla proofs do not verify",
     );
     for kind in [ProofKind::SnapDealsUpdate, ProofKind::WindowPostPartition, ProofKind::WinningPost] {
-        refused(submit(c, with(&|r| r.proof_kind = kind as i32)).await, Code::Unimplemented, kind.as_str_name());
+        refused(
+            submit(c, with(&|r| r.proof_kind = kind as i32)).await,
+            Code::Unimplemented,
+            kind.as_str_name(),
+        );
     }
     refused(submit(c, with(&|r| r.proof_kind = 0)).await, Code::InvalidArgument, "PROOF_KIND_UNSPECIFIED");
     refused(c.prove(ProveRequest { submit: None }).await, Code::InvalidArgument, "submit is missing");
@@ -200,8 +222,16 @@ async fn bad_inputs(c: &mut ProvingEngineClient<Channel>, sector: &SealedSector)
 async fn preload_and_evict(c: &mut ProvingEngineClient<Channel>, sector: &SealedSector) {
     let r = c.preload_srs(PreloadSrsRequest { circuit_id: "porep-2k".into() }).await.unwrap().into_inner();
     assert!(r.already_loaded);
-    refused(c.preload_srs(PreloadSrsRequest { circuit_id: "porep-3k".into() }).await, Code::InvalidArgument, "porep-3k");
-    refused(c.preload_srs(PreloadSrsRequest { circuit_id: "porep-32g".into() }).await, Code::InvalidArgument, "32 and 64 GiB");
+    refused(
+        c.preload_srs(PreloadSrsRequest { circuit_id: "porep-3k".into() }).await,
+        Code::InvalidArgument,
+        "porep-3k",
+    );
+    refused(
+        c.preload_srs(PreloadSrsRequest { circuit_id: "porep-32g".into() }).await,
+        Code::InvalidArgument,
+        "32 and 64 GiB",
+    );
     let r = c.evict_srs(EvictSrsRequest { circuit_id: "porep-8m".into() }).await.unwrap().into_inner();
     assert!(!r.was_loaded);
 
@@ -209,7 +239,11 @@ async fn preload_and_evict(c: &mut ProvingEngineClient<Channel>, sector: &Sealed
     assert!(r.was_loaded && r.freed_bytes > 0, "{r:?}");
     let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
     assert!(status.loaded_srs.is_empty() && status.pinned_memory_bytes == 0, "{status:?}");
-    refused(submit(c, porep("evicted", sector, Priority::Normal)).await, Code::FailedPrecondition, "not loaded");
+    refused(
+        submit(c, porep("evicted", sector, Priority::Normal)).await,
+        Code::FailedPrecondition,
+        "not loaded",
+    );
 
     let r = c.preload_srs(PreloadSrsRequest { circuit_id: "porep-2k".into() }).await.unwrap().into_inner();
     assert!(!r.already_loaded && r.load_time_ms > 0, "{r:?}");
@@ -221,7 +255,8 @@ async fn preload_and_evict(c: &mut ProvingEngineClient<Channel>, sector: &Sealed
 /// Prove as Curio calls it; verify_seal accepts; the same request id returns the same job.
 async fn end_to_end(c: &mut ProvingEngineClient<Channel>, sector: &SealedSector) -> Vec<u8> {
     let request = porep("porep-1000-1", sector, Priority::Normal);
-    let result = c.prove(ProveRequest { submit: Some(request.clone()) }).await.unwrap().into_inner().result.unwrap();
+    let result =
+        c.prove(ProveRequest { submit: Some(request.clone()) }).await.unwrap().into_inner().result.unwrap();
     assert_eq!(result.status(), JobStatus::Completed, "{}", result.error_message);
     assert_eq!(result.proof.len(), 192, "2 KiB: one partition proof");
     assert_eq!(verify_seal(&sector.info, &result.proof).unwrap(), Verdict::Accepted);
@@ -272,10 +307,18 @@ async fn queue_priorities_cancel(
     let l3 = submit(c, porep("low-3", sector, Priority::Low)).await.unwrap();
     let crit = submit(c, porep("critical", sector, Priority::Critical)).await.unwrap();
     assert_eq!((l2.queue_position, l3.queue_position, crit.queue_position), (0, 1, 0));
-    refused(submit(c, porep("one-too-many", sector, Priority::Critical)).await, Code::ResourceExhausted, "queue full");
+    refused(
+        submit(c, porep("one-too-many", sector, Priority::Critical)).await,
+        Code::ResourceExhausted,
+        "queue full",
+    );
     let s = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
     let queue = |name: &str| s.queues.iter().find(|q| q.proof_kind.ends_with(name)).cloned().unwrap();
-    assert_eq!((queue("LOW").pending, queue("LOW").in_progress, queue("CRITICAL").pending), (2, 1, 1), "{s:?}");
+    assert_eq!(
+        (queue("LOW").pending, queue("LOW").in_progress, queue("CRITICAL").pending),
+        (2, 1, 1),
+        "{s:?}"
+    );
 
     // Await with a timeout: TIMEOUT, the job goes on.
     let t0 = Instant::now();
@@ -290,7 +333,11 @@ async fn queue_priorities_cancel(
     let r = c.cancel_proof(CancelProofRequest { job_id: l1.job_id.clone() }).await.unwrap().into_inner();
     assert!(r.was_running);
     assert_eq!(await_job(c, &l1.job_id, 1000).await.status(), JobStatus::Cancelled);
-    refused(c.cancel_proof(CancelProofRequest { job_id: l3.job_id.clone() }).await, Code::FailedPrecondition, "CANCELLED");
+    refused(
+        c.cancel_proof(CancelProofRequest { job_id: l3.job_id.clone() }).await,
+        Code::FailedPrecondition,
+        "CANCELLED",
+    );
     // A cancelled request may be submitted again: a new job.
     let retry = submit(c, porep("low-3", sector, Priority::Low)).await.unwrap();
     assert_ne!(retry.job_id, l3.job_id);
@@ -317,8 +364,14 @@ async fn queue_priorities_cancel(
     assert_eq!(verify_seal(&sector.info, &r.proof).unwrap(), Verdict::Accepted);
     // The listeners close once the last job is answered: read the metrics in-process.
     let metrics = daemon.metrics_text();
-    assert!(metrics.contains("arenaprove_proofs_total{circuit=\"porep-2k\",outcome=\"completed\"} 3"), "{metrics}");
-    assert!(metrics.contains("arenaprove_proofs_total{circuit=\"porep-2k\",outcome=\"cancelled\"} 3"), "{metrics}");
+    assert!(
+        metrics.contains("arenaprove_proofs_total{circuit=\"porep-2k\",outcome=\"completed\"} 3"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("arenaprove_proofs_total{circuit=\"porep-2k\",outcome=\"cancelled\"} 3"),
+        "{metrics}"
+    );
     assert!(metrics.contains("arenaprove_job_seconds_count{stage=\"queue_wait\"} 3"), "{metrics}");
     let report = tokio::time::timeout(Duration::from_secs(120), drain)
         .await

@@ -9,7 +9,9 @@ use std::sync::Once;
 use std::time::Instant;
 
 use arenaprove::filecoin::params::ensure_params;
-use arenaprove::filecoin::{rng_from_seed, seal_sector, verify_seal, SealRequest, SealedSector, SectorSize, Verdict};
+use arenaprove::filecoin::{
+    rng_from_seed, seal_sector, verify_seal, SealRequest, SealedSector, SectorSize, Verdict,
+};
 use arenaprove_tools::serve::metrics::rss_bytes;
 use arenaprove_tools::serve::pb::await_proof_response::Status as JobStatus;
 use arenaprove_tools::serve::pb::proving_engine_client::ProvingEngineClient;
@@ -19,9 +21,15 @@ use base64::Engine as _;
 use tonic::Code;
 
 const PARAM_CACHE: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/filecoin-params");
-const CLIENTS: usize = 8;
-const PROVES_PER_CLIENT: usize = 5;
-const BAD_PER_CLIENT: usize = 25;
+/// Clients and proofs per client: 8 x 5 unless `ARENAPROVE_LOAD_CLIENTS` /
+/// `ARENAPROVE_LOAD_PROVES` say otherwise (a shorter run on a busy machine).
+fn load_shape() -> (usize, usize) {
+    let var =
+        |name: &str, default: usize| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    (var("ARENAPROVE_LOAD_CLIENTS", 8).max(1), var("ARENAPROVE_LOAD_PROVES", 5).max(1))
+}
+/// Bad requests each client sends before each of its proofs (8 x 5 x 5 = 200).
+const BAD_PER_PROVE: usize = 5;
 
 fn params_2kib() {
     static SETUP: Once = Once::new();
@@ -88,7 +96,8 @@ async fn bad_request(
         }
         2 => {
             let id = sector.info.sector_id;
-            r.vanilla_proof = format!(r#"{{"SectorNum": {id}, "Phase1Out": "%%", "SectorSize": 2048}}"#).into_bytes();
+            r.vanilla_proof =
+                format!(r#"{{"SectorNum": {id}, "Phase1Out": "%%", "SectorSize": 2048}}"#).into_bytes();
             ("bad base64", submit(c, r).await)
         }
         3 => {
@@ -141,7 +150,8 @@ fn expected_code(i: usize) -> Code {
 #[ignore]
 async fn forty_proofs_from_eight_clients_with_two_hundred_bad_requests() {
     params_2kib();
-    let sectors: Vec<SealedSector> = (0..CLIENTS as u64).map(|i| sealed(600 + i)).collect();
+    let (clients, proves_per_client) = load_shape();
+    let sectors: Vec<SealedSector> = (0..clients as u64).map(|i| sealed(600 + i)).collect();
     let mut tampered = sealed(700);
     let mut seed = tampered.c1.seed();
     seed[0] ^= 0x40;
@@ -167,7 +177,11 @@ async fn forty_proofs_from_eight_clients_with_two_hundred_bad_requests() {
     let tampered = std::sync::Arc::new(tampered);
     let t1 = Instant::now();
     let mut tasks = Vec::new();
-    for client in 0..CLIENTS {
+    let rss_first_mib = rss_first >> 20;
+    eprintln!(
+        "first proof: {warm_s:.1} s, RSS {rss_first_mib} MiB; {clients} clients x {proves_per_client} proofs"
+    );
+    for client in 0..clients {
         let url = url.clone();
         let sectors = sectors.clone();
         let tampered = tampered.clone();
@@ -177,10 +191,10 @@ async fn forty_proofs_from_eight_clients_with_two_hundred_bad_requests() {
             let sector = &sectors[client];
             let mut jobs = Vec::new();
             let mut bad_ok = 0;
-            for k in 0..PROVES_PER_CLIENT {
-                // Bad requests between good ones: 5 before each Prove.
-                for b in 0..BAD_PER_CLIENT / PROVES_PER_CLIENT {
-                    let i = client * BAD_PER_CLIENT + k * (BAD_PER_CLIENT / PROVES_PER_CLIENT) + b;
+            for k in 0..proves_per_client {
+                // Bad requests between good ones: BAD_PER_PROVE before each Prove.
+                for b in 0..BAD_PER_PROVE {
+                    let i = (client * proves_per_client + k) * BAD_PER_PROVE + b;
                     let (code, kind) = bad_request(&mut c, i, sector, &tampered, &finished).await;
                     assert_eq!(code, expected_code(i), "bad request {i} ({kind})");
                     bad_ok += 1;
@@ -189,6 +203,10 @@ async fn forty_proofs_from_eight_clients_with_two_hundred_bad_requests() {
                 let r = c.prove(ProveRequest { submit: Some(req) }).await.unwrap().into_inner().result.unwrap();
                 assert_eq!(r.status(), JobStatus::Completed, "{}", r.error_message);
                 assert_eq!(verify_seal(&sector.info, &r.proof).unwrap(), Verdict::Accepted);
+                eprintln!(
+                    "client {client} proof {k}: accepted; queue_wait {} ms, synthesis {} ms, prove {} ms, total {} ms; RSS {} MiB",
+                    r.queue_wait_ms, r.synthesis_ms, r.gpu_compute_ms, r.total_ms, rss_bytes() >> 20
+                );
                 jobs.push(r);
             }
             (jobs, bad_ok)
@@ -203,10 +221,10 @@ async fn forty_proofs_from_eight_clients_with_two_hundred_bad_requests() {
     }
     let wall_s = t1.elapsed().as_secs_f64();
     let rss_end = rss_bytes();
-    assert_eq!(jobs.len(), CLIENTS * PROVES_PER_CLIENT);
-    assert_eq!(bad, CLIENTS * BAD_PER_CLIENT);
+    assert_eq!(jobs.len(), clients * proves_per_client);
+    assert_eq!(bad, clients * proves_per_client * BAD_PER_PROVE);
     let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
-    assert_eq!(status.total_proofs_completed, 41);
+    assert_eq!(status.total_proofs_completed, 1 + jobs.len() as u64);
     assert_eq!(status.total_proofs_failed, 0);
 
     let mut qw: Vec<u64> = jobs.iter().map(|j| j.queue_wait_ms).collect();
@@ -226,7 +244,8 @@ async fn forty_proofs_from_eight_clients_with_two_hundred_bad_requests() {
             "queue_wait_ms_p50": qw[qw.len() / 2], "queue_wait_ms_max": qw[qw.len() - 1],
             "synthesis_plus_prove_ms_p50": prove[prove.len() / 2], "synthesis_plus_prove_ms_max": prove[prove.len() - 1],
             "per_job": jobs.iter().map(|j| (j.queue_wait_ms, j.synthesis_ms, j.gpu_compute_ms, j.total_ms)).collect::<Vec<_>>(),
-            "rss_after_first_mib": rss_first >> 20,
+            "clients": clients, "proofs_per_client": proves_per_client,
+            "rss_after_first_mib": rss_first_mib,
             "rss_end_mib": rss_end >> 20,
             "rss_end_over_first": rss_ratio,
             "slabs_outstanding": report.slabs_outstanding,

@@ -233,7 +233,8 @@ impl ServeConfig {
             .or(file.srs.param_cache)
             .or_else(|| std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").map(PathBuf::from))
             .unwrap_or_else(|| PathBuf::from(PARAM_CACHE_DEFAULT));
-        let preload = if !o.preload.is_empty() { o.preload.clone() } else { file.srs.preload.unwrap_or_default() };
+        let preload =
+            if !o.preload.is_empty() { o.preload.clone() } else { file.srs.preload.unwrap_or_default() };
         for id in &preload {
             super::circuits::CircuitId::parse(id).map_err(|e| invalid("srs.preload", e))?;
         }
@@ -244,23 +245,36 @@ impl ServeConfig {
         }
         let synth_workers = o.synth_workers.or(file.engine.synth_workers).unwrap_or(1);
         if synth_workers == 0 || synth_workers > slots {
-            return Err(invalid("engine.synth_workers", format!("{synth_workers} not in 1..=slots ({slots})")));
+            return Err(invalid(
+                "engine.synth_workers",
+                format!("{synth_workers} not in 1..=slots ({slots})"),
+            ));
         }
         let memory_limit_bytes = match (&o.memory_limit, &file.engine.memory_limit) {
             (Some(s), _) => parse_bytes(s).map_err(|e| invalid("engine.memory_limit", e))?,
             (None, Some(toml::Value::Integer(n))) if *n > 0 => *n as usize,
-            (None, Some(toml::Value::String(s))) => parse_bytes(s).map_err(|e| invalid("engine.memory_limit", e))?,
-            (None, Some(v)) => return Err(invalid("engine.memory_limit", format!("{v}: a byte count or \"16GiB\""))),
+            (None, Some(toml::Value::String(s))) => {
+                parse_bytes(s).map_err(|e| invalid("engine.memory_limit", e))?
+            }
+            (None, Some(v)) => {
+                return Err(invalid("engine.memory_limit", format!("{v}: a byte count or \"16GiB\"")))
+            }
             (None, None) => 16 << 30,
         };
 
         let pending_max = o.pending_max.or(file.queue.pending_max).unwrap_or(64);
         if pending_max == 0 || pending_max > PENDING_MAX_LIMIT {
-            return Err(invalid("queue.pending_max", format!("{pending_max} not in 1..={PENDING_MAX_LIMIT}")));
+            return Err(invalid(
+                "queue.pending_max",
+                format!("{pending_max} not in 1..={PENDING_MAX_LIMIT}"),
+            ));
         }
         let finished_keep = file.queue.finished_keep.unwrap_or(1024);
         if finished_keep == 0 || finished_keep > PENDING_MAX_LIMIT {
-            return Err(invalid("queue.finished_keep", format!("{finished_keep} not in 1..={PENDING_MAX_LIMIT}")));
+            return Err(invalid(
+                "queue.finished_keep",
+                format!("{finished_keep} not in 1..={PENDING_MAX_LIMIT}"),
+            ));
         }
         let devices = file.gpus.devices.unwrap_or_default();
         if !devices.is_empty() {

@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 
 use arenaprove::circuits::ArenaAssignment;
 use arenaprove::engine::pipeline::{
-    generic, CircuitSpec, Engine, EngineConfig, Job, JobOutput, PartitionCircuit, ShutdownMode, ShutdownReport,
+    generic, CircuitSpec, Engine, EngineConfig, Job, JobOutput, PartitionCircuit, ShutdownMode,
+    ShutdownReport,
 };
 use arenaprove::filecoin::c2::{LoadedParams, SectorJob};
 use arenaprove::filecoin::params::ParamFiles;
@@ -206,7 +207,10 @@ fn engine_config(c: &ServeConfig) -> EngineConfig {
 fn use_param_cache(dir: &std::path::Path) -> Result<(), StartError> {
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
     let files = ParamFiles::for_proof(circuits::ALL[0].registered_proof())?;
-    let (want, got) = (dir.canonicalize().unwrap_or(dir.into()), files.cache_dir.canonicalize().unwrap_or(files.cache_dir.clone()));
+    let (want, got) = (
+        dir.canonicalize().unwrap_or(dir.into()),
+        files.cache_dir.canonicalize().unwrap_or(files.cache_dir.clone()),
+    );
     if want != got {
         return Err(StartError::Cache(format!(
             "this process already reads parameters from {} (FIL_PROOFS_PARAMETER_CACHE is read once per process), not {}",
@@ -251,7 +255,10 @@ fn load(id: CircuitId, checked: bool) -> Result<Loaded, FilecoinError> {
     })
 }
 
-fn build_engine(config: &ServeConfig, loaded: &BTreeMap<CircuitId, Loaded>) -> Result<Option<Arc<Engine>>, String> {
+fn build_engine(
+    config: &ServeConfig,
+    loaded: &BTreeMap<CircuitId, Loaded>,
+) -> Result<Option<Arc<Engine>>, String> {
     if loaded.is_empty() {
         return Ok(None);
     }
@@ -345,7 +352,11 @@ impl Daemon {
 
     /// The memory plan of the running engine, as text.
     pub fn memory_plan_text(&self) -> String {
-        self.lock().engine.as_ref().map(|e| e.memory_plan().to_string()).unwrap_or_else(|| "no engine (no parameters loaded)\n".into())
+        self.lock()
+            .engine
+            .as_ref()
+            .map(|e| e.memory_plan().to_string())
+            .unwrap_or_else(|| "no engine (no parameters loaded)\n".into())
     }
 
     /// Checks, parses and queues a request; the job and its queue position.
@@ -485,7 +496,8 @@ impl Daemon {
                 }
             }
         };
-        let outcome = outcome.ok_or_else(|| Status::internal(format!("job {job_id} ended without an outcome")))?;
+        let outcome =
+            outcome.ok_or_else(|| Status::internal(format!("job {job_id} ended without an outcome")))?;
         Ok(outcome.response(job_id))
     }
 
@@ -501,7 +513,11 @@ impl Daemon {
     /// Cancels a queued or running job; whether it was running.
     pub fn cancel(&self, job_id: &str) -> Result<bool, Status> {
         let mut g = self.lock();
-        let entry = g.jobs.get(job_id).cloned().ok_or_else(|| Status::not_found(format!("unknown job id `{job_id}`")))?;
+        let entry = g
+            .jobs
+            .get(job_id)
+            .cloned()
+            .ok_or_else(|| Status::not_found(format!("unknown job id `{job_id}`")))?;
         if let Some(o) = entry.done.borrow().as_ref() {
             return Err(Status::failed_precondition(format!(
                 "job {job_id} already ended ({})",
@@ -514,7 +530,8 @@ impl Daemon {
         if !was_running {
             g.queue.retain(|q| q.entry.id != job_id);
         }
-        let outcome = Outcome::ended(JobStatus::Cancelled, format!("job {job_id} was cancelled"), &entry, started);
+        let outcome =
+            Outcome::ended(JobStatus::Cancelled, format!("job {job_id} was cancelled"), &entry, started);
         if finish(&mut g, &self.inner.config, &entry, outcome) && !was_running {
             self.inner.metrics.job_done(entry.circuit.name(), "cancelled", None);
         }
@@ -536,7 +553,11 @@ impl Daemon {
                 circuit_id: id.name().to_string(),
                 tier: pb::srs_status::Tier::Hot as i32,
                 size_bytes: l.size_bytes,
-                ref_count: g.running.keys().filter(|j| g.jobs.get(*j).is_some_and(|e| e.circuit == *id)).count() as u32,
+                ref_count: g
+                    .running
+                    .keys()
+                    .filter(|j| g.jobs.get(*j).is_some_and(|e| e.circuit == *id))
+                    .count() as u32,
             })
             .collect();
         let queues = queue_counts(&g)
@@ -591,7 +612,8 @@ impl Daemon {
             if g.draining {
                 return Err(Status::unavailable("the daemon is shutting down"));
             }
-            let files = ParamFiles::for_proof(id.registered_proof()).map_err(|e| Status::internal(e.to_string()))?;
+            let files =
+                ParamFiles::for_proof(id.registered_proof()).map_err(|e| Status::internal(e.to_string()))?;
             files.require_params().map_err(|e| Status::failed_precondition(e.to_string()))?;
             g.controls.push_back(Control::Load { id, reply: tx });
         }
@@ -609,8 +631,12 @@ impl Daemon {
             if !g.loaded.contains_key(&id) {
                 return Ok((false, 0));
             }
-            if g.queue.iter().any(|q| q.entry.circuit == id) || g.running.keys().any(|j| g.jobs.get(j).is_some_and(|e| e.circuit == id)) {
-                return Err(Status::failed_precondition(format!("{id} has queued or running jobs; evict it when they are done")));
+            if g.queue.iter().any(|q| q.entry.circuit == id)
+                || g.running.keys().any(|j| g.jobs.get(j).is_some_and(|e| e.circuit == id))
+            {
+                return Err(Status::failed_precondition(format!(
+                    "{id} has queued or running jobs; evict it when they are done"
+                )));
             }
             g.controls.push_back(Control::Evict { id, reply: tx });
         }
@@ -723,12 +749,19 @@ fn dispatch_loop(inner: Arc<Inner>) {
                 let for_job = inner.clone();
                 let entry = q.entry.clone();
                 let name = format!("arenaprove-{}", entry.id);
-                let spawned = std::thread::Builder::new().name(name).spawn(move || run_job(for_job, q, engine, started));
+                let spawned = std::thread::Builder::new()
+                    .name(name)
+                    .spawn(move || run_job(for_job, q, engine, started));
                 if let Err(e) = spawned {
                     g.running.remove(&entry.id);
                     g.inflight_partitions -= entry.partitions;
                     let error = format!("could not start a thread for the job: {e}");
-                    finish(&mut g, &inner.config, &entry, Outcome::ended(JobStatus::Failed, error, &entry, Some(started)));
+                    finish(
+                        &mut g,
+                        &inner.config,
+                        &entry,
+                        Outcome::ended(JobStatus::Failed, error, &entry, Some(started)),
+                    );
                     inner.metrics.job_done(entry.circuit.name(), "failed", None);
                 }
                 continue;
@@ -839,12 +872,18 @@ fn stage_ms(out: &JobOutput) -> (u64, u64) {
     (sum(&["synthesize"]), sum(&["prove_start", "finalize"]))
 }
 
-const INPUTS_MISMATCH: &str = "the public inputs the circuit computed from the vanilla proofs differ from those \
+const INPUTS_MISMATCH: &str =
+    "the public inputs the circuit computed from the vanilla proofs differ from those \
      filecoin-proofs derives from the C1's seed, replica id and commitments";
 
 /// Builds the circuits, proves them on the engine, checks the public inputs.
-fn prove(entry: &JobEntry, request: PorepRequest, engine: Option<Arc<Engine>>) -> Result<(Vec<u8>, JobOutput), String> {
-    let engine = engine.ok_or_else(|| format!("parameters for {} are not loaded (evicted?)", entry.circuit))?;
+fn prove(
+    entry: &JobEntry,
+    request: PorepRequest,
+    engine: Option<Arc<Engine>>,
+) -> Result<(Vec<u8>, JobOutput), String> {
+    let engine =
+        engine.ok_or_else(|| format!("parameters for {} are not loaded (evicted?)", entry.circuit))?;
     if !engine.kinds().contains(&entry.circuit.name()) {
         return Err(format!("parameters for {} are not loaded (evicted?)", entry.circuit));
     }
@@ -857,7 +896,9 @@ fn prove(entry: &JobEntry, request: PorepRequest, engine: Option<Arc<Engine>>) -
         let mut expected = Vec::with_capacity(job.partitions());
         for k in 0..job.partitions() {
             let inner = generic(job.circuit(k).map_err(|e| e.to_string())?);
-            circuits.push(Box::new(Cancellable { inner, cancel: entry.cancel.clone() }) as Box<dyn PartitionCircuit>);
+            circuits
+                .push(Box::new(Cancellable { inner, cancel: entry.cancel.clone() })
+                    as Box<dyn PartitionCircuit>);
             expected.push(job.public_inputs(k).map_err(|e| e.to_string())?);
         }
         let handle = engine.submit(Job::new(entry.circuit.name(), circuits)).map_err(|e| e.to_string())?;

@@ -5,7 +5,8 @@ use std::sync::Mutex;
 
 /// Histogram bucket upper bounds, seconds: a 2 KiB proof is ~10 s on 2 cores, a 32 GiB one
 /// minutes; queue waits range from 0 to hours.
-const BUCKETS_S: [f64; 14] = [0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0, 3600.0];
+const BUCKETS_S: [f64; 14] =
+    [0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0, 3600.0];
 
 #[derive(Clone, Debug, Default)]
 struct Histogram {
@@ -103,18 +104,23 @@ impl Metrics {
         for ((circuit, outcome), n) in &d.proofs {
             let _ = writeln!(w, "arenaprove_proofs_total{{circuit=\"{circuit}\",outcome=\"{outcome}\"}} {n}");
         }
-        let _ = writeln!(w, "# HELP arenaprove_requests_refused_total Requests refused, by gRPC status code.");
+        let _ =
+            writeln!(w, "# HELP arenaprove_requests_refused_total Requests refused, by gRPC status code.");
         let _ = writeln!(w, "# TYPE arenaprove_requests_refused_total counter");
         for (code, n) in &d.refused {
             let _ = writeln!(w, "arenaprove_requests_refused_total{{code=\"{code}\"}} {n}");
         }
-        let _ = writeln!(w, "# HELP arenaprove_job_seconds Per-job durations: queue_wait, synthesis, prove, total.");
+        let _ = writeln!(
+            w,
+            "# HELP arenaprove_job_seconds Per-job durations: queue_wait, synthesis, prove, total."
+        );
         let _ = writeln!(w, "# TYPE arenaprove_job_seconds histogram");
         for (stage, h) in &d.stages {
             let mut cumulative = 0;
             for (b, c) in BUCKETS_S.iter().zip(h.counts) {
                 cumulative += c;
-                let _ = writeln!(w, "arenaprove_job_seconds_bucket{{stage=\"{stage}\",le=\"{b}\"}} {cumulative}");
+                let _ =
+                    writeln!(w, "arenaprove_job_seconds_bucket{{stage=\"{stage}\",le=\"{b}\"}} {cumulative}");
             }
             let _ = writeln!(w, "arenaprove_job_seconds_bucket{{stage=\"{stage}\",le=\"+Inf\"}} {}", h.count);
             let _ = writeln!(w, "arenaprove_job_seconds_sum{{stage=\"{stage}\"}} {}", h.sum_s);
@@ -123,15 +129,21 @@ impl Metrics {
         let _ = writeln!(w, "# HELP arenaprove_queue_jobs Jobs by priority and state.");
         let _ = writeln!(w, "# TYPE arenaprove_queue_jobs gauge");
         for (priority, pending, running) in &g.queues {
-            let _ = writeln!(w, "arenaprove_queue_jobs{{priority=\"{priority}\",state=\"pending\"}} {pending}");
-            let _ = writeln!(w, "arenaprove_queue_jobs{{priority=\"{priority}\",state=\"running\"}} {running}");
+            let _ =
+                writeln!(w, "arenaprove_queue_jobs{{priority=\"{priority}\",state=\"pending\"}} {pending}");
+            let _ =
+                writeln!(w, "arenaprove_queue_jobs{{priority=\"{priority}\",state=\"running\"}} {running}");
         }
         let gauges = [
             ("arenaprove_uptime_seconds", "Seconds since the daemon started.", g.uptime_s),
             ("arenaprove_memory_plan_bytes", "Slab bytes the engine's memory plan reserves.", g.plan_bytes),
             ("arenaprove_ledger_reserved_bytes", "Bytes of regions reserved (ledger).", g.reserved_bytes),
             ("arenaprove_ledger_leased_bytes", "Slab bytes lent out now (ledger).", g.leased_bytes),
-            ("arenaprove_ledger_leased_bytes_hwm", "High-water mark of lent bytes (ledger).", g.leased_bytes_hwm),
+            (
+                "arenaprove_ledger_leased_bytes_hwm",
+                "High-water mark of lent bytes (ledger).",
+                g.leased_bytes_hwm,
+            ),
             ("arenaprove_ledger_limit_bytes", "What the engine may reserve.", g.limit_bytes),
             ("arenaprove_slabs_outstanding", "Slabs leased now (0 when idle).", g.slabs_outstanding),
             ("arenaprove_handback_ns_max", "Slowest slab handback (ledger), ns.", g.handback_ns_max),
@@ -201,7 +213,10 @@ mod tests {
             rss_bytes: 10,
         };
         let text = m.render(&g);
-        assert!(text.contains("arenaprove_proofs_total{circuit=\"porep-2k\",outcome=\"completed\"} 1"), "{text}");
+        assert!(
+            text.contains("arenaprove_proofs_total{circuit=\"porep-2k\",outcome=\"completed\"} 1"),
+            "{text}"
+        );
         assert!(text.contains("arenaprove_requests_refused_total{code=\"INVALID_ARGUMENT\"} 1"), "{text}");
         assert!(text.contains("arenaprove_job_seconds_bucket{stage=\"prove\",le=\"5\"} 0"), "{text}");
         assert!(text.contains("arenaprove_job_seconds_bucket{stage=\"prove\",le=\"10\"} 1"), "{text}");

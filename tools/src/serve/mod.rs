@@ -126,7 +126,8 @@ pub struct Running {
 pub async fn start(config: ServeConfig) -> Result<Running> {
     let listen = config.listen.clone();
     let message_bytes_max = config.message_bytes_max;
-    let daemon = tokio::task::spawn_blocking(move || Daemon::start(config)).await.context("starting the daemon")??;
+    let daemon =
+        tokio::task::spawn_blocking(move || Daemon::start(config)).await.context("starting the daemon")??;
     let svc = pb::proving_engine_server::ProvingEngineServer::new(service::Service::new(daemon.clone()))
         .max_decoding_message_size(message_bytes_max)
         .max_encoding_message_size(message_bytes_max);
@@ -140,8 +141,9 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         let router = tonic::transport::Server::builder().add_service(svc.clone());
         let server = match l {
             Listen::Tcp(addr) => {
-                let listener =
-                    tokio::net::TcpListener::bind(addr).await.with_context(|| format!("daemon.listen: binding {addr}"))?;
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("daemon.listen: binding {addr}"))?;
                 running.tcp.push(listener.local_addr()?);
                 let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
                 tokio::spawn(router.serve_with_incoming_shutdown(incoming, signal))
@@ -165,9 +167,8 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
 fn remove_stale_socket(path: &std::path::Path) -> Result<()> {
     use std::os::unix::fs::FileTypeExt;
     match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_socket() => {
-            std::fs::remove_file(path).with_context(|| format!("removing the stale socket {}", path.display()))
-        }
+        Ok(m) if m.file_type().is_socket() => std::fs::remove_file(path)
+            .with_context(|| format!("removing the stale socket {}", path.display())),
         Ok(_) => anyhow::bail!("daemon.listen: {} exists and is not a socket", path.display()),
         Err(_) => Ok(()),
     }
@@ -241,7 +242,10 @@ pub fn run(args: Args) -> Result<()> {
             _ = term.recv() => {}
             _ = int.recv() => {}
         }
-        println!("arenaprove serve: draining ({} jobs queued or running); signal again to cancel them", running.daemon.pending());
+        println!(
+            "arenaprove serve: draining ({} jobs queued or running); signal again to cancel them",
+            running.daemon.pending()
+        );
         let second = async move {
             tokio::select! {
                 _ = term.recv() => {}
@@ -276,7 +280,10 @@ fn check_config(config: ServeConfig) -> Result<()> {
     let preload = daemon::preload_list(&config)?;
     println!("circuits: {}", preload.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "));
     if preload.is_empty() {
-        anyhow::bail!("no circuit to load: the cache {} has no PoRep parameters", config.param_cache.display());
+        anyhow::bail!(
+            "no circuit to load: the cache {} has no PoRep parameters",
+            config.param_cache.display()
+        );
     }
     let daemon = Daemon::start(config)?;
     print!("{}", daemon.memory_plan_text());

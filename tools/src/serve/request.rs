@@ -150,7 +150,11 @@ pub fn parse_porep(
     drop(c1_json);
     if c1.registered_proof != proof {
         let theirs = c1.registered_proof;
-        let size = if theirs.sector_size_bytes() != proof.sector_size_bytes() { "sector size mismatch: " } else { "" };
+        let size = if theirs.sector_size_bytes() != proof.sector_size_bytes() {
+            "sector size mismatch: "
+        } else {
+            ""
+        };
         return Err(Status::invalid_argument(format!(
             "{size}registered_proof {} ({proof:?}) but Phase1Out is a C1 output of {theirs:?}",
             req.registered_proof
@@ -191,7 +195,10 @@ mod tests {
         assert_eq!(registered_proof(0).unwrap(), RegisteredSealProof::StackedDrg2KiBV1);
         assert_eq!(registered_proof(5).unwrap(), RegisteredSealProof::StackedDrg2KiBV1_1);
         assert_eq!(registered_proof(8).unwrap(), RegisteredSealProof::StackedDrg32GiBV1_1);
-        assert_eq!(registered_proof(19).unwrap(), RegisteredSealProof::StackedDrg64GiBV1_2_Feat_NonInteractivePoRep);
+        assert_eq!(
+            registered_proof(19).unwrap(),
+            RegisteredSealProof::StackedDrg64GiBV1_2_Feat_NonInteractivePoRep
+        );
         for n in 0..20 {
             assert_eq!(registered_proof(n).unwrap().proof_id(), n);
         }
@@ -214,7 +221,10 @@ mod tests {
         let e = check_kind(&request(ProofKind::WinningPost, 5, 2048)).unwrap_err();
         assert_eq!(e.code(), tonic::Code::Unimplemented);
         assert!(e.message().contains("WINNING_POST"), "{}", e.message());
-        assert_eq!(check_kind(&request(ProofKind::Unspecified, 5, 2048)).unwrap_err().code(), tonic::Code::InvalidArgument);
+        assert_eq!(
+            check_kind(&request(ProofKind::Unspecified, 5, 2048)).unwrap_err().code(),
+            tonic::Code::InvalidArgument
+        );
 
         let e = check_proof(&request(ProofKind::PorepSealCommit, 5, 4096)).unwrap_err();
         assert!(e.message().contains("sector size mismatch"), "{}", e.message());

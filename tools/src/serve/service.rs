@@ -31,15 +31,16 @@ impl ProvingEngine for Service {
         &self,
         request: Request<SubmitProofRequest>,
     ) -> Result<Response<SubmitProofResponse>, Status> {
-        let r = self.daemon.submit(request.into_inner()).await.map(|(job_id, queue_position)| SubmitProofResponse {
-            job_id,
-            queue_position,
-            assigned_gpu: String::new(),
+        let r = self.daemon.submit(request.into_inner()).await.map(|(job_id, queue_position)| {
+            SubmitProofResponse { job_id, queue_position, assigned_gpu: String::new() }
         });
         self.counted(r)
     }
 
-    async fn await_proof(&self, request: Request<AwaitProofRequest>) -> Result<Response<AwaitProofResponse>, Status> {
+    async fn await_proof(
+        &self,
+        request: Request<AwaitProofRequest>,
+    ) -> Result<Response<AwaitProofResponse>, Status> {
         let req = request.into_inner();
         let r = self.daemon.await_job(&req.job_id, req.timeout_ms).await;
         self.counted(r)
@@ -47,8 +48,10 @@ impl ProvingEngine for Service {
 
     async fn prove(&self, request: Request<ProveRequest>) -> Result<Response<ProveResponse>, Status> {
         let r = async {
-            let submit =
-                request.into_inner().submit.ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
+            let submit = request
+                .into_inner()
+                .submit
+                .ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
             let (job_id, _) = self.daemon.submit(submit).await?;
             let result = self.daemon.await_job(&job_id, 0).await?;
             Ok(ProveResponse { result: Some(result) })
@@ -61,7 +64,10 @@ impl ProvingEngine for Service {
         &self,
         request: Request<CancelProofRequest>,
     ) -> Result<Response<CancelProofResponse>, Status> {
-        let r = self.daemon.cancel(&request.into_inner().job_id).map(|was_running| CancelProofResponse { was_running });
+        let r = self
+            .daemon
+            .cancel(&request.into_inner().job_id)
+            .map(|was_running| CancelProofResponse { was_running });
         self.counted(r)
     }
 
@@ -69,11 +75,17 @@ impl ProvingEngine for Service {
         Ok(Response::new(self.daemon.status()))
     }
 
-    async fn get_metrics(&self, _: Request<GetMetricsRequest>) -> Result<Response<GetMetricsResponse>, Status> {
+    async fn get_metrics(
+        &self,
+        _: Request<GetMetricsRequest>,
+    ) -> Result<Response<GetMetricsResponse>, Status> {
         Ok(Response::new(GetMetricsResponse { prometheus_text: self.daemon.metrics_text() }))
     }
 
-    async fn preload_srs(&self, request: Request<PreloadSrsRequest>) -> Result<Response<PreloadSrsResponse>, Status> {
+    async fn preload_srs(
+        &self,
+        request: Request<PreloadSrsRequest>,
+    ) -> Result<Response<PreloadSrsResponse>, Status> {
         let r = self
             .daemon
             .preload(&request.into_inner().circuit_id)
@@ -82,7 +94,10 @@ impl ProvingEngine for Service {
         self.counted(r)
     }
 
-    async fn evict_srs(&self, request: Request<EvictSrsRequest>) -> Result<Response<EvictSrsResponse>, Status> {
+    async fn evict_srs(
+        &self,
+        request: Request<EvictSrsRequest>,
+    ) -> Result<Response<EvictSrsResponse>, Status> {
         let r = self
             .daemon
             .evict(&request.into_inner().circuit_id)
