@@ -17,10 +17,9 @@ impl Service {
     }
 
     fn counted<T>(&self, r: Result<T, Status>) -> Result<Response<T>, Status> {
-        r.map(Response::new).map_err(|status| {
+        r.map(Response::new).inspect_err(|status| {
             self.daemon.metrics().refused(status.code());
             tracing::debug!(code = ?status.code(), message = status.message(), "refused");
-            status
         })
     }
 }
