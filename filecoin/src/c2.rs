@@ -31,6 +31,7 @@ use filecoin_proofs::types::{PoRepConfig, VanillaSealProof};
 use rand_core::RngCore;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
 
 use crate::api::{C1Output, RegisteredSealProof, SectorInfo, ShapedC1};
@@ -137,6 +138,20 @@ impl<'a> SectorJob<'a> {
             partition: k,
             reason: format!("building the circuit: {e:#}"),
         })
+    }
+
+    /// Checks every partition's vanilla proofs against the public inputs (seed, replica id,
+    /// commitments) as filecoin-proofs' commit phase 1 does before returning them
+    /// (`StackedDrg::verify_all_partitions`): Merkle paths and labels only, no circuit.
+    /// A C1 that was tampered with or mixed up with another sector's fails here, before
+    /// any synthesis. `Ok(false)` when a proof does not verify.
+    pub fn verify_vanilla(&self) -> Result<bool, FilecoinError> {
+        <Drg as ProofScheme>::verify_all_partitions(
+            &self.public_params.vanilla_params,
+            &self.public_inputs,
+            self.vanilla_proofs,
+        )
+        .map_err(|e| FilecoinError::proofs("verify_all_partitions", e))
     }
 
     /// The public inputs of partition `k` (ONE excluded), as `get_seal_inputs` returns them.

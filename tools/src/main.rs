@@ -51,6 +51,9 @@ enum Cmd {
     /// Real Filecoin sectors: seal (to C1), c2, verify, bench.
     #[cfg(feature = "filecoin")]
     Filecoin(filecoin::Args),
+    /// A proving daemon speaking Curio's cuzk gRPC API (PoRep C2 on the engine).
+    #[cfg(feature = "serve")]
+    Serve(arenaprove_tools::serve::Args),
 }
 
 fn main() {
@@ -76,6 +79,8 @@ fn main() {
         Cmd::ProbeStalls(a) => probe_stalls::run(a),
         #[cfg(feature = "filecoin")]
         Cmd::Filecoin(a) => filecoin::run(a),
+        #[cfg(feature = "serve")]
+        Cmd::Serve(a) => arenaprove_tools::serve::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");
