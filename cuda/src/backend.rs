@@ -29,15 +29,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use arenaprove_arena::{SharedHook, SlabVec};
-use arenaprove_circuits::{Density, ProverWitness};
+use arenaprove_circuits::ProverWitness;
 use arenaprove_engine::deps::blstrs::{G1Affine, G1Projective, G2Projective, Scalar};
 use arenaprove_engine::deps::group::{prime::PrimeCurveAffine, Curve};
+use arenaprove_engine::groth16::prover::append_dense;
 use arenaprove_engine::groth16::{
     Groth16Error, Parameters, Proof, ProofShape, ProveStart, Prover, ProverMemory, StageTimings,
 };
 use arenaprove_engine::pipeline::{PlanTerm, Scope};
 use arenaprove_engine::{Backend, BackendFactory};
-use rayon::prelude::*;
 
 use crate::arena::ArenaStats;
 use crate::error::CudaError;
@@ -51,9 +51,6 @@ type Result<T, E = Groth16Error> = std::result::Result<T, E>;
 
 /// How long a lease waits for a scalar slab (as the CPU prover).
 const LEASE_TIMEOUT: Duration = Duration::from_secs(60);
-/// Variables per parallel task when filtering by density (whole 64-bit words).
-const FILTER_CHUNK_BITS: usize = 64 * 1024;
-const _: () = assert!(FILTER_CHUNK_BITS % 64 == 0);
 
 fn backend_err(e: CudaError) -> Groth16Error {
     Groth16Error::Backend { backend: "cuda", source: Box::new(e) }
@@ -317,46 +314,6 @@ impl Backend for CudaBackend {
         });
         Ok((proof, t))
     }
-}
-
-/// Appends `src[i]` for every set bit `i` of `density` (the CPU prover's filter), in
-/// parallel over word-aligned chunks.
-fn append_dense(dst: &mut SlabVec<ScalarBytes>, src: &[ScalarBytes], density: Density<'_>) -> Result<()> {
-    if src.len() != density.len() {
-        return Err(Groth16Error::ShapeMismatch {
-            section: "density bits",
-            params_len: src.len(),
-            circuit_len: density.len(),
-        });
-    }
-    let chunk_range = |k: usize| k * FILTER_CHUNK_BITS..((k + 1) * FILTER_CHUNK_BITS).min(src.len());
-    let chunks = src.len().div_ceil(FILTER_CHUNK_BITS);
-    let counts: Vec<usize> = (0..chunks)
-        .into_par_iter()
-        .map(|k| {
-            let r = chunk_range(k);
-            Density::new(&density.words()[r.start / 64..], r.len()).count_ones()
-        })
-        .collect();
-    let out = dst.extend_stale(counts.iter().sum())?;
-    let mut parts = Vec::with_capacity(chunks);
-    let mut rest = out;
-    for (k, &c) in counts.iter().enumerate() {
-        let (head, tail) = rest.split_at_mut(c);
-        parts.push((k, head));
-        rest = tail;
-    }
-    parts.into_par_iter().for_each(|(k, part)| {
-        let r = chunk_range(k);
-        let mut j = 0;
-        for (i, v) in src[r.clone()].iter().enumerate() {
-            if density.get(r.start + i) {
-                part[j] = *v;
-                j += 1;
-            }
-        }
-    });
-    Ok(())
 }
 
 #[cfg(test)]

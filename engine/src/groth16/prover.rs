@@ -453,8 +453,10 @@ impl Backend for Prover {
     }
 }
 
-/// Appends `src[i]` for every set bit `i` of `density`, in parallel over word-aligned chunks.
-fn append_dense(dst: &mut SlabVec<ScalarBytes>, src: &[ScalarBytes], density: Density<'_>) -> Result<()> {
+/// Appends `src[i]` for every set bit `i` of `density`, in parallel over word-aligned chunks:
+/// the density filter of the A and B split vectors, shared by every backend (the caller has
+/// checked the densities against the witness, `Prover::check_witness`).
+pub fn append_dense(dst: &mut SlabVec<ScalarBytes>, src: &[ScalarBytes], density: Density<'_>) -> Result<()> {
     assert_eq!(src.len(), density.len(), "density covers {} variables, {} scalars", density.len(), src.len());
     let chunks = src.len().div_ceil(FILTER_CHUNK_BITS);
     let counts: Vec<usize> = (0..chunks)
