@@ -30,9 +30,9 @@ use std::time::{Duration, Instant};
 
 use arenaprove_arena::{SharedHook, SlabVec};
 use arenaprove_circuits::ProverWitness;
-use arenaprove_engine::deps::blstrs::{G1Affine, G1Projective, G2Projective, Scalar};
-use arenaprove_engine::deps::group::{prime::PrimeCurveAffine, Curve};
-use arenaprove_engine::groth16::prover::append_dense;
+use arenaprove_engine::deps::blstrs::{G1Projective, Scalar};
+use arenaprove_engine::deps::group::prime::PrimeCurveAffine;
+use arenaprove_engine::groth16::prover::{append_dense, combine_proof, MsmSums};
 use arenaprove_engine::groth16::{
     Groth16Error, Parameters, Proof, ProofShape, ProveStart, Prover, ProverMemory, StageTimings,
 };
@@ -302,16 +302,8 @@ impl Backend for CudaBackend {
             .map_err(backend_err)?;
         drop(b_vec);
 
-        let proof = timed(&mut t.finalize, || {
-            let delta_g1 = G1Projective::from(vk.delta_g1);
-            let g_a = G1Projective::from(vk.alpha_g1) + a_sum + delta_g1 * r;
-            let g_b = G2Projective::from(vk.beta_g2) + b2 + G2Projective::from(vk.delta_g2) * s;
-            let b1_full = G1Projective::from(vk.beta_g1) + b1 + delta_g1 * s;
-            let g_c = g_a * s + b1_full * r - delta_g1 * (r * s) + *start.h() + l;
-            let mut aff = [G1Affine::identity(); 2];
-            G1Projective::batch_normalize(&[g_a, g_c], &mut aff);
-            Proof { a: aff[0], b: g_b.to_affine(), c: aff[1] }
-        });
+        let sums = MsmSums { h: *start.h(), l, a: a_sum, b_g1: b1, b_g2: b2 };
+        let proof = timed(&mut t.finalize, || combine_proof(vk, &sums, r, s));
         Ok((proof, t))
     }
 }

@@ -375,16 +375,8 @@ impl Prover {
         let b2 = stage("msm_b_g2", &mut t.msm_b_g2, || msm_g2(p.b_g2(), &b_vec));
         drop(b_vec);
 
-        let proof = stage("finalize", &mut t.finalize, || {
-            let delta_g1 = G1Projective::from(vk.delta_g1);
-            let g_a = G1Projective::from(vk.alpha_g1) + a_sum + delta_g1 * r;
-            let g_b = G2Projective::from(vk.beta_g2) + b2 + G2Projective::from(vk.delta_g2) * s;
-            let b1_full = G1Projective::from(vk.beta_g1) + b1 + delta_g1 * s;
-            let g_c = g_a * s + b1_full * r - delta_g1 * (r * s) + start.h + l;
-            let mut aff = [blstrs::G1Affine::identity(); 2];
-            G1Projective::batch_normalize(&[g_a, g_c], &mut aff);
-            Proof { a: aff[0], b: g_b.to_affine(), c: aff[1] }
-        });
+        let sums = MsmSums { h: start.h, l, a: a_sum, b_g1: b1, b_g2: b2 };
+        let proof = stage("finalize", &mut t.finalize, || combine_proof(vk, &sums, r, s));
         Ok((proof, t))
     }
 
@@ -415,6 +407,30 @@ impl Prover {
     ) -> Result<(Proof, StageTimings)> {
         prove_circuit(self, circuit, r, s)
     }
+}
+
+/// The five MSM sums of one proof, however a backend computed them.
+#[derive(Clone, Copy, Debug)]
+pub struct MsmSums {
+    pub h: G1Projective,
+    pub l: G1Projective,
+    pub a: G1Projective,
+    pub b_g1: G1Projective,
+    pub b_g2: G2Projective,
+}
+
+/// The proof from the MSM sums, exactly as bellperson 0.27 combines them (every backend
+/// ends here): `A = alpha + a + r delta`, `B = beta + b2 + s delta`,
+/// `C = s A + r (beta + b1 + s delta) - r s delta + H + L`.
+pub fn combine_proof(vk: &super::VerifyingKey, m: &MsmSums, r: Scalar, s: Scalar) -> Proof {
+    let delta_g1 = G1Projective::from(vk.delta_g1);
+    let g_a = G1Projective::from(vk.alpha_g1) + m.a + delta_g1 * r;
+    let g_b = G2Projective::from(vk.beta_g2) + m.b_g2 + G2Projective::from(vk.delta_g2) * s;
+    let b1_full = G1Projective::from(vk.beta_g1) + m.b_g1 + delta_g1 * s;
+    let g_c = g_a * s + b1_full * r - delta_g1 * (r * s) + m.h + m.l;
+    let mut aff = [blstrs::G1Affine::identity(); 2];
+    G1Projective::batch_normalize(&[g_a, g_c], &mut aff);
+    Proof { a: aff[0], b: g_b.to_affine(), c: aff[1] }
 }
 
 /// Synthesizes `circuit` (bellperson-identical heap synthesis), then proves it on `backend`.
