@@ -25,7 +25,7 @@
 //!
 //! [`DeviceArena`]: crate::DeviceArena
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use arenaprove_arena::{SharedHook, SlabVec};
@@ -112,6 +112,12 @@ pub struct CudaFactory {
     hook: Arc<CudaRegionHook>,
     /// Shapes the engine planned (`plan_terms`), so the one arena holds them all.
     planned: Mutex<Vec<ProofShape>>,
+    /// Bases already resident, per parameter set: a second `build` over the same params
+    /// (fresh mode builds one prover per partition; an engine rebuilt over the same
+    /// factory) shares them instead of uploading them again into the arena, which frees
+    /// nothing. The `Weak` keeps the `Arc`'s allocation, so its address is never reused
+    /// by another parameter set while the entry exists.
+    resident: Mutex<Vec<(Weak<Parameters>, Arc<ResidentBases>)>>,
 }
 
 impl std::fmt::Debug for CudaFactory {
@@ -126,12 +132,28 @@ impl CudaFactory {
     pub fn open(ordinal: usize) -> std::result::Result<CudaFactory, CudaError> {
         let gpu = Gpu::open(ordinal)?;
         let hook = gpu.region_hook();
-        Ok(CudaFactory { ordinal, gpu: Arc::new(Mutex::new(gpu)), hook, planned: Mutex::new(Vec::new()) })
+        Ok(CudaFactory {
+            ordinal,
+            gpu: Arc::new(Mutex::new(gpu)),
+            hook,
+            planned: Mutex::new(Vec::new()),
+            resident: Mutex::new(Vec::new()),
+        })
     }
 
     /// The hook that page-locks the engine's regions (registration counts for tests).
     pub fn hook(&self) -> &Arc<CudaRegionHook> {
         &self.hook
+    }
+
+    /// The device's name, e.g. `"NVIDIA H200"`.
+    pub fn name(&self) -> String {
+        lock(&self.gpu).name().to_string()
+    }
+
+    /// (free, total) device memory now (waits for the device operation in flight).
+    pub fn mem_info(&self) -> Option<(usize, usize)> {
+        lock(&self.gpu).mem_info().ok()
     }
 
     /// The device arena's sizes (`None` before the first `build`).
@@ -184,13 +206,23 @@ impl BackendFactory for CudaFactory {
             gpu.prepare_ntt(max_log).map_err(backend_err)?;
         }
         gpu.prepare_ntt(shape.domain_size.max(2).trailing_zeros()).map_err(backend_err)?;
-        let bases = ResidentBases {
-            h: gpu.upload_g1_bases(params.h()).map_err(backend_err)?,
-            l: gpu.upload_g1_bases(params.l()).map_err(backend_err)?,
-            a: gpu.upload_g1_bases(params.a()).map_err(backend_err)?,
-            b_g1: gpu.upload_g1_bases(params.b_g1()).map_err(backend_err)?,
-            b_g2: gpu.upload_g2_bases(params.b_g2()).map_err(backend_err)?,
+        let mut resident = self.resident.lock().unwrap_or_else(|e| e.into_inner());
+        let key = Arc::downgrade(&params);
+        let bases = match resident.iter().find(|(w, _)| Weak::ptr_eq(w, &key)) {
+            Some((_, bases)) => bases.clone(),
+            None => {
+                let bases = Arc::new(ResidentBases {
+                    h: gpu.upload_g1_bases(params.h()).map_err(backend_err)?,
+                    l: gpu.upload_g1_bases(params.l()).map_err(backend_err)?,
+                    a: gpu.upload_g1_bases(params.a()).map_err(backend_err)?,
+                    b_g1: gpu.upload_g1_bases(params.b_g1()).map_err(backend_err)?,
+                    b_g2: gpu.upload_g2_bases(params.b_g2()).map_err(backend_err)?,
+                });
+                resident.push((key, bases.clone()));
+                bases
+            }
         };
+        drop(resident);
         drop(gpu);
         Ok(Arc::new(CudaBackend { cpu, gpu: self.gpu.clone(), bases }))
     }
@@ -211,7 +243,7 @@ pub struct CudaBackend {
     /// The CPU prover over the same params and memory: its witness checks and memory.
     cpu: Prover,
     gpu: Arc<Mutex<Gpu>>,
-    bases: ResidentBases,
+    bases: Arc<ResidentBases>,
 }
 
 impl std::fmt::Debug for CudaBackend {

@@ -20,7 +20,7 @@ use arenaprove_engine::deps::blstrs::Scalar;
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::groth16::{generate_random_parameters, Parameters, ParamsMemory};
 use arenaprove_engine::pipeline::{
-    native, CircuitSpec, Engine, EngineConfig, Job, Randomness, Scope, ShutdownMode,
+    native, AllocMode, CircuitSpec, Engine, EngineConfig, Job, Randomness, Scope, ShutdownMode,
 };
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -59,10 +59,21 @@ fn engine(
     constraints: usize,
     gpu: Option<Arc<CudaFactory>>,
 ) -> Engine {
+    engine_with(params, kind, constraints, gpu, AllocMode::Slab)
+}
+
+fn engine_with(
+    params: &Arc<Parameters>,
+    kind: CircuitKind,
+    constraints: usize,
+    gpu: Option<Arc<CudaFactory>>,
+    alloc: AllocMode,
+) -> Engine {
     let shape = shape_of_native(&circuit(kind, constraints, 0)).expect("shape");
     let mut cfg = EngineConfig {
         slots: 2,
         synth_workers: 2,
+        alloc,
         region: RegionConfig { huge_pages: false, ..RegionConfig::default() },
         ..EngineConfig::default()
     };
@@ -185,4 +196,37 @@ fn no_device_allocation_or_registration_per_proof() {
     );
     e.shutdown(ShutdownMode::Drain);
     assert_eq!(gpu.hook().registered_bytes(), 0, "regions unregistered at shutdown");
+}
+
+/// Fresh mode builds one prover per partition, and an embedder may rebuild its engine on
+/// the same factory (the daemon's PreloadSRS/EvictSRS does): the parameters' bases go to
+/// the device once per parameter set, not once per build (the arena frees nothing, so
+/// uploading them again ran it out of room after one partition).
+#[test]
+fn bases_upload_once_per_params_across_fresh_mode_and_rebuilt_engines() {
+    let Some(gpu) = open_or_skip() else { return };
+    let (kind, constraints) = (CircuitKind::Sector, 1usize << 12);
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let params = Arc::new(
+        generate_random_parameters(ViaBridge(circuit(kind, constraints, 0)), &mut rng, &ParamsMemory::heap())
+            .unwrap(),
+    );
+    let e = engine_with(&params, kind, constraints, Some(gpu.clone()), AllocMode::Fresh);
+    let out = e.prove(job(kind, constraints, 3, 1)).unwrap();
+    assert!(out.is_ok(), "{:?}", out.first_error());
+    let warm = gpu.arena_stats().expect("the arena is reserved at the first build");
+    for k in 0..3 {
+        let out = e.prove(job(kind, constraints, 3, 20 + k)).unwrap();
+        assert!(out.is_ok(), "fresh mode, job {k}: {:?}", out.first_error());
+    }
+    e.shutdown(ShutdownMode::Drain);
+    // A second engine (slab mode this time) over the same factory and params.
+    let e = engine_with(&params, kind, constraints, Some(gpu.clone()), AllocMode::Slab);
+    let out = e.prove(job(kind, constraints, 3, 30)).unwrap();
+    assert!(out.is_ok(), "rebuilt engine: {:?}", out.first_error());
+    e.shutdown(ShutdownMode::Drain);
+    let after = gpu.arena_stats().unwrap();
+    assert_eq!(after.persistent_bytes, warm.persistent_bytes, "bases uploaded once for one parameter set");
+    assert_eq!(after.device_allocs, 1, "one device allocation");
+    println!("fresh mode, 12 partitions + a rebuilt engine: arena {after:?}");
 }

@@ -87,10 +87,9 @@ impl BackendFactory for CpuBackend {
     /// blst's MSM scratch on the heap, for the largest MSM of the shape, over blst's pool
     /// (one worker per CPU).
     fn plan_terms(&self, shape: &ProofShape, _slots: usize) -> Vec<PlanTerm> {
-        let points =
-            shape.domain_size.saturating_sub(1).max(shape.aux).max(shape.a_points).max(shape.b_points);
+        let g1 = shape.domain_size.saturating_sub(1).max(shape.aux).max(shape.a_points).max(shape.b_points);
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        vec![crate::pipeline::msm_heap_term(points, threads)]
+        vec![crate::pipeline::msm_heap_term(g1, shape.b_points, threads)]
     }
     fn build(&self, params: Arc<Parameters>, memory: ProverMemory) -> Result<Arc<dyn Backend>> {
         Ok(Arc::new(Prover::with_memory(params, memory)?))

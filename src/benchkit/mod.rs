@@ -2,6 +2,7 @@
 //! Each workload measures its baseline in the same run and reports the ratio.
 pub mod alloc;
 pub mod prove;
+pub mod sector;
 pub mod synth;
 
 /// The median: the middle sample, or the mean of the two middle ones (NaN when empty).

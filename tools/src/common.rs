@@ -9,10 +9,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use arenaprove::arena::RegionConfig;
 use arenaprove::circuits::circuits::{AnyCircuit, CircuitKind, SectorPartitionCircuit};
-use arenaprove::circuits::native::synthesize_bellpepper;
 use arenaprove::circuits::shape::shape_of_native;
 use arenaprove::circuits::Shape;
-use arenaprove::engine::deps::bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use arenaprove::engine::deps::blstrs::Scalar;
 use arenaprove::engine::deps::rand_chacha::ChaCha20Rng;
 use arenaprove::engine::deps::rand_core::SeedableRng;
@@ -38,15 +36,7 @@ pub fn circuit(
     })
 }
 
-/// A native circuit seen through bellpepper-core's `Circuit` trait (the same constraints
-/// as the native path, so parameters made through it fit native proving).
-pub struct ViaBridge(pub AnyCircuit);
-
-impl Circuit<Scalar> for ViaBridge {
-    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        synthesize_bellpepper(&self.0, cs)
-    }
-}
+pub use arenaprove::circuits::native::ViaBridge;
 
 pub fn partition_circuit(c: AnyCircuit) -> Box<dyn PartitionCircuit> {
     native(c)
@@ -193,29 +183,11 @@ pub enum BackendChoice {
 pub fn backend_factory(choice: BackendChoice) -> Arc<dyn BackendFactory> {
     match choice {
         BackendChoice::Cpu => Arc::new(CpuBackend),
-        BackendChoice::Gpu => gpu_factory(),
+        BackendChoice::Gpu => gpu_factory(0).0,
     }
 }
 
-#[cfg(feature = "cuda")]
-fn gpu_factory() -> Arc<dyn BackendFactory> {
-    match arenaprove::cuda::CudaFactory::open(0) {
-        Ok(f) => {
-            eprintln!("backend: GPU, {}", f.describe());
-            Arc::new(f)
-        }
-        Err(e) => {
-            eprintln!("backend: no GPU ({e}); using the CPU backend");
-            Arc::new(CpuBackend)
-        }
-    }
-}
-
-#[cfg(not(feature = "cuda"))]
-fn gpu_factory() -> Arc<dyn BackendFactory> {
-    eprintln!("backend: built without the `cuda` feature; using the CPU backend");
-    Arc::new(CpuBackend)
-}
+pub use arenaprove_tools::backend::gpu_factory;
 
 /// Engine limits the CLI uses: slots for overlap, one synthesis worker per spare core, and
 /// the memory limit [`refuse_unless_fits`] checked the plan against.

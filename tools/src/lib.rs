@@ -2,5 +2,7 @@
 //! tests can start it in-process and drive it with a gRPC client.
 #![forbid(unsafe_code)]
 
+pub mod backend;
+
 #[cfg(feature = "serve")]
 pub mod serve;

@@ -97,6 +97,17 @@ where
     circuit.synthesize_native(&mut bridge).map_err(CircuitError::into_synthesis)
 }
 
+/// A native circuit seen through bellpepper-core's `Circuit` trait: the same constraints
+/// as the native path, so parameters made through it fit native proving, and a bellpepper
+/// prover (bellperson) given it proves the same R1CS as the engine.
+pub struct ViaBridge<C>(pub C);
+
+impl<C: NativeCircuit> bellpepper_core::Circuit<Scalar> for ViaBridge<C> {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        synthesize_bellpepper(&self.0, cs)
+    }
+}
+
 /// [`NativeCs`] over a bellpepper-core `ConstraintSystem`: each `enforce` builds three
 /// temporary `LinearCombination`s term by term, like a bellpepper gadget. Variable and
 /// constraint names (`v<n>`, `c<n>`) are only formatted if the inner system asks for them

@@ -253,15 +253,19 @@ impl MemoryPlan {
 }
 
 /// The CPU MSMs' transient heap: blst's Pippenger gives each of its `threads` workers a
-/// bucket scratch sized by the MSM's length, for G1 and for G2 (both can be in flight:
-/// `prove_start` of one partition beside `finalize` of another), and glibc keeps those
-/// per-thread arenas resident once touched.
-pub fn msm_heap_term(msm_points_max: usize, threads: usize) -> PlanTerm {
-    let g1 = blst_msm_scratch_bytes(msm_points_max, threads, G1_XYZZ_BYTES);
-    let g2 = blst_msm_scratch_bytes(msm_points_max, threads, G2_XYZZ_BYTES);
+/// bucket scratch sized by the MSM's length, for G1 (the longest G1 MSM: H over the
+/// domain, or L, A, B_G1) and for G2 (B_G2, over the B query only: the dense B columns,
+/// often far fewer than the G1 MSMs' points). Both can be in flight (`prove_start` of one
+/// partition beside `finalize` of another), and glibc keeps chunks below its mmap
+/// threshold in the threads' arenas once touched.
+pub fn msm_heap_term(g1_points_max: usize, g2_points: usize, threads: usize) -> PlanTerm {
+    let g1 = blst_msm_scratch_bytes(g1_points_max, threads, G1_XYZZ_BYTES);
+    let g2 = blst_msm_scratch_bytes(g2_points, threads, G2_XYZZ_BYTES);
     PlanTerm {
         pool: "heap",
-        what: format!("blst MSM bucket scratch, G1 + G2, {threads} threads, {msm_points_max} points"),
+        what: format!(
+            "blst MSM bucket scratch, {threads} threads: G1 {g1_points_max} points, G2 {g2_points} points"
+        ),
         slab_bytes: g1 + g2,
         count: 1,
         scope: Scope::Heap,
@@ -430,19 +434,32 @@ mod tests {
         assert_eq!(blst_msm_scratch_bytes(1 << 21, 16, G1_XYZZ_BYTES), 16 * 192 * (1 << 15));
         assert_eq!(blst_msm_scratch_bytes(1 << 21, 16, G2_XYZZ_BYTES), 16 * 384 * (1 << 15));
         assert_eq!(blst_msm_scratch_bytes(10, 16, G1_XYZZ_BYTES), 0, "per-point path: no buckets");
-        let t = msm_heap_term(1 << 21, 16);
+        let t = msm_heap_term(1 << 21, 1 << 21, 16);
         assert_eq!(t.bytes(), 16 * (192 + 384) * (1 << 15));
+    }
+
+    /// The sector circuit at 2^22 constraints (domain 2^23; B query ~41% of aux, ~1.7M
+    /// points): the G2 scratch follows the B query's length (window 16 on 16 workers),
+    /// not H's (window 18 on 15 workers, 755 MB). Charging G2 at H's length over-predicted
+    /// the measured peak RSS by 13.6% (BENCHMARKS.md, issue 10 re-run).
+    #[test]
+    fn g2_scratch_follows_the_b_query_not_the_domain() {
+        assert_eq!(blst_msm_scratch_bytes((1 << 23) - 1, 16, G1_XYZZ_BYTES), 15 * 192 * (1 << 17));
+        assert_eq!(blst_msm_scratch_bytes(1_720_000, 16, G2_XYZZ_BYTES), 16 * 384 * (1 << 15));
+        let t = msm_heap_term((1 << 23) - 1, 1_720_000, 16);
+        assert_eq!(t.bytes(), 15 * 192 * (1 << 17) + 16 * 384 * (1 << 15));
+        assert!(t.bytes() < msm_heap_term((1 << 23) - 1, (1 << 23) - 1, 16).bytes());
     }
 
     #[test]
     fn heap_terms_of_several_kinds_keep_the_largest() {
         let s = Shape { constraints: 100, inputs: 2, aux: 100, domain_size: 128 };
         let plan = MemoryPlan::for_shapes(&[s], 1)
-            .with_terms([msm_heap_term(1 << 10, 4)])
-            .with_terms([msm_heap_term(1 << 14, 4)])
-            .with_terms([msm_heap_term(1 << 12, 4)]);
+            .with_terms([msm_heap_term(1 << 10, 1 << 10, 4)])
+            .with_terms([msm_heap_term(1 << 14, 1 << 14, 4)])
+            .with_terms([msm_heap_term(1 << 12, 1 << 12, 4)]);
         let heap: Vec<_> = plan.terms.iter().filter(|t| t.scope == Scope::Heap).collect();
         assert_eq!(heap.len(), 1);
-        assert_eq!(heap[0].bytes(), msm_heap_term(1 << 14, 4).bytes());
+        assert_eq!(heap[0].bytes(), msm_heap_term(1 << 14, 1 << 14, 4).bytes());
     }
 }

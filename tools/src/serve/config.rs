@@ -23,7 +23,8 @@
 //! finished_keep = 1024               # finished jobs kept for AwaitProof and idempotency
 //!
 //! [gpus]
-//! devices = []                       # GPU ordinals; must stay empty until the GPU backend
+//! devices = []                       # [] proves on the CPU; [N] on GPU N (one GPU per
+//!                                    # daemon: run one daemon per GPU)
 //! ```
 use std::path::{Path, PathBuf};
 
@@ -157,6 +158,8 @@ pub struct Overrides {
     pub synth_workers: Option<usize>,
     pub memory_limit: Option<String>,
     pub pending_max: Option<usize>,
+    /// `--gpu N` (overrides gpus.devices).
+    pub gpu: Option<u32>,
 }
 
 /// The resolved, checked configuration.
@@ -173,6 +176,9 @@ pub struct ServeConfig {
     pub memory_limit_bytes: usize,
     pub pending_max: usize,
     pub finished_keep: usize,
+    /// The GPU the engine proves on (`None`: the CPU backend). A binary built without the
+    /// `cuda` feature, or a host without that GPU, says so once and proves on the CPU.
+    pub gpu: Option<u32>,
 }
 
 /// Slots at most (the engine's own limit is checked again when it starts).
@@ -276,13 +282,17 @@ impl ServeConfig {
                 format!("{finished_keep} not in 1..={PENDING_MAX_LIMIT}"),
             ));
         }
-        let devices = file.gpus.devices.unwrap_or_default();
-        if !devices.is_empty() {
-            return Err(invalid(
+        let gpu = match (o.gpu, file.gpus.devices.unwrap_or_default().as_slice()) {
+            (Some(n), _) => Some(n),
+            (None, []) => None,
+            (None, [n]) => Some(*n),
+            (None, many) => return Err(invalid(
                 "gpus.devices",
-                format!("{devices:?}: this build proves on the CPU (the GPU backend is not built yet); leave it empty"),
-            ));
-        }
+                format!(
+                    "{many:?}: one GPU per daemon; run one daemon per GPU, each with its own listen address"
+                ),
+            )),
+        };
         Ok(ServeConfig {
             listen,
             message_bytes_max,
@@ -294,6 +304,7 @@ impl ServeConfig {
             memory_limit_bytes,
             pending_max,
             finished_keep,
+            gpu,
         })
     }
 }
@@ -367,13 +378,18 @@ mod tests {
             ("[daemon]\nmessage_bytes_max = 1000", "daemon.message_bytes_max"),
             ("[srs]\npreload = [\"porep-3k\"]", "srs.preload"),
             ("[queue]\npending_max = 0", "queue.pending_max"),
-            ("[gpus]\ndevices = [0]", "gpus.devices"),
+            ("[gpus]\ndevices = [0, 1]", "gpus.devices"),
             ("[engine]\nslotz = 1", "slotz"),
         ];
         for (text, key) in cases {
             let err = ServeConfig::from_toml(text, &Overrides::default()).unwrap_err().to_string();
             assert!(err.contains(key), "{text:?}: {err}");
         }
+        let one = ServeConfig::from_toml("[gpus]\ndevices = [1]", &Overrides::default()).unwrap();
+        assert_eq!(one.gpu, Some(1));
+        let flag = Overrides { gpu: Some(0), ..Overrides::default() };
+        assert_eq!(ServeConfig::from_toml("[gpus]\ndevices = [1]", &flag).unwrap().gpu, Some(0));
+        assert_eq!(ServeConfig::from_toml("", &Overrides::default()).unwrap().gpu, None);
         assert_eq!(parse_bytes("64MiB"), Ok(64 << 20));
         assert!(parse_bytes("0").is_err());
     }

@@ -26,6 +26,7 @@ use arenaprove::engine::pipeline::{
     generic, CircuitSpec, Engine, EngineConfig, Job, JobOutput, PartitionCircuit, ShutdownMode,
     ShutdownReport,
 };
+use arenaprove::engine::{BackendFactory, CpuBackend};
 use arenaprove::filecoin::c2::{LoadedParams, SectorJob};
 use arenaprove::filecoin::params::ParamFiles;
 use arenaprove::filecoin::FilecoinError;
@@ -38,6 +39,7 @@ use super::config::ServeConfig;
 use super::metrics::{self, Gauges, JobSeconds, Metrics};
 use super::pb::{self, await_proof_response::Status as JobStatus, Priority, SubmitProofRequest};
 use super::request::{self, PorepRequest};
+use crate::backend::{gpu_factory, GpuInfo};
 
 /// Partitions one job may carry (PoRep: 10 for 32 GiB; 1 for the sizes proven today).
 const PARTITIONS_PER_JOB_MAX: usize = 16;
@@ -146,6 +148,8 @@ enum Control {
 
 struct Sched {
     engine: Option<Arc<Engine>>,
+    /// The engine's GPU (GetStatus), `None` on the CPU backend.
+    gpu: Option<GpuInfo>,
     loaded: BTreeMap<CircuitId, Loaded>,
     queue: BinaryHeap<Queued>,
     jobs: HashMap<String, Arc<JobEntry>>,
@@ -188,8 +192,9 @@ pub enum StartError {
     Engine(String),
 }
 
-fn engine_config(c: &ServeConfig) -> EngineConfig {
+fn engine_config(c: &ServeConfig, backend: Arc<dyn BackendFactory>) -> EngineConfig {
     EngineConfig {
+        backend,
         slots: c.slots,
         synth_workers: c.synth_workers,
         // The dispatcher never has more than slots + one job's partitions at the engine,
@@ -255,16 +260,24 @@ fn load(id: CircuitId, checked: bool) -> Result<Loaded, FilecoinError> {
     })
 }
 
-fn build_engine(
-    config: &ServeConfig,
-    loaded: &BTreeMap<CircuitId, Loaded>,
-) -> Result<Option<Arc<Engine>>, String> {
+/// An engine over `loaded`, on the configured GPU (a fresh `CudaFactory` per engine, so
+/// its device arena is sized for exactly these circuits and freed with the engine) or
+/// the CPU.
+fn build_engine(config: &ServeConfig, loaded: &BTreeMap<CircuitId, Loaded>) -> Result<Built, String> {
     if loaded.is_empty() {
-        return Ok(None);
+        return Ok((None, None));
     }
+    let (backend, gpu) = match config.gpu {
+        Some(n) => gpu_factory(n),
+        None => (Arc::new(CpuBackend) as Arc<dyn BackendFactory>, None),
+    };
     let specs = loaded.values().map(|l| l.spec.clone()).collect();
-    Engine::new(engine_config(config), specs).map(|e| Some(Arc::new(e))).map_err(|e| e.to_string())
+    let engine = Engine::new(engine_config(config, backend), specs).map_err(|e| e.to_string())?;
+    Ok((Some(Arc::new(engine)), gpu))
 }
+
+/// An engine (none while no parameters are loaded) and the GPU it proves on.
+type Built = (Option<Arc<Engine>>, Option<GpuInfo>);
 
 /// Shuts an engine down once nothing else holds it; its report.
 fn stop_engine(engine: Arc<Engine>) -> Result<ShutdownReport, String> {
@@ -307,11 +320,12 @@ impl Daemon {
         if loaded.is_empty() {
             tracing::warn!(cache = %config.param_cache.display(), "no parameters loaded: every PoRep request will be refused until PreloadSRS");
         }
-        let engine = build_engine(&config, &loaded).map_err(StartError::Engine)?;
+        let (engine, gpu) = build_engine(&config, &loaded).map_err(StartError::Engine)?;
         let inner = Arc::new(Inner {
             started: Instant::now(),
             sched: Mutex::new(Sched {
                 engine,
+                gpu,
                 loaded,
                 queue: BinaryHeap::new(),
                 jobs: HashMap::new(),
@@ -568,8 +582,30 @@ impl Daemon {
                 in_progress: running,
             })
             .collect();
+        let gpus = g
+            .gpu
+            .iter()
+            .map(|gpu| {
+                let (free, total) = (gpu.mem)().unwrap_or((0, 0));
+                let mut running: Vec<&String> = g.running.keys().collect();
+                running.sort();
+                pb::GpuStatus {
+                    ordinal: gpu.ordinal,
+                    name: gpu.name.clone(),
+                    vram_total_bytes: total,
+                    vram_free_bytes: free,
+                    // Every job the engine has in flight runs on this GPU.
+                    current_job_id: running.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","),
+                    current_proof_kind: if running.is_empty() {
+                        String::new()
+                    } else {
+                        "POREP_SEAL_COMMIT".into()
+                    },
+                }
+            })
+            .collect();
         pb::GetStatusResponse {
-            gpus: Vec::new(), // the CPU backend only, today
+            gpus,
             loaded_srs,
             queues,
             total_proofs_completed: completed,
@@ -786,19 +822,20 @@ fn apply_control(inner: &Inner, control: Control) {
             });
             let result = result.and_then(|l| {
                 let old = lock().engine.take();
+                lock().gpu = None;
                 if let Some(old) = old {
                     stop_engine(old).map_err(Status::internal)?;
                 }
                 let mut g = lock();
                 g.loaded.insert(id, l);
                 match build_engine(&inner.config, &g.loaded) {
-                    Ok(e) => {
-                        g.engine = e;
+                    Ok((e, gpu)) => {
+                        (g.engine, g.gpu) = (e, gpu);
                         Ok(ms(started.elapsed()))
                     }
                     Err(e) => {
                         g.loaded.remove(&id);
-                        g.engine = build_engine(&inner.config, &g.loaded).unwrap_or(None);
+                        (g.engine, g.gpu) = build_engine(&inner.config, &g.loaded).unwrap_or((None, None));
                         Err(Status::resource_exhausted(format!("engine with {id} added: {e}")))
                     }
                 }
@@ -808,12 +845,13 @@ fn apply_control(inner: &Inner, control: Control) {
         Control::Evict { id, reply } => {
             let result = (|| {
                 let old = lock().engine.take();
+                lock().gpu = None;
                 if let Some(old) = old {
                     stop_engine(old).map_err(Status::internal)?;
                 }
                 let mut g = lock();
                 let freed = g.loaded.remove(&id).map_or(0, |l| l.size_bytes);
-                g.engine = build_engine(&inner.config, &g.loaded).map_err(Status::internal)?;
+                (g.engine, g.gpu) = build_engine(&inner.config, &g.loaded).map_err(Status::internal)?;
                 Ok((true, freed))
             })();
             let _ = reply.send(result);

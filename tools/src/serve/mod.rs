@@ -64,7 +64,9 @@ Configuration file (TOML; every key optional, flags override it):
   finished_keep = 1024               # finished jobs remembered for AwaitProof
 
   [gpus]
-  devices = []                       # must stay empty: the GPU backend is not built yet
+  devices = []                       # []: the CPU backend; [N]: GPU N (binary built with
+                                     # --features cuda; one GPU per daemon). Without the
+                                     # feature, a driver or that GPU: says so, proves on CPU
 
 Signals: SIGTERM or SIGINT drains (running and queued jobs finish, new ones are refused
 with UNAVAILABLE, then exit 0); a second signal cancels what is left.";
@@ -97,6 +99,9 @@ pub struct Args {
     /// Jobs queued or running at most (overrides queue.pending_max).
     #[arg(long)]
     pub pending_max: Option<usize>,
+    /// Prove on this GPU (overrides gpus.devices).
+    #[arg(long, value_name = "ORDINAL")]
+    pub gpu: Option<u32>,
     /// Validate the configuration, load the parameters, print the memory plan, and exit.
     #[arg(long)]
     pub check_config: bool,
@@ -112,6 +117,7 @@ impl Args {
             synth_workers: self.synth_workers,
             memory_limit: self.memory_limit.clone(),
             pending_max: self.pending_max,
+            gpu: self.gpu,
         }
     }
 }

@@ -1,0 +1,14 @@
+//! supraseal-c2 links `cudart_static`; point the linker at the toolkit's libraries (the
+//! pinned nvcc wheels keep them in `$CUDA_HOME/lib`, which nothing else adds).
+fn main() {
+    println!("cargo:rerun-if-env-changed=CUDA_HOME");
+    if let Some(home) = std::env::var_os("CUDA_HOME") {
+        let home = std::path::PathBuf::from(home);
+        for dir in ["lib", "lib64"] {
+            if home.join(dir).join("libcudart_static.a").exists() {
+                println!("cargo:rustc-link-search=native={}", home.join(dir).display());
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds peer-gpu-bench (arenaprove's engine on the GPU against bellperson 0.27 +
+# supraseal-c2, one process) here, with the pinned nvcc of scripts/install-nvcc.sh, and
+# strips it into DEST (default target-gpu, ignored) to carry to the GPU machine.
+#
+#   bash scripts/peer-gpu.sh [DEST]
+#   # then on the GPU machine (device tool, carry ["target-gpu"]):
+#   target-gpu/peer-gpu-bench --circuit chain --constraints 1048576 --partitions 10 --sectors 3
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dest="${1:-target-gpu}"
+root="$(bash scripts/install-nvcc.sh)"
+export PATH="$root/bin:$PATH" CUDA_HOME="$root"
+# supraseal-c2's build.rs calls nvcc with its default architectures; the 13.0 toolkit
+# needs one named (SASS for the H200, sm_90).
+export NVCC_APPEND_FLAGS="${NVCC_APPEND_FLAGS:--gencode arch=compute_90,code=sm_90}"
+# The root's target directory: the crates both builds share are compiled once.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+cargo build --release --manifest-path peer-gpu/Cargo.toml
+mkdir -p "$dest"
+strip -o "$dest/peer-gpu-bench" "$CARGO_TARGET_DIR/release/peer-gpu-bench"
+ls -la "$dest/peer-gpu-bench"

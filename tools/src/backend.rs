@@ -1,0 +1,43 @@
+//! The GPU backend's factory for the CLI and the daemon: the CUDA backend on a named GPU,
+//! or the CPU backend (said once on stderr) where the binary or the host has none.
+
+use std::sync::Arc;
+
+use arenaprove::engine::{BackendFactory, CpuBackend};
+
+/// The GPU an engine proves on, for status reports.
+#[derive(Clone)]
+pub struct GpuInfo {
+    pub ordinal: u32,
+    pub name: String,
+    /// (free, total) device memory now; `None` once the engine's backend is gone. Holds
+    /// the factory weakly, so the device arena goes with the engine.
+    #[allow(clippy::type_complexity)]
+    pub mem: Arc<dyn Fn() -> Option<(u64, u64)> + Send + Sync>,
+}
+
+/// GPU `ordinal`'s backend and its description, or the CPU backend (said once on stderr)
+/// on a binary built without the `cuda` feature or a host without that GPU.
+#[cfg(feature = "cuda")]
+pub fn gpu_factory(ordinal: u32) -> (Arc<dyn BackendFactory>, Option<GpuInfo>) {
+    match arenaprove::cuda::CudaFactory::open(ordinal as usize) {
+        Ok(f) => {
+            eprintln!("backend: GPU, {}", f.describe());
+            let f = Arc::new(f);
+            let weak = Arc::downgrade(&f);
+            let mem = move || weak.upgrade().and_then(|f| f.mem_info()).map(|(a, b)| (a as u64, b as u64));
+            let info = GpuInfo { ordinal, name: f.name(), mem: Arc::new(mem) };
+            (f, Some(info))
+        }
+        Err(e) => {
+            eprintln!("backend: no GPU {ordinal} ({e}); using the CPU backend");
+            (Arc::new(CpuBackend), None)
+        }
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+pub fn gpu_factory(ordinal: u32) -> (Arc<dyn BackendFactory>, Option<GpuInfo>) {
+    eprintln!("backend: built without the `cuda` feature (GPU {ordinal} asked for); using the CPU backend");
+    (Arc::new(CpuBackend), None)
+}
