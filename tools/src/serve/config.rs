@@ -282,16 +282,12 @@ impl ServeConfig {
                 format!("{finished_keep} not in 1..={PENDING_MAX_LIMIT}"),
             ));
         }
+        const ONE_GPU: &str = "one GPU per daemon; run one daemon per GPU, each with its own listen address";
         let gpu = match (o.gpu, file.gpus.devices.unwrap_or_default().as_slice()) {
             (Some(n), _) => Some(n),
             (None, []) => None,
             (None, [n]) => Some(*n),
-            (None, many) => return Err(invalid(
-                "gpus.devices",
-                format!(
-                    "{many:?}: one GPU per daemon; run one daemon per GPU, each with its own listen address"
-                ),
-            )),
+            (None, many) => return Err(invalid("gpus.devices", format!("{many:?}: {ONE_GPU}"))),
         };
         Ok(ServeConfig {
             listen,
