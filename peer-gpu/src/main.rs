@@ -219,6 +219,8 @@ fn peer_in_child(a: &Args, params: &std::path::Path, inputs: &[Vec<Vec<Scalar>>]
 }
 
 fn main() {
+    // bellperson logs its stages through `log` (RUST_LOG=info shows them).
+    env_logger::init();
     if let Err(e) = real_main() {
         eprintln!("peer-gpu-bench: {e}");
         std::process::exit(1);
