@@ -294,3 +294,34 @@ fn a_circuit_that_does_not_match_its_recording_is_refused() {
     assert!(e.to_string().contains("chain@100"), "{e}");
     assert_eq!(pools.outstanding(), 0);
 }
+
+/// A counting recorder (no row stream kept) predicts the recorded file's bytes exactly, on
+/// the native and the bellpepper-core path: what `arenaprove plan` shows for PoRep
+/// partitions too large to record in memory.
+#[test]
+fn a_counting_recorder_predicts_the_file_bytes() {
+    use arenaprove_circuits::native::NativeCircuit;
+    use arenaprove_circuits::precompiled::RecordingCs;
+    let natives: Vec<(&str, Box<dyn Fn(&mut RecordingCs)>)> = vec![
+        ("chain", Box::new(|cs| ChainCircuit::new(3_000, 7).synthesize_native(cs).unwrap())),
+        ("sha", Box::new(|cs| ShaCircuit::new(2, 7).synthesize_native(cs).unwrap())),
+        (
+            "sector",
+            Box::new(|cs| {
+                SectorPartitionCircuit::for_constraints(1, 0, 16_384).synthesize_native(cs).unwrap()
+            }),
+        ),
+        ("sha, bellpepper gadget", Box::new(|cs| ShaCircuit::new(2, 7).bellpepper().synthesize(cs).unwrap())),
+    ];
+    for (what, run) in natives {
+        let mut full = RecordingCs::new(what).unwrap();
+        run(&mut full);
+        let mut counting = RecordingCs::counting(what).unwrap();
+        run(&mut counting);
+        let predicted = full.file_bytes();
+        assert_eq!(counting.file_bytes(), predicted, "{what}: counting vs full recorder");
+        assert_eq!(counting.counts(), full.counts(), "{what}: rows, inputs, aux");
+        assert_eq!(full.into_bytes().unwrap().len() as u64, predicted, "{what}: predicted vs written");
+        assert!(counting.into_bytes().is_err(), "{what}: a counting recorder has nothing to write");
+    }
+}

@@ -2,9 +2,9 @@
 //! 64 GiB), so that a memory plan can be made for a sector this build does not prove.
 //!
 //! A shape is *counted*, never written down: the blank circuit that parameter generation
-//! synthesizes (`StackedCompound::blank_circuit`, no witness) goes through the circuits
-//! crate's shape counter ([`arenaprove_circuits::shape_of`]), which only counts variables
-//! and constraints. The public params this needs are cheap for every size: the stacked
+//! synthesizes (`StackedCompound::blank_circuit`, no witness) goes through a counting
+//! recorder ([`RecordingCs::counting`]), which counts variables, constraints and the
+//! bytes of the circuit's precompiled-constraints file without keeping the matrices. The public params this needs are cheap for every size: the stacked
 //! graph is parametric (parents are computed on demand, the Feistel keys are a few words),
 //! so nothing the size of a sector, and no Groth16 parameter file, is read or built.
 //!
@@ -21,7 +21,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use arenaprove_circuits::{shape_of, Shape};
+use arenaprove_circuits::precompiled::RecordingCs;
+use arenaprove_circuits::Shape;
+use bellpepper_core::Circuit;
 use filecoin_proofs::constants::{
     DefaultPieceHasher, SectorShapeBase, SectorShapeSub8, SectorShapeTop2, SECTOR_SIZE_2_KIB,
     SECTOR_SIZE_8_MIB,
@@ -95,17 +97,26 @@ fn any_size_porep_config(proof: RegisteredSealProof) -> Result<PoRepConfig, File
     .map_err(|e| FilecoinError::proofs("building the PoRep config", e))
 }
 
-/// Counts the blank circuit of one partition of tree shape `Tree`.
-fn count_blank<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<Shape, FilecoinError> {
+/// Counts the blank circuit of one partition of tree shape `Tree` with a counting
+/// recorder: its shape (one row per `enforce`, plus bellperson's one row per input) and
+/// the bytes its precompiled-constraints file would have.
+fn count_blank<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<(Shape, u64), FilecoinError> {
     let public_params = compound_public_params::<Tree>(config)?;
     let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
         StackedDrg<'static, Tree, DefaultPieceHasher>,
         StackedCircuit<Tree, DefaultPieceHasher>,
     >>::blank_circuit(&public_params.vanilla_params);
-    shape_of(circuit).map_err(|e| FilecoinError::Synthesis {
-        partition: 0,
-        reason: format!("counting the blank circuit: {e}"),
-    })
+    let failed = |reason: String| FilecoinError::Synthesis { partition: 0, reason };
+    let mut cs = RecordingCs::counting("porep shape count").map_err(|e| failed(e.to_string()))?;
+    if let Err(e) = circuit.synthesize(&mut cs) {
+        let reason = cs.take_error().map_or_else(|| e.to_string(), |r| r.to_string());
+        return Err(failed(format!("counting the blank circuit: {reason}")));
+    }
+    if let Some(e) = cs.take_error() {
+        return Err(failed(format!("counting the blank circuit: {e}")));
+    }
+    let (rows, inputs, aux) = cs.counts();
+    Ok((Shape::new(rows + inputs, inputs, aux), cs.file_bytes()))
 }
 
 /// One partition circuit's shape, and how many partitions a sector has.
@@ -117,6 +128,9 @@ pub struct PoRepShape {
     pub shape: Shape,
     /// Partition circuits per sector (10 for 32 GiB and 64 GiB, 1 below).
     pub partitions: usize,
+    /// Bytes of the circuit's precompiled-constraints file (`filecoin pce`; C2's default
+    /// synthesis maps it read-only, so its pages count in RSS once read).
+    pub precompiled_bytes: u64,
 }
 
 /// Counts the shape of one C2 partition circuit of a sector of `sector_size_bytes` by
@@ -125,13 +139,19 @@ pub fn count_porep_shape(sector_size_bytes: u64) -> Result<PoRepShape, FilecoinE
     let registered_proof = registered_proof_v1_1(sector_size_bytes)?;
     let config = any_size_porep_config(registered_proof)?;
     let _span = tracing::info_span!("count_porep_shape", sector_size_bytes).entered();
-    let shape = match sector_size_bytes {
+    let (shape, precompiled_bytes) = match sector_size_bytes {
         b if b <= 1 << 29 => count_blank::<SectorShapeBase>(&config)?,
         b if b == 1 << 35 => count_blank::<SectorShapeSub8>(&config)?,
         b if b == 1 << 36 => count_blank::<SectorShapeTop2>(&config)?,
         bytes => return Err(FilecoinError::UnsupportedSectorSize { bytes }),
     };
-    Ok(PoRepShape { sector_size_bytes, registered_proof, shape, partitions: usize::from(config.partitions) })
+    Ok(PoRepShape {
+        sector_size_bytes,
+        registered_proof,
+        shape,
+        partitions: usize::from(config.partitions),
+        precompiled_bytes,
+    })
 }
 
 /// What [`porep_shape`] answered with, and where from.
@@ -157,6 +177,9 @@ struct ShapeFile {
     inputs: usize,
     aux: usize,
     domain_size: usize,
+    /// Absent in files written before it was counted: such a file is counted again.
+    #[serde(default)]
+    precompiled_bytes: u64,
     count_s: f64,
 }
 
@@ -186,6 +209,7 @@ pub fn porep_shape(sector_size_bytes: u64, cache_dir: &Path) -> Result<CachedSha
         inputs: porep.shape.inputs,
         aux: porep.shape.aux,
         domain_size: porep.shape.domain_size,
+        precompiled_bytes: porep.precompiled_bytes,
         count_s,
     };
     let dir = path.parent().expect("a file under porep-shapes/");
@@ -209,13 +233,15 @@ fn read_shape_file(path: &Path, proof: RegisteredSealProof) -> Option<CachedShap
         && shape.domain_size == f.domain_size
         && f.partitions >= 1
         && f.inputs >= 1
-        && f.constraints >= f.inputs;
+        && f.constraints >= f.inputs
+        && f.precompiled_bytes > 0;
     valid.then(|| CachedShape {
         porep: PoRepShape {
             sector_size_bytes: f.sector_size_bytes,
             registered_proof: proof,
             shape,
             partitions: f.partitions,
+            precompiled_bytes: f.precompiled_bytes,
         },
         path: path.to_path_buf(),
         from_cache: true,

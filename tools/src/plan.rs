@@ -45,6 +45,9 @@ struct Subject {
     details: serde_json::Value,
     /// cuzk's figures, for the 32 GiB partition they measured.
     cuzk: Option<Cuzk>,
+    /// Bytes of the circuit's precompiled-constraints file (Filecoin partitions: C2's
+    /// default synthesis maps it read-only).
+    precompiled_bytes: Option<u64>,
 }
 
 /// cuzk's figures for one 32 GiB PoRep partition (../shared/ANCHORS.md).
@@ -120,6 +123,8 @@ pub fn run(a: Args) -> Result<()> {
             "params_generation_bytes": subject.params.generation_bytes,
             "total_bytes": total_bytes,
             "predicted_peak_rss_bytes": peak_rss_bytes,
+            "precompiled_matrices_bytes": subject.precompiled_bytes,
+            "predicted_peak_rss_with_matrices_bytes": subject.precompiled_bytes.map(|b| peak_rss_bytes + b),
             "base_rss_bytes": base_rss_bytes,
             "memory_limit_bytes": limit.bytes,
             "memory_limit_source": limit.source,
@@ -168,6 +173,14 @@ pub fn run(a: Args) -> Result<()> {
         peak_rss_bytes as f64 / GIB,
         base_rss_bytes as f64 / (1u64 << 20) as f64
     );
+    if let Some(b) = subject.precompiled_bytes {
+        println!(
+            "  precompiled    {:>10.2} GiB matrices file (C2's default synthesis maps it read-only; its pages add to \
+             RSS as they are read): peak RSS {:.2} GiB with it",
+            b as f64 / GIB,
+            (peak_rss_bytes + b) as f64 / GIB
+        );
+    }
     println!(
         "  limit          {:>10.2} GiB ({}): {}",
         limit.bytes as f64 / GIB,
@@ -206,6 +219,7 @@ fn test_subject(kind: CircuitKind, constraints: usize) -> Result<Subject> {
         }),
         params,
         cuzk: None,
+        precompiled_bytes: None,
     })
 }
 
@@ -248,6 +262,7 @@ fn filecoin_subject(size: &str, quiet: bool) -> Result<Subject> {
         }),
         params,
         cuzk: (name == "32GiB").then_some(CUZK_32GIB),
+        precompiled_bytes: Some(counted.porep.precompiled_bytes),
     })
 }
 

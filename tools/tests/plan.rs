@@ -125,6 +125,14 @@ fn plan_for_a_2kib_filecoin_partition() {
     assert_eq!(second["details"]["shape_from_cache"], true);
     assert_eq!(second["shape"], first["shape"]);
     assert!(took < Duration::from_secs(2), "{took:?} from the cache");
+    // The precompiled matrices' bytes (counted, and cached with the shape).
+    let matrices = u(&first, "precompiled_matrices_bytes");
+    assert!(matrices > 10 << 20, "{matrices} bytes of matrices for 2.7M constraints");
+    assert_eq!(second["precompiled_matrices_bytes"], first["precompiled_matrices_bytes"]);
+    assert_eq!(
+        u(&first, "predicted_peak_rss_with_matrices_bytes"),
+        u(&first, "predicted_peak_rss_bytes") + matrices
+    );
 }
 
 /// The filecoin commands run the same guard before generating params or reserving.

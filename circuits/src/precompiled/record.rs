@@ -20,6 +20,10 @@ use crate::CircuitError;
 pub struct RecordingCs {
     identity: String,
     words: Vec<u32>,
+    /// Counting only ([`RecordingCs::counting`]): the row stream's words are counted here
+    /// instead of kept in `words`.
+    count_only: bool,
+    counted_words: u64,
     /// Word offset of each block's first row.
     blocks: Vec<u64>,
     rows: usize,
@@ -59,6 +63,8 @@ impl RecordingCs {
         let mut cs = RecordingCs {
             identity: identity.to_string(),
             words: Vec::new(),
+            count_only: false,
+            counted_words: 0,
             blocks: Vec::new(),
             rows: 0,
             inputs: 0,
@@ -77,6 +83,50 @@ impl RecordingCs {
         };
         cs.new_input().map_err(|e| cs.error(e.to_string()))?;
         Ok(cs)
+    }
+
+    /// A recorder that keeps no row stream, only its length (with everything else it
+    /// keeps: counts, block table, coefficient table, densities): for
+    /// [`RecordingCs::file_bytes`] of circuits whose matrices would not fit in memory (a
+    /// 32 GiB PoRep partition's are ~20-25 GiB). [`RecordingCs::into_bytes`] refuses it.
+    pub fn counting(identity: &str) -> Result<Self, PrecompiledError> {
+        let mut cs = RecordingCs::new(identity)?;
+        cs.count_only = true;
+        Ok(cs)
+    }
+
+    /// Words in the row stream so far.
+    fn stream_words(&self) -> u64 {
+        if self.count_only {
+            self.counted_words
+        } else {
+            self.words.len() as u64
+        }
+    }
+
+    /// Rows recorded (the `input_i * 0 = 0` rows excluded), inputs (ONE included) and aux
+    /// so far.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        (self.rows, self.inputs, self.aux)
+    }
+
+    /// Bytes of the file [`RecordingCs::into_bytes`] would write now (header and the six
+    /// page-aligned sections): what a mapped recording of this circuit occupies.
+    pub fn file_bytes(&self) -> u64 {
+        let sections = [
+            (self.blocks.len() as u64 + 1) * 8,
+            self.stream_words() * 4,
+            self.coeffs.len() as u64 * 32,
+            self.a_aux.as_density().words().len() as u64 * 8,
+            self.b_input.as_density().words().len() as u64 * 8,
+            self.b_aux.as_density().words().len() as u64 * 8,
+        ];
+        // Each section starts on a page boundary; the file ends with the last one.
+        let mut offset = HEADER_BYTES as u64;
+        for len in &sections[..SECTIONS - 1] {
+            offset = align_up((offset + len) as usize) as u64;
+        }
+        offset + sections[SECTIONS - 1]
     }
 
     fn error(&self, reason: String) -> PrecompiledError {
@@ -165,9 +215,24 @@ impl RecordingCs {
     /// Closes the current row: header, then the A, B and C terms.
     fn end_row(&mut self) {
         if self.rows % ROWS_PER_BLOCK == 0 {
-            self.blocks.push(self.words.len() as u64);
+            self.blocks.push(self.stream_words());
         }
         let [la, lb, lc] = self.side_len;
+        if self.count_only {
+            let header = if la < ROW_LEN_PACKED_MAX && lb < ROW_LEN_PACKED_MAX && lc < ROW_LEN_PACKED_MAX {
+                1
+            } else {
+                4
+            };
+            let terms: usize = self.side.iter().map(|s| s.len()).sum();
+            self.counted_words += header + terms as u64;
+            for s in 0..3 {
+                self.side[s].clear();
+            }
+            self.side_len = [0; 3];
+            self.rows += 1;
+            return;
+        }
         if la < ROW_LEN_PACKED_MAX && lb < ROW_LEN_PACKED_MAX && lc < ROW_LEN_PACKED_MAX {
             self.words.push(la | lb << 10 | lc << 20);
         } else {
@@ -201,6 +266,9 @@ impl RecordingCs {
     pub fn into_bytes(mut self) -> Result<Vec<u8>, PrecompiledError> {
         if let Some(e) = self.sticky.take() {
             return Err(e);
+        }
+        if self.count_only {
+            return Err(self.error("a counting recorder keeps no row stream to encode".into()));
         }
         self.blocks.push(self.words.len() as u64);
         let le_u64 = |v: &[u64]| v.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
