@@ -302,7 +302,8 @@ fn a_circuit_that_does_not_match_its_recording_is_refused() {
 fn a_counting_recorder_predicts_the_file_bytes() {
     use arenaprove_circuits::native::NativeCircuit;
     use arenaprove_circuits::precompiled::RecordingCs;
-    let natives: Vec<(&str, Box<dyn Fn(&mut RecordingCs)>)> = vec![
+    type Run = Box<dyn Fn(&mut RecordingCs)>;
+    let natives: Vec<(&str, Run)> = vec![
         ("chain", Box::new(|cs| ChainCircuit::new(3_000, 7).synthesize_native(cs).unwrap())),
         ("sha", Box::new(|cs| ShaCircuit::new(2, 7).synthesize_native(cs).unwrap())),
         (
