@@ -35,8 +35,9 @@ pub struct Config {
     pub synth_workers: usize,
 }
 
-/// Partition `partition` of sector `sector` (1-based sectors): the same circuit for every
-/// prover of a run, so their public inputs agree.
+/// The circuit of `kind` nearest `constraints` for partition `partition` of sector
+/// `sector`: the sector circuit by its ids, chain and sha seeded by both. The same circuit
+/// for every prover of a run (and every CLI command), so their public inputs agree.
 pub fn partition(
     kind: CircuitKind,
     constraints: usize,

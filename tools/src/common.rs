@@ -20,20 +20,16 @@ use arenaprove::engine::pipeline::{
 };
 use arenaprove::engine::{BackendFactory, CpuBackend};
 
-/// The circuit of `kind` nearest `constraints`, for partition `partition` of sector `sector_id`.
+/// The circuit of `kind` nearest `constraints`, for partition `partition` of sector
+/// `sector_id` (the bench workloads' [`arenaprove::benchkit::sector::partition`]).
 pub fn circuit(
     kind: CircuitKind,
     constraints: usize,
     sector_id: u64,
     partition: usize,
 ) -> Result<AnyCircuit> {
-    Ok(match kind {
-        CircuitKind::Sector => {
-            AnyCircuit::Sector(SectorPartitionCircuit::for_constraints(sector_id, partition, constraints))
-        }
-        // chain and sha: one instance per (sector, partition), seeded by both.
-        _ => arenaprove::circuits::circuits::build(kind, constraints, sector_id * 1_000 + partition as u64)?,
-    })
+    arenaprove::benchkit::sector::partition(kind, constraints, sector_id, partition)
+        .map_err(anyhow::Error::msg)
 }
 
 pub use arenaprove::circuits::native::ViaBridge;
