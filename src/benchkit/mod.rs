@@ -5,6 +5,21 @@ pub mod prove;
 pub mod sector;
 pub mod synth;
 
+use crate::engine::pipeline::{Level, Span};
+
+/// A timeline's spans grouped by name, in order of first appearance: (name, level, each
+/// span's duration in ns).
+pub fn spans_by_name(spans: &[Span]) -> Vec<(&'static str, Level, Vec<u64>)> {
+    let mut out: Vec<(&'static str, Level, Vec<u64>)> = Vec::new();
+    for s in spans {
+        match out.iter_mut().find(|(n, _, _)| *n == s.name) {
+            Some((_, _, d)) => d.push(s.dur_ns),
+            None => out.push((s.name, s.level, vec![s.dur_ns])),
+        }
+    }
+    out
+}
+
 /// The median: the middle sample, or the mean of the two middle ones (NaN when empty).
 pub fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();

@@ -140,18 +140,9 @@ pub fn run_ours(
     out.steady_s = t1.elapsed().as_secs_f64();
     out.steady_partitions = (cfg.sectors - 1) * cfg.partitions;
     out.per_partition_s = out.steady_s / out.steady_partitions as f64;
-    let mut names: Vec<&'static str> = Vec::new();
-    for s in &spans {
-        if !names.contains(&s.name) {
-            names.push(s.name);
-        }
-    }
-    out.stages_s_median = names
+    out.stages_s_median = super::spans_by_name(&spans)
         .into_iter()
-        .map(|n| {
-            let d: Vec<f64> = spans.iter().filter(|s| s.name == n).map(|s| s.dur_ns as f64 / 1e9).collect();
-            (n, super::median(&d))
-        })
+        .map(|(n, _, d)| (n, super::median(&d.iter().map(|&ns| ns as f64 / 1e9).collect::<Vec<_>>())))
         .collect();
     let report = engine.shutdown(ShutdownMode::Drain);
     if report.slabs_outstanding != 0 {

@@ -163,16 +163,9 @@ pub fn run(a: Args) -> Result<()> {
 
 /// Median per stage over the partitions, and the unaccounted gap of the composite stages.
 pub fn print_timeline(out: &JobOutput) {
-    let mut names: Vec<(&'static str, Level)> = Vec::new();
-    for s in &out.spans {
-        if !names.iter().any(|(n, _)| *n == s.name) {
-            names.push((s.name, s.level));
-        }
-    }
     println!("timeline (median over {} partitions, ms):", out.partitions.len());
-    for (name, level) in names {
-        let v: Vec<f64> =
-            out.spans.iter().filter(|s| s.name == name).map(|s| s.dur_ns as f64 / 1e6).collect();
+    for (name, level, durations) in arenaprove::benchkit::spans_by_name(&out.spans) {
+        let v: Vec<f64> = durations.iter().map(|&ns| ns as f64 / 1e6).collect();
         let indent = if level == Level::Call { "    " } else { "  " };
         println!("{indent}{name:<14} {:>10.3}", arenaprove::benchkit::upper_median(&v));
     }
