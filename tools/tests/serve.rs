@@ -12,66 +12,18 @@
 // itself does; boxing it would only add an allocation per refusal.
 #![allow(clippy::result_large_err)]
 
-use std::sync::Once;
+mod common;
+
 use std::time::{Duration, Instant};
 
-use arenaprove::filecoin::params::ensure_params;
-use arenaprove::filecoin::{
-    rng_from_seed, seal_sector, verify_seal, SealRequest, SealedSector, SectorSize, Verdict,
-};
+use arenaprove::filecoin::{verify_seal, SealedSector, Verdict};
 use arenaprove_tools::serve::pb::await_proof_response::Status as JobStatus;
 use arenaprove_tools::serve::pb::proving_engine_client::ProvingEngineClient;
 use arenaprove_tools::serve::pb::*;
 use arenaprove_tools::serve::{start, Overrides, ServeConfig};
-use base64::Engine as _;
+use common::{envelope, params_2kib, porep, sealed, PARAM_CACHE};
 use tonic::transport::Channel;
 use tonic::Code;
-
-/// The parameter cache every test binary of this target directory shares.
-const PARAM_CACHE: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/filecoin-params");
-
-fn params_2kib() {
-    static SETUP: Once = Once::new();
-    SETUP.call_once(|| {
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", PARAM_CACHE);
-        let proof = SectorSize::Kib2.default_registered_proof();
-        let status = ensure_params(proof, &mut rng_from_seed(0xc2)).expect("2 KiB development params");
-        eprintln!("2 KiB params: {status:?}");
-    });
-}
-
-fn sealed(seed: u64) -> SealedSector {
-    let mut rng = rng_from_seed(seed);
-    let request = SealRequest::random(SectorSize::Kib2, &mut rng);
-    let work = tempfile::tempdir().expect("tempdir");
-    seal_sector(&request, &mut rng, work.path()).expect("seal")
-}
-
-/// Curio's envelope around a C1 output (lib/ffi/cuzk_funcs.go).
-fn envelope(c1_json: &[u8], sector_num: u64, sector_size: u64) -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({
-        "SectorNum": sector_num,
-        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(c1_json),
-        "SectorSize": sector_size,
-    }))
-    .unwrap()
-}
-
-/// A PoRep C2 request as Curio builds it (`PoRepSnarkCuzk`).
-fn porep(request_id: &str, sector: &SealedSector, priority: Priority) -> SubmitProofRequest {
-    let c1 = sector.c1.to_api_json().unwrap();
-    SubmitProofRequest {
-        request_id: request_id.into(),
-        proof_kind: ProofKind::PorepSealCommit as i32,
-        sector_size: 2048,
-        registered_proof: sector.info.registered_proof.proof_id(),
-        priority: priority as i32,
-        vanilla_proof: envelope(&c1, sector.info.sector_id, 2048),
-        sector_number: sector.info.sector_id,
-        miner_id: 1000,
-        ..Default::default()
-    }
-}
 
 async fn submit(
     c: &mut ProvingEngineClient<Channel>,

@@ -9,22 +9,19 @@
 // itself does; boxing it would only add an allocation per refusal.
 #![allow(clippy::result_large_err)]
 
-use std::sync::Once;
+mod common;
+
 use std::time::Instant;
 
-use arenaprove::filecoin::params::ensure_params;
-use arenaprove::filecoin::{
-    rng_from_seed, seal_sector, verify_seal, SealRequest, SealedSector, SectorSize, Verdict,
-};
+use arenaprove::filecoin::{verify_seal, SealedSector, Verdict};
 use arenaprove_tools::serve::metrics::rss_bytes;
 use arenaprove_tools::serve::pb::await_proof_response::Status as JobStatus;
 use arenaprove_tools::serve::pb::proving_engine_client::ProvingEngineClient;
 use arenaprove_tools::serve::pb::*;
 use arenaprove_tools::serve::{start, Overrides, ServeConfig};
-use base64::Engine as _;
+use common::{envelope, params_2kib, porep, sealed, PARAM_CACHE};
 use tonic::Code;
 
-const PARAM_CACHE: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/filecoin-params");
 /// Clients and proofs per client: 8 x 5 unless `ARENAPROVE_LOAD_CLIENTS` /
 /// `ARENAPROVE_LOAD_PROVES` say otherwise (a shorter run on a busy machine).
 fn load_shape() -> (usize, usize) {
@@ -35,46 +32,6 @@ fn load_shape() -> (usize, usize) {
 /// Bad requests each client sends before each of its proofs (8 x 5 x 5 = 200).
 const BAD_PER_PROVE: usize = 5;
 
-fn params_2kib() {
-    static SETUP: Once = Once::new();
-    SETUP.call_once(|| {
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", PARAM_CACHE);
-        let proof = SectorSize::Kib2.default_registered_proof();
-        ensure_params(proof, &mut rng_from_seed(0xc2)).expect("2 KiB development params");
-    });
-}
-
-fn sealed(seed: u64) -> SealedSector {
-    let mut rng = rng_from_seed(seed);
-    let request = SealRequest::random(SectorSize::Kib2, &mut rng);
-    let work = tempfile::tempdir().expect("tempdir");
-    seal_sector(&request, &mut rng, work.path()).expect("seal")
-}
-
-fn envelope(c1_json: &[u8], sector_num: u64, sector_size: u64) -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({
-        "SectorNum": sector_num,
-        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(c1_json),
-        "SectorSize": sector_size,
-    }))
-    .unwrap()
-}
-
-fn porep(request_id: String, sector: &SealedSector) -> SubmitProofRequest {
-    let c1 = sector.c1.to_api_json().unwrap();
-    SubmitProofRequest {
-        request_id,
-        proof_kind: ProofKind::PorepSealCommit as i32,
-        sector_size: 2048,
-        registered_proof: sector.info.registered_proof.proof_id(),
-        priority: Priority::Normal as i32,
-        vanilla_proof: envelope(&c1, sector.info.sector_id, 2048),
-        sector_number: sector.info.sector_id,
-        miner_id: 1000,
-        ..Default::default()
-    }
-}
-
 /// Bad request number `i` (12 kinds in turn) and the code it must get.
 async fn bad_request(
     c: &mut ProvingEngineClient<tonic::transport::Channel>,
@@ -83,7 +40,7 @@ async fn bad_request(
     tampered: &SealedSector,
     finished_job: &str,
 ) -> (Code, &'static str) {
-    let mut r = porep(format!("bad-{i}"), sector);
+    let mut r = porep(format!("bad-{i}"), sector, Priority::Normal);
     let c1 = sector.c1.to_api_json().unwrap();
     let submit = |c: &mut ProvingEngineClient<tonic::transport::Channel>, r: SubmitProofRequest| {
         let mut c = c.clone();
@@ -120,7 +77,10 @@ async fn bad_request(
             (r.registered_proof, r.sector_size) = (6, 8 << 20);
             ("params missing", submit(c, r).await)
         }
-        7 => ("vanilla proofs do not verify", submit(c, porep(format!("bad-{i}"), tampered)).await),
+        7 => (
+            "vanilla proofs do not verify",
+            submit(c, porep(format!("bad-{i}"), tampered, Priority::Normal)).await,
+        ),
         8 => {
             let job_id = format!("job-unknown-{i}");
             ("unknown job id", c.await_proof(AwaitProofRequest { job_id, timeout_ms: 1 }).await.map(|_| ()))
@@ -170,7 +130,10 @@ async fn forty_proofs_from_eight_clients_with_two_hundred_bad_requests() {
 
     // The first proof: warm-up, and the RSS reference.
     let t0 = Instant::now();
-    let first = c.prove(ProveRequest { submit: Some(porep("warm-up".into(), &sectors[0])) }).await.unwrap();
+    let first = c
+        .prove(ProveRequest { submit: Some(porep("warm-up", &sectors[0], Priority::Normal)) })
+        .await
+        .unwrap();
     let first = first.into_inner().result.unwrap();
     assert_eq!(first.status(), JobStatus::Completed, "{}", first.error_message);
     assert_eq!(verify_seal(&sectors[0].info, &first.proof).unwrap(), Verdict::Accepted);
@@ -203,7 +166,7 @@ async fn forty_proofs_from_eight_clients_with_two_hundred_bad_requests() {
                     assert_eq!(code, expected_code(i), "bad request {i} ({kind})");
                     bad_ok += 1;
                 }
-                let req = porep(format!("load-{client}-{k}"), sector);
+                let req = porep(format!("load-{client}-{k}"), sector, Priority::Normal);
                 let r = c.prove(ProveRequest { submit: Some(req) }).await.unwrap().into_inner().result.unwrap();
                 assert_eq!(r.status(), JobStatus::Completed, "{}", r.error_message);
                 assert_eq!(verify_seal(&sector.info, &r.proof).unwrap(), Verdict::Accepted);
