@@ -11,41 +11,24 @@
 use std::sync::Arc;
 
 use arenaprove::arena::{Ledger, RegionConfig};
+use arenaprove::benchkit::sector::partition as partition_circuit;
 use arenaprove::circuits::circuits::chain::CHAIN_K;
-use arenaprove::circuits::circuits::{build, AnyCircuit, CircuitKind, SectorPartitionCircuit};
-use arenaprove::circuits::native::synthesize_bellpepper;
+use arenaprove::circuits::circuits::{AnyCircuit, CircuitKind};
+use arenaprove::circuits::native::ViaBridge;
 use arenaprove::circuits::{shape_of_native, synthesize_native, AssignmentPools, ProverWitness, Shape};
 use arenaprove::engine::groth16::{
     generate_random_parameters, prepare_verifying_key, verify_proof, ParamsMemory, Prover,
 };
-use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use ff::Field;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
-/// A native circuit seen through bellpepper-core's `Circuit` trait, so key generation
-/// runs the native gadgets (for `sha`, `AnyCircuit`'s own `Circuit` impl would run
-/// bellpepper's SHA-256 gadget: another constraint system).
-struct ViaBridge(AnyCircuit);
-
-impl Circuit<Scalar> for ViaBridge {
-    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        synthesize_bellpepper(&self.0, cs)
-    }
-}
-
-/// The instance of `kind` for (sector, partition), mapped as the CLI maps it: sector
-/// partitions are seeded by both; chain and sha by `sector * 1000 + partition`.
+/// The instance of `kind` for (sector, partition), as the CLI and the benches make it.
+/// Parameters are made through `ViaBridge` (the native gadgets; for `sha`, `AnyCircuit`'s
+/// own `Circuit` impl would run bellpepper's SHA-256 gadget: another constraint system).
 fn instance(kind: CircuitKind, target_constraints: usize, sector_id: u64, partition: usize) -> AnyCircuit {
-    match kind {
-        CircuitKind::Sector => AnyCircuit::Sector(SectorPartitionCircuit::for_constraints(
-            sector_id,
-            partition,
-            target_constraints,
-        )),
-        _ => build(kind, target_constraints, sector_id * 1_000 + partition as u64).unwrap(),
-    }
+    partition_circuit(kind, target_constraints, sector_id, partition).unwrap()
 }
 
 /// Sector 0 partition 0 makes the parameters; these are proved with them.
