@@ -582,20 +582,24 @@ impl Daemon {
                 in_progress: running,
             })
             .collect();
-        let gpus = g
-            .gpu
+        // The GPU's memory is read after the scheduler lock is released: the query waits
+        // for the device operation in flight, which must not hold up submissions.
+        let gpu = g.gpu.clone();
+        let mut running: Vec<String> = g.running.keys().cloned().collect();
+        running.sort();
+        let pinned_memory_bytes = ledger.as_ref().map_or(0, |l| l.reserved_bytes as u64);
+        drop(g);
+        let gpus = gpu
             .iter()
             .map(|gpu| {
                 let (free, total) = (gpu.mem)().unwrap_or((0, 0));
-                let mut running: Vec<&String> = g.running.keys().collect();
-                running.sort();
                 pb::GpuStatus {
                     ordinal: gpu.ordinal,
                     name: gpu.name.clone(),
                     vram_total_bytes: total,
                     vram_free_bytes: free,
                     // Every job the engine has in flight runs on this GPU.
-                    current_job_id: running.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","),
+                    current_job_id: running.join(","),
                     current_proof_kind: if running.is_empty() {
                         String::new()
                     } else {
@@ -611,7 +615,7 @@ impl Daemon {
             total_proofs_completed: completed,
             total_proofs_failed: failed,
             uptime_seconds: self.inner.started.elapsed().as_secs(),
-            pinned_memory_bytes: ledger.as_ref().map_or(0, |l| l.reserved_bytes as u64),
+            pinned_memory_bytes,
             pinned_memory_limit_bytes: self.inner.config.memory_limit_bytes as u64,
         }
     }
