@@ -218,29 +218,22 @@ impl RecordingCs {
             self.blocks.push(self.stream_words());
         }
         let [la, lb, lc] = self.side_len;
+        let packed = la < ROW_LEN_PACKED_MAX && lb < ROW_LEN_PACKED_MAX && lc < ROW_LEN_PACKED_MAX;
         if self.count_only {
-            let header = if la < ROW_LEN_PACKED_MAX && lb < ROW_LEN_PACKED_MAX && lc < ROW_LEN_PACKED_MAX {
-                1
-            } else {
-                4
-            };
-            let terms: usize = self.side.iter().map(|s| s.len()).sum();
-            self.counted_words += header + terms as u64;
-            for s in 0..3 {
-                self.side[s].clear();
-            }
-            self.side_len = [0; 3];
-            self.rows += 1;
-            return;
-        }
-        if la < ROW_LEN_PACKED_MAX && lb < ROW_LEN_PACKED_MAX && lc < ROW_LEN_PACKED_MAX {
-            self.words.push(la | lb << 10 | lc << 20);
+            let terms: usize = self.side.iter().map(Vec::len).sum();
+            self.counted_words += (if packed { 1 } else { 4 }) + terms as u64;
         } else {
-            self.words.extend_from_slice(&[ROW_ESCAPE, la, lb, lc]);
+            if packed {
+                self.words.push(la | lb << 10 | lc << 20);
+            } else {
+                self.words.extend_from_slice(&[ROW_ESCAPE, la, lb, lc]);
+            }
+            for side in &self.side {
+                self.words.extend_from_slice(side);
+            }
         }
-        for s in 0..3 {
-            self.words.extend_from_slice(&self.side[s]);
-            self.side[s].clear();
+        for side in &mut self.side {
+            side.clear();
         }
         self.side_len = [0; 3];
         self.rows += 1;
