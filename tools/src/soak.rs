@@ -87,6 +87,9 @@ pub struct SoakReport {
     pub plan_peak_rss_bytes: Option<u64>,
     /// `(measured peak - predicted) / predicted`, in percent.
     pub plan_peak_rss_error_pct: Option<f64>,
+    /// Median of each pipeline stage's spans after warm-up, in ms (wait_slot, synthesize,
+    /// wait_prove, prove_start, finalize, handback, ...): where slab and fresh differ.
+    pub stage_p50_ms: std::collections::BTreeMap<String, f64>,
 }
 
 /// What a soak run records as sectors complete; `report` turns it into a [`SoakReport`].
@@ -102,6 +105,8 @@ pub struct SoakRecorder {
     rss_at: Vec<u64>,
     /// Per-partition releases after warm-up (timeline span `handback`).
     release_ns: Vec<u64>,
+    /// Every stage span's duration after warm-up, by name.
+    stage_ns: std::collections::BTreeMap<String, Vec<u64>>,
     ok: u64,
     failed: u64,
     rss_warm: u64,
@@ -122,6 +127,7 @@ impl SoakRecorder {
             done_at: Vec::with_capacity(sectors),
             rss_at: Vec::with_capacity(sectors),
             release_ns: Vec::new(),
+            stage_ns: Default::default(),
             ok: 0,
             failed: 0,
             rss_warm: 0,
@@ -142,6 +148,9 @@ impl SoakRecorder {
         self.failed += failed;
         if self.done_at.len() >= self.warmup {
             self.release_ns.extend(spans.iter().filter(|s| s.name == "handback").map(|s| s.dur_ns));
+            for (name, _, durs) in arenaprove::benchkit::spans_by_name(spans) {
+                self.stage_ns.entry(name.to_string()).or_default().extend(durs);
+            }
         }
         self.done_at.push(self.t0.elapsed().as_secs_f64());
         self.rss_at.push(rss_bytes());
@@ -208,6 +217,14 @@ impl SoakRecorder {
             reserved_bytes: ledger.reserved_bytes,
             plan_peak_rss_bytes: None,
             plan_peak_rss_error_pct: None,
+            stage_p50_ms: self
+                .stage_ns
+                .iter()
+                .map(|(n, d)| {
+                    let ms: Vec<f64> = d.iter().map(|&ns| ns as f64 / 1e6).collect();
+                    (n.clone(), arenaprove::benchkit::median(&ms))
+                })
+                .collect(),
         }
     }
 }

@@ -226,6 +226,13 @@ fn butterflies_table(
 
 /// The NTT of [`ntt`] over a precomputed table of the full domain (`tw.len() == n / 2`),
 /// forward or inverse.
+///
+/// Scheduling (the arithmetic is the textbook radix-2 DIT's, butterfly for butterfly, so
+/// the result is identical): the first `log2(CHUNK)` stages run inside one chunk per task,
+/// all of them before the chunk leaves the cache (one sweep of memory instead of one per
+/// stage); each later stage runs all its blocks in parallel, every block split into tasks
+/// of `CHUNK / 2` butterflies (before, the blocks of a stage ran one after another, and a
+/// stage of 8 Ki-point blocks kept only two threads busy).
 fn ntt_table(a: &mut [Scalar], tw: &[Scalar], inverse: bool) {
     let n = a.len();
     assert!(n.is_power_of_two(), "NTT length {n} is not a power of two");
@@ -234,41 +241,36 @@ fn ntt_table(a: &mut [Scalar], tw: &[Scalar], inverse: bool) {
         return;
     }
     bit_reverse(a);
-    let mut half = 1;
+    let small = CHUNK.min(n);
+    a.par_chunks_mut(small).for_each(|ch| {
+        let mut half = 1;
+        while half < small {
+            let block = 2 * half;
+            for blk in ch.chunks_mut(block) {
+                let (lo, hi) = blk.split_at_mut(half);
+                butterflies_table(lo, hi, tw, 0, n / block, inverse);
+            }
+            half = block;
+        }
+    });
+    let mut half = small;
     while half < n {
         let block = 2 * half;
         let stride = n / block;
-        if block <= CHUNK {
-            a.par_chunks_mut(CHUNK.min(n)).for_each(|ch| {
-                for blk in ch.chunks_mut(block) {
-                    let (lo, hi) = blk.split_at_mut(half);
-                    butterflies_table(lo, hi, tw, 0, stride, inverse);
-                }
-            });
-        } else {
-            for blk in a.chunks_mut(block) {
-                let (lo, hi) = blk.split_at_mut(half);
-                let c = CHUNK / 2;
-                lo.par_chunks_mut(c)
-                    .zip(hi.par_chunks_mut(c))
-                    .enumerate()
-                    .for_each(|(k, (l, h))| butterflies_table(l, h, tw, k * c, stride, inverse));
-            }
-        }
+        let c = CHUNK / 2;
+        a.par_chunks_mut(block).for_each(|blk| {
+            let (lo, hi) = blk.split_at_mut(half);
+            lo.par_chunks_mut(c)
+                .zip(hi.par_chunks_mut(c))
+                .enumerate()
+                .for_each(|(k, (l, h))| butterflies_table(l, h, tw, k * c, stride, inverse));
+        });
         half = block;
     }
 }
 
-#[inline]
-fn butterflies(lo: &mut [Scalar], hi: &mut [Scalar], tw: &[Scalar], j0: usize, stride: usize) {
-    for (j, (u, v)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
-        let t = *v * tw[(j0 + j) * stride];
-        *v = *u - t;
-        *u += t;
-    }
-}
-
-/// Iterative radix-2 Cooley-Tukey NTT with root `w` (of order `a.len()`), in place.
+/// Iterative radix-2 Cooley-Tukey NTT with root `w` (of order `a.len()`), in place: the
+/// table `w^k` is written into `twiddles`, then [`ntt_table`] runs forward over it.
 fn ntt(a: &mut [Scalar], w: Scalar, twiddles: &mut [Scalar]) {
     let n = a.len();
     assert!(n.is_power_of_two(), "NTT length {n} is not a power of two");
@@ -278,33 +280,7 @@ fn ntt(a: &mut [Scalar], w: Scalar, twiddles: &mut [Scalar]) {
     }
     let tw = &mut twiddles[..n / 2];
     fill_powers(tw, w);
-    let tw = &*tw;
-    bit_reverse(a);
-    let mut half = 1;
-    while half < n {
-        let block = 2 * half;
-        let stride = n / block;
-        if block <= CHUNK {
-            // Many small blocks: one task per CHUNK scalars.
-            a.par_chunks_mut(CHUNK.min(n)).for_each(|ch| {
-                for blk in ch.chunks_mut(block) {
-                    let (lo, hi) = blk.split_at_mut(half);
-                    butterflies(lo, hi, tw, 0, stride);
-                }
-            });
-        } else {
-            // Few large blocks: split each block's butterflies across tasks.
-            for blk in a.chunks_mut(block) {
-                let (lo, hi) = blk.split_at_mut(half);
-                let c = CHUNK / 2;
-                lo.par_chunks_mut(c)
-                    .zip(hi.par_chunks_mut(c))
-                    .enumerate()
-                    .for_each(|(k, (l, h))| butterflies(l, h, tw, k * c, stride));
-            }
-        }
-        half = block;
-    }
+    ntt_table(a, tw, false);
 }
 
 #[cfg(test)]

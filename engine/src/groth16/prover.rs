@@ -318,10 +318,13 @@ impl Prover {
         let h = {
             let [a, b, c] = w.abc_padded_mut(m)?;
             let h_bytes = stage("ntt_h", &mut t.ntt_h, || {
-                for v in [&mut *a, &mut *b, &mut *c] {
+                // The three vectors' transforms run side by side: each NTT's bit reversal
+                // is one thread's walk of memory, so three at once keep more cores busy.
+                let to_coset = |v: &mut [Scalar]| {
                     domain.ifft_with(v, tw);
                     domain.coset_fft_with(v, tw);
-                }
+                };
+                rayon::join(|| to_coset(a), || rayon::join(|| to_coset(b), || to_coset(c)));
                 a.par_iter_mut().zip(b.par_iter()).zip(c.par_iter()).for_each(|((a, b), c)| *a = *a * b - c);
                 domain.divide_by_z_on_coset(a);
                 domain.icoset_fft_with(a, tw);
