@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Builds peer-gpu-bench (arenaprove's engine on the GPU against bellperson 0.27 +
-# supraseal-c2, one process) here, with the pinned nvcc of scripts/install-nvcc.sh, and
-# strips it into DEST (default target-gpu, ignored) to carry to the GPU machine.
+# supraseal-c2 on the same sectors) and peer-baseline (the baseline's side, which the
+# bench runs as its child process; its own workspace, peer-gpu/baseline, so that its sppark
+# is the 0.1.13 supraseal-c2 0.1.2 names) here, with the pinned nvcc of
+# scripts/install-nvcc.sh, and strips both into DEST (default target-gpu, ignored) to carry
+# to the GPU machine.
 #
 #   bash scripts/peer-gpu.sh [DEST]
 #   # then on the GPU machine (device tool, carry ["target-gpu"]):
-#   target-gpu/peer-gpu-bench --circuit chain --constraints 1048576 --partitions 10 --sectors 3
+#   target-gpu/peer-gpu-bench --peer-exe target-gpu/peer-baseline --circuit chain \
+#       --constraints 1048576 --partitions 10 --sectors 3
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest="${1:-target-gpu}"
@@ -17,6 +21,9 @@ export NVCC_APPEND_FLAGS="${NVCC_APPEND_FLAGS:--gencode arch=compute_90,code=sm_
 # The root's target directory: the crates both builds share are compiled once.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 cargo build --release --manifest-path peer-gpu/Cargo.toml
+cargo build --release --locked --manifest-path peer-gpu/baseline/Cargo.toml
 mkdir -p "$dest"
-strip -o "$dest/peer-gpu-bench" "$CARGO_TARGET_DIR/release/peer-gpu-bench"
-ls -la "$dest/peer-gpu-bench"
+for bin in peer-gpu-bench peer-baseline; do
+  strip -o "$dest/$bin" "$CARGO_TARGET_DIR/release/$bin"
+  ls -la "$dest/$bin"
+done

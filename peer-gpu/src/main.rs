@@ -7,11 +7,16 @@
 //!
 //!     peer-gpu-bench --circuit chain|sha|sector --constraints N [--partitions 10]
 //!         [--sectors 3] [--warmup-partitions P] [--rounds 1] [--slots 2]
-//!         [--synth-workers W] [--no-peer] [--cpu]
+//!         [--synth-workers W] [--no-peer] [--cpu] [--peer-exe PATH] [--bellperson-params]
 //!
-//! The baseline runs in a child process of this binary (`--peer-only`), so the two CUDA
-//! stacks (cudarc's driver API here, supraseal's static CUDA runtime there) and the two
-//! sets of thread pools never share a process. `--cpu` puts our engine on the CPU backend.
+//! The baseline runs in a child process (`--peer-only`), so the two CUDA stacks (cudarc's
+//! driver API here, supraseal's static CUDA runtime there) and the two sets of thread
+//! pools never share a process. `--peer-exe` names the binary the child runs: the
+//! baseline build (`peer-baseline`, its own workspace under baseline/, where sppark is the
+//! version supraseal-c2 0.1.2's lockfile names; scripts/peer-gpu.sh builds both). Without
+//! it the child is this binary. `--cpu` puts our engine on the CPU backend.
+//! `--bellperson-params` (diagnosis) has the baseline prove with parameters from
+//! bellperson's own generator instead of the file ours wrote.
 //!
 //! Prints one line per side and round, then one JSON object (`ratio` = baseline seconds
 //! per partition / ours; higher is better for us). Build: scripts/peer-gpu.sh.
@@ -41,6 +46,11 @@ struct Args {
     peer: bool,
     cpu: bool,
     params_dir: PathBuf,
+    /// The binary the baseline's child process runs (default: this one).
+    peer_exe: Option<PathBuf>,
+    /// Diagnosis: the baseline proves with parameters from bellperson's own generator (same
+    /// circuit, other toxic waste) instead of the file our generator wrote.
+    bellperson_params: bool,
     /// Child mode: (params file, public inputs file) of the parent's run.
     peer_only: Option<(PathBuf, PathBuf)>,
 }
@@ -60,6 +70,8 @@ fn parse() -> Result<Args, String> {
         peer: true,
         cpu: false,
         params_dir: std::env::temp_dir(),
+        peer_exe: None,
+        bellperson_params: false,
         peer_only: None,
     };
     let mut synth_workers = None;
@@ -78,6 +90,8 @@ fn parse() -> Result<Args, String> {
             "--synth-workers" => synth_workers = Some(num(value()?)?),
             "--warmup-partitions" => warmup = Some(num(value()?)?),
             "--params-dir" => a.params_dir = PathBuf::from(value()?),
+            "--peer-exe" => a.peer_exe = Some(PathBuf::from(value()?)),
+            "--bellperson-params" => a.bellperson_params = true,
             "--no-peer" => a.peer = false,
             "--cpu" => a.cpu = true,
             "--peer-only" => {
@@ -85,7 +99,7 @@ fn parse() -> Result<Args, String> {
                 a.peer_only = Some((params, PathBuf::from(value()?)));
             }
             "-h" | "--help" => {
-                println!("{}", include_str!("main.rs").lines().take(13).collect::<Vec<_>>().join("\n"));
+                println!("{}", include_str!("main.rs").lines().take(19).collect::<Vec<_>>().join("\n"));
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument '{other}' (--help)")),
@@ -96,6 +110,13 @@ fn parse() -> Result<Args, String> {
     Ok(a)
 }
 
+#[cfg(not(feature = "ours-gpu"))]
+fn gpu_factory() -> Arc<dyn BackendFactory> {
+    eprintln!("ours: built without the CUDA backend (the baseline's build); CPU backend");
+    Arc::new(CpuBackend)
+}
+
+#[cfg(feature = "ours-gpu")]
 fn gpu_factory() -> Arc<dyn BackendFactory> {
     match arenaprove::cuda::CudaFactory::open(0) {
         Ok(f) => {
@@ -116,12 +137,34 @@ fn run_peer(
     path: &std::path::Path,
     params: &Parameters,
     inputs: &[Vec<Vec<Scalar>>],
+    bellperson_params: bool,
 ) -> Result<f64, String> {
+    let (path, vk_bytes) = if bellperson_params {
+        let t = Instant::now();
+        let bp = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(
+            ViaBridge(partition(cfg.kind, cfg.constraints, 1, 0)?),
+            &mut ChaCha8Rng::seed_from_u64(43),
+        )
+        .map_err(|e| format!("bellperson's generator: {e}"))?;
+        let bp_path = path.with_extension("bellperson.params");
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&bp_path).map_err(|e| e.to_string())?);
+        bp.write(&mut file).map_err(|e| e.to_string())?;
+        drop(file);
+        let mut vk = Vec::new();
+        bp.vk.write(&mut vk).map_err(|e| e.to_string())?;
+        eprintln!(
+            "peer: bellperson's generator wrote {} in {:.1} s",
+            bp_path.display(),
+            t.elapsed().as_secs_f64()
+        );
+        (bp_path, vk)
+    } else {
+        (path.to_path_buf(), params.vk.to_bytes())
+    };
     let t_load = Instant::now();
-    let sp = SuprasealParameters::<Bls12>::new(path.to_path_buf())
-        .map_err(|e| format!("supraseal params: {e}"))?;
+    let sp = SuprasealParameters::<Bls12>::new(path.clone()).map_err(|e| format!("supraseal params: {e}"))?;
     eprintln!("peer: SRS loaded in {:.1} s", t_load.elapsed().as_secs_f64());
-    let vk = VerifyingKey::<Bls12>::read(&params.vk.to_bytes()[..]).map_err(|e| e.to_string())?;
+    let vk = VerifyingKey::<Bls12>::read(&vk_bytes[..]).map_err(|e| e.to_string())?;
     let pvk = prepare_verifying_key(&vk);
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let mut steady = 0.0;
@@ -146,6 +189,9 @@ fn run_peer(
                 }
             }
         }
+    }
+    if bellperson_params {
+        let _ = std::fs::remove_file(&path);
     }
     Ok(steady / ((cfg.sectors - 1) * cfg.partitions) as f64)
 }
@@ -198,12 +244,16 @@ fn read_inputs(path: &std::path::Path) -> Result<Vec<Vec<Vec<Scalar>>>, String> 
 fn peer_in_child(a: &Args, params: &std::path::Path, inputs: &[Vec<Vec<Scalar>>]) -> Result<f64, String> {
     let path = params.with_extension("inputs");
     write_inputs(&path, inputs)?;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exe = match &a.peer_exe {
+        Some(p) => p.clone(),
+        None => std::env::current_exe().map_err(|e| e.to_string())?,
+    };
     let c = &a.cfg;
     let out = std::process::Command::new(exe)
         .args(["--circuit", &c.kind.to_string(), "--constraints", &c.constraints.to_string()])
         .args(["--partitions", &c.partitions.to_string(), "--sectors", &c.sectors.to_string()])
         .args(["--warmup-partitions", &c.warmup_partitions.to_string()])
+        .args(a.bellperson_params.then_some("--bellperson-params"))
         .arg("--peer-only")
         .arg(params)
         .arg(&path)
@@ -234,7 +284,7 @@ fn real_main() -> Result<(), String> {
         let params =
             Parameters::read_file(params_path, false, &ParamsMemory::default()).map_err(|e| e.to_string())?;
         let inputs = read_inputs(inputs_path)?;
-        let p = run_peer(cfg, params_path, &params, &inputs)?;
+        let p = run_peer(cfg, params_path, &params, &inputs, a.bellperson_params)?;
         println!("{p}");
         return Ok(());
     }

@@ -166,6 +166,9 @@ pub fn synth_workers(slots: usize) -> usize {
 /// `--mlock` (a global flag): lock every engine region in memory.
 pub static MLOCK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Not `--no-huge-pages` (a global flag): engine regions ask for transparent huge pages.
+pub static HUGE_PAGES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
 /// `--backend`: which prover the engine uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum BackendChoice {
@@ -204,6 +207,7 @@ pub fn engine(
         ..EngineConfig::default()
     };
     cfg.region.mlock = MLOCK.load(std::sync::atomic::Ordering::Relaxed);
+    cfg.region.huge_pages = HUGE_PAGES.load(std::sync::atomic::Ordering::Relaxed);
     let spec = CircuitSpec { kind: kind.to_string(), shape: loaded.shape, params: loaded.params.clone() };
     Ok(Engine::new(cfg, vec![spec])?)
 }

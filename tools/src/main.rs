@@ -26,6 +26,10 @@ struct Cli {
     /// RLIMIT_MEMLOCK first, or the engine warns once and runs unlocked).
     #[arg(long, global = true)]
     mlock: bool,
+    /// Engine regions on 4 KiB pages: no `MADV_HUGEPAGE` (the default asks for transparent
+    /// huge pages). For A/B runs of the arena's page size against the fresh baseline.
+    #[arg(long, global = true)]
+    no_huge_pages: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -65,6 +69,7 @@ fn main() {
         .init();
     let cli = Cli::parse();
     common::MLOCK.store(cli.mlock, std::sync::atomic::Ordering::Relaxed);
+    common::HUGE_PAGES.store(!cli.no_huge_pages, std::sync::atomic::Ordering::Relaxed);
     let result = match cli.cmd {
         Cmd::Prove(a) => prove::run(a),
         Cmd::Soak(a) => soak::run(a),

@@ -119,22 +119,22 @@ fn prove_writes_what_bellperson_verifies() {
 #[test]
 fn soak_keeps_memory_flat_and_verifies_every_proof() {
     let dir = tempfile::tempdir().unwrap();
-    for alloc in ["slab", "fresh"] {
-        let out = arenaprove(
-            dir.path(),
-            &[
-                "soak",
-                "--sectors",
-                "8",
-                "--partitions",
-                "2",
-                "--constraints",
-                "1024",
-                "--alloc",
-                alloc,
-                "--json",
-            ],
-        );
+    // The arena on 4 KiB pages (`--no-huge-pages`, the A/B switch for its page size) too.
+    for (alloc, pages) in [("slab", None), ("fresh", None), ("slab", Some("--no-huge-pages"))] {
+        let mut args = vec![
+            "soak",
+            "--sectors",
+            "8",
+            "--partitions",
+            "2",
+            "--constraints",
+            "1024",
+            "--alloc",
+            alloc,
+            "--json",
+        ];
+        args.extend(pages);
+        let out = arenaprove(dir.path(), &args);
         let stdout = ok(&out);
         let r: serde_json::Value = serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
         assert_eq!(r["proofs_ok"], 16, "{r}");
@@ -150,6 +150,10 @@ fn soak_keeps_memory_flat_and_verifies_every_proof() {
             "minflt_per_partition",
         ] {
             assert!(r[field].is_number(), "{field} in {r}");
+        }
+        // Where the time went: each pipeline stage's median.
+        for stage in ["synthesize", "prove_start", "finalize", "handback"] {
+            assert!(r["stage_p50_ms"][stage].as_f64().is_some_and(|ms| ms >= 0.0), "{stage} in {r}");
         }
         // Per-slab handback: measured in slab mode; fresh mode has no pool to hand back to.
         assert_eq!(r["handback_ns_p99"].is_number(), alloc == "slab", "{r}");
