@@ -21,6 +21,9 @@ export NVCC_APPEND_FLAGS="${NVCC_APPEND_FLAGS:--gencode arch=compute_90,code=sm_
 # The root's target directory: the crates both builds share are compiled once.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 cargo build --release --manifest-path peer-gpu/Cargo.toml
+# --locked: baseline/Cargo.lock pins sppark 0.1.13. When the root workspace's dependencies
+# change, refresh it: cp peer-gpu/Cargo.lock peer-gpu/baseline/ && (cd peer-gpu/baseline &&
+# cargo update -p sppark --precise 0.1.13).
 cargo build --release --locked --manifest-path peer-gpu/baseline/Cargo.toml
 mkdir -p "$dest"
 for bin in peer-gpu-bench peer-baseline; do

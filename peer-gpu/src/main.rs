@@ -7,7 +7,8 @@
 //!
 //!     peer-gpu-bench --circuit chain|sha|sector --constraints N [--partitions 10]
 //!         [--sectors 3] [--warmup-partitions P] [--rounds 1] [--slots 2]
-//!         [--synth-workers W] [--no-peer] [--cpu] [--peer-exe PATH] [--bellperson-params]
+//!         [--synth-workers W] [--no-peer] [--cpu] [--peer-exe PATH] [--peer-timeout S]
+//!         [--bellperson-params]
 //!
 //! The baseline runs in a child process (`--peer-only`), so the two CUDA stacks (cudarc's
 //! driver API here, supraseal's static CUDA runtime there) and the two sets of thread
@@ -48,6 +49,8 @@ struct Args {
     params_dir: PathBuf,
     /// The binary the baseline's child process runs (default: this one).
     peer_exe: Option<PathBuf>,
+    /// Kill the baseline's process after this long (default: wait).
+    peer_timeout: Option<std::time::Duration>,
     /// Diagnosis: the baseline proves with parameters from bellperson's own generator (same
     /// circuit, other toxic waste) instead of the file our generator wrote.
     bellperson_params: bool,
@@ -72,6 +75,7 @@ fn parse() -> Result<Args, String> {
         params_dir: std::env::temp_dir(),
         peer_exe: None,
         bellperson_params: false,
+        peer_timeout: None,
         peer_only: None,
     };
     let mut synth_workers = None;
@@ -92,6 +96,7 @@ fn parse() -> Result<Args, String> {
             "--params-dir" => a.params_dir = PathBuf::from(value()?),
             "--peer-exe" => a.peer_exe = Some(PathBuf::from(value()?)),
             "--bellperson-params" => a.bellperson_params = true,
+            "--peer-timeout" => a.peer_timeout = Some(std::time::Duration::from_secs(num(value()?)? as u64)),
             "--no-peer" => a.peer = false,
             "--cpu" => a.cpu = true,
             "--peer-only" => {
@@ -99,7 +104,7 @@ fn parse() -> Result<Args, String> {
                 a.peer_only = Some((params, PathBuf::from(value()?)));
             }
             "-h" | "--help" => {
-                println!("{}", include_str!("main.rs").lines().take(19).collect::<Vec<_>>().join("\n"));
+                println!("{}", include_str!("main.rs").lines().take(20).collect::<Vec<_>>().join("\n"));
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument '{other}' (--help)")),
@@ -130,6 +135,15 @@ fn gpu_factory() -> Arc<dyn BackendFactory> {
     }
 }
 
+/// Deletes a file when dropped: the run's parameter and input files go however it ends.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// The baseline: each sector as one `create_random_proof_batch`; returns seconds per
 /// partition over sectors 2..=N, every proof verified.
 fn run_peer(
@@ -139,6 +153,7 @@ fn run_peer(
     inputs: &[Vec<Vec<Scalar>>],
     bellperson_params: bool,
 ) -> Result<f64, String> {
+    let mut bp_file = None;
     let (path, vk_bytes) = if bellperson_params {
         let t = Instant::now();
         let bp = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(
@@ -147,6 +162,7 @@ fn run_peer(
         )
         .map_err(|e| format!("bellperson's generator: {e}"))?;
         let bp_path = path.with_extension("bellperson.params");
+        bp_file = Some(RemoveOnDrop(bp_path.clone()));
         let mut file = std::io::BufWriter::new(std::fs::File::create(&bp_path).map_err(|e| e.to_string())?);
         bp.write(&mut file).map_err(|e| e.to_string())?;
         drop(file);
@@ -190,9 +206,7 @@ fn run_peer(
             }
         }
     }
-    if bellperson_params {
-        let _ = std::fs::remove_file(&path);
-    }
+    drop(bp_file);
     Ok(steady / ((cfg.sectors - 1) * cfg.partitions) as f64)
 }
 
@@ -243,13 +257,14 @@ fn read_inputs(path: &std::path::Path) -> Result<Vec<Vec<Vec<Scalar>>>, String> 
 /// Runs the baseline in a child process of this binary; its seconds per partition.
 fn peer_in_child(a: &Args, params: &std::path::Path, inputs: &[Vec<Vec<Scalar>>]) -> Result<f64, String> {
     let path = params.with_extension("inputs");
+    let _inputs_file = RemoveOnDrop(path.clone());
     write_inputs(&path, inputs)?;
     let exe = match &a.peer_exe {
         Some(p) => p.clone(),
         None => std::env::current_exe().map_err(|e| e.to_string())?,
     };
     let c = &a.cfg;
-    let out = std::process::Command::new(exe)
+    let mut child = std::process::Command::new(exe)
         .args(["--circuit", &c.kind.to_string(), "--constraints", &c.constraints.to_string()])
         .args(["--partitions", &c.partitions.to_string(), "--sectors", &c.sectors.to_string()])
         .args(["--warmup-partitions", &c.warmup_partitions.to_string()])
@@ -258,9 +273,23 @@ fn peer_in_child(a: &Args, params: &std::path::Path, inputs: &[Vec<Vec<Scalar>>]
         .arg(params)
         .arg(&path)
         .stderr(std::process::Stdio::inherit())
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .spawn()
         .map_err(|e| format!("baseline process: {e}"))?;
-    let _ = std::fs::remove_file(&path);
+    // The baseline can hang inside a GPU kernel (BENCHMARKS.md): past --peer-timeout it is
+    // killed and the run ends with that error instead of waiting for ever.
+    if let Some(limit) = a.peer_timeout {
+        let t0 = Instant::now();
+        while child.try_wait().map_err(|e| format!("baseline process: {e}"))?.is_none() {
+            if t0.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("the baseline did not finish in {} s (killed)", limit.as_secs()));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+    let out = child.wait_with_output().map_err(|e| format!("baseline process: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         return Err(format!("baseline process failed ({}): {text}", out.status));
@@ -300,6 +329,7 @@ fn real_main() -> Result<(), String> {
     );
     let path =
         a.params_dir.join(format!("peer-gpu-{}-{}-{}.params", cfg.kind, cfg.constraints, std::process::id()));
+    let _params_file = RemoveOnDrop(path.clone());
     params.write_file(&path).map_err(|e| e.to_string())?;
     eprintln!(
         "params: {} constraints' circuit, domain {}, generated and written in {:.1} s",
@@ -324,7 +354,6 @@ fn real_main() -> Result<(), String> {
         }
         last_ours = Some(ours);
     }
-    let _ = std::fs::remove_file(&path);
     let ours = last_ours.expect("at least one round");
     let (o, p) = (median(&ours_pp), median(&peer_pp));
     let ratio = if a.peer { Some(p / o) } else { None };

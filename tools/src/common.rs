@@ -169,6 +169,13 @@ pub static MLOCK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool:
 /// Not `--no-huge-pages` (a global flag): engine regions ask for transparent huge pages.
 pub static HUGE_PAGES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
+/// The global region flags (`--mlock`, `--no-huge-pages`) on an engine's regions: every
+/// engine the CLI starts (`prove`, `soak`, `filecoin soak`) takes them the same way.
+pub fn region_flags(region: &mut arenaprove::arena::RegionConfig) {
+    region.mlock = MLOCK.load(std::sync::atomic::Ordering::Relaxed);
+    region.huge_pages = HUGE_PAGES.load(std::sync::atomic::Ordering::Relaxed);
+}
+
 /// `--backend`: which prover the engine uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum BackendChoice {
@@ -206,8 +213,7 @@ pub fn engine(
         backend,
         ..EngineConfig::default()
     };
-    cfg.region.mlock = MLOCK.load(std::sync::atomic::Ordering::Relaxed);
-    cfg.region.huge_pages = HUGE_PAGES.load(std::sync::atomic::Ordering::Relaxed);
+    region_flags(&mut cfg.region);
     let spec = CircuitSpec { kind: kind.to_string(), shape: loaded.shape, params: loaded.params.clone() };
     Ok(Engine::new(cfg, vec![spec])?)
 }

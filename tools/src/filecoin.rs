@@ -477,12 +477,13 @@ fn soak(a: SoakArgs, limit: MemoryLimit) -> Result<()> {
     let limit = guard("filecoin soak", registered_proof, Some(a.slots), 1, limit)?;
     ensure_params(registered_proof, a.rng_seed)?;
     let rss_start = rss_bytes();
-    let config = EngineConfig {
+    let mut config = EngineConfig {
         slots: a.slots,
         synth_workers: common::synth_workers(a.slots),
         memory_limit_bytes: usize::try_from(limit.bytes).unwrap_or(usize::MAX),
         ..EngineConfig::default()
     };
+    common::region_flags(&mut config.region);
     let c2 = fc::C2Engine::start_with(registered_proof, config, false, !a.no_precompiled)?;
     let partitions = usize::from(registered_proof.porep_config()?.partitions);
     let work = tempfile_dir()?;

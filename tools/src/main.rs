@@ -23,11 +23,13 @@ static ALLOC: arenaprove::arena::count_alloc::CountingAlloc =
 #[command(name = "arenaprove", version, about = "Memory-arena-centric Groth16 proving engine")]
 struct Cli {
     /// `mlock` every engine region (the memory plan says how much is locked; raise
-    /// RLIMIT_MEMLOCK first, or the engine warns once and runs unlocked).
+    /// RLIMIT_MEMLOCK first, or the engine warns once and runs unlocked). Applies to the
+    /// engines of `prove`, `soak` and `filecoin soak`.
     #[arg(long, global = true)]
     mlock: bool,
     /// Engine regions on 4 KiB pages: no `MADV_HUGEPAGE` (the default asks for transparent
-    /// huge pages). For A/B runs of the arena's page size against the fresh baseline.
+    /// huge pages; parameters stay on them). For A/B runs of the arena's page size against
+    /// the fresh baseline. Applies where `--mlock` does.
     #[arg(long, global = true)]
     no_huge_pages: bool,
     #[command(subcommand)]
@@ -84,6 +86,10 @@ fn main() {
         Cmd::ProbeStalls(a) => probe_stalls::run(a),
         #[cfg(feature = "filecoin")]
         Cmd::Filecoin(a) => filecoin::run(a),
+        #[cfg(feature = "serve")]
+        Cmd::Serve(_) if cli.mlock || cli.no_huge_pages => Err(anyhow::anyhow!(
+            "--mlock and --no-huge-pages apply to prove, soak and filecoin soak; serve does not take them"
+        )),
         #[cfg(feature = "serve")]
         Cmd::Serve(a) => arenaprove_tools::serve::run(a),
     };

@@ -201,6 +201,14 @@ fn bad_input_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--partitions"));
 
+    // The daemon's engine does not take the CLI's region flags: said, not ignored.
+    #[cfg(feature = "serve")]
+    {
+        let out = arenaprove(d, &["--no-huge-pages", "serve"]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("serve does not take them"));
+    }
+
     // Params for another circuit size are refused, naming both shapes.
     let other = d.join("other.params");
     ok(&arenaprove(

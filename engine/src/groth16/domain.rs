@@ -296,7 +296,8 @@ mod tests {
     #[test]
     fn fft_matches_naive_evaluation_and_inverts() {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        for log in [0u32, 1, 3, 6, 13] {
+        // 13..=15: one, two and three stages past the per-chunk ones (CHUNK = 2^12).
+        for log in [0u32, 1, 3, 6, 13, 14, 15] {
             let d = Domain::new(1 << log).unwrap();
             let coeffs: Vec<Scalar> = (0..d.size).map(|_| Scalar::random(&mut rng)).collect();
             let mut a = coeffs.clone();
