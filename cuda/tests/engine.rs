@@ -84,6 +84,13 @@ fn engine_with(
         .expect("engine")
 }
 
+/// Development parameters for `kind` at `constraints`, from toxic waste seeded by `seed`.
+fn params_for(kind: CircuitKind, constraints: usize, seed: u64) -> Arc<Parameters> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let circuit = ViaBridge(circuit(kind, constraints, 0));
+    Arc::new(generate_random_parameters(circuit, &mut rng, &ParamsMemory::heap()).expect("params"))
+}
+
 fn job(kind: CircuitKind, constraints: usize, partitions: u64, seed: u64) -> Job {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let parts = (0..partitions).map(|p| native(circuit(kind, constraints, p))).collect();
@@ -100,11 +107,7 @@ fn job(kind: CircuitKind, constraints: usize, partitions: u64, seed: u64) -> Job
 fn gpu_matches_cpu(gpu: &Arc<CudaFactory>, kind: CircuitKind, log: u32, partitions: u64) {
     let constraints = 1usize << log;
     let t0 = Instant::now();
-    let mut rng = ChaCha8Rng::seed_from_u64(log as u64);
-    let params = Arc::new(
-        generate_random_parameters(ViaBridge(circuit(kind, constraints, 0)), &mut rng, &ParamsMemory::heap())
-            .expect("params"),
-    );
+    let params = params_for(kind, constraints, log as u64);
     let t_params = t0.elapsed();
     let cpu = engine(&params, kind, constraints, None);
     let t1 = Instant::now();
@@ -168,11 +171,7 @@ fn sector_proofs_are_byte_identical_to_the_cpu_backend() {
 fn no_device_allocation_or_registration_per_proof() {
     let Some(gpu) = open_or_skip() else { return };
     let (kind, constraints) = (CircuitKind::Chain, 1usize << 12);
-    let mut rng = ChaCha8Rng::seed_from_u64(5);
-    let params = Arc::new(
-        generate_random_parameters(ViaBridge(circuit(kind, constraints, 0)), &mut rng, &ParamsMemory::heap())
-            .unwrap(),
-    );
+    let params = params_for(kind, constraints, 5);
     let e = engine(&params, kind, constraints, Some(gpu.clone()));
     let regs_at_start = gpu.hook().registrations();
     assert!(regs_at_start > 0, "the engine's regions are registered at start");
@@ -206,11 +205,7 @@ fn no_device_allocation_or_registration_per_proof() {
 fn bases_upload_once_per_params_across_fresh_mode_and_rebuilt_engines() {
     let Some(gpu) = open_or_skip() else { return };
     let (kind, constraints) = (CircuitKind::Sector, 1usize << 12);
-    let mut rng = ChaCha8Rng::seed_from_u64(6);
-    let params = Arc::new(
-        generate_random_parameters(ViaBridge(circuit(kind, constraints, 0)), &mut rng, &ParamsMemory::heap())
-            .unwrap(),
-    );
+    let params = params_for(kind, constraints, 6);
     let e = engine_with(&params, kind, constraints, Some(gpu.clone()), AllocMode::Fresh);
     let out = e.prove(job(kind, constraints, 3, 1)).unwrap();
     assert!(out.is_ok(), "{:?}", out.first_error());

@@ -103,10 +103,9 @@ pub struct SoakRecorder {
     /// Seconds since start at each sector's completion, and RSS then.
     done_at: Vec<f64>,
     rss_at: Vec<u64>,
-    /// Per-partition releases after warm-up (timeline span `handback`).
-    release_ns: Vec<u64>,
-    /// Every stage span's duration after warm-up, by name.
-    stage_ns: std::collections::BTreeMap<String, Vec<u64>>,
+    /// Every stage span's duration after warm-up, by name (`handback`: each partition's
+    /// release).
+    stage_ns: std::collections::BTreeMap<&'static str, Vec<u64>>,
     ok: u64,
     failed: u64,
     rss_warm: u64,
@@ -126,7 +125,6 @@ impl SoakRecorder {
             rss_start,
             done_at: Vec::with_capacity(sectors),
             rss_at: Vec::with_capacity(sectors),
-            release_ns: Vec::new(),
             stage_ns: Default::default(),
             ok: 0,
             failed: 0,
@@ -147,9 +145,8 @@ impl SoakRecorder {
         self.ok += ok;
         self.failed += failed;
         if self.done_at.len() >= self.warmup {
-            self.release_ns.extend(spans.iter().filter(|s| s.name == "handback").map(|s| s.dur_ns));
             for (name, _, durs) in arenaprove::benchkit::spans_by_name(spans) {
-                self.stage_ns.entry(name.to_string()).or_default().extend(durs);
+                self.stage_ns.entry(name).or_default().extend(durs);
             }
         }
         self.done_at.push(self.t0.elapsed().as_secs_f64());
@@ -185,6 +182,7 @@ impl SoakRecorder {
             ((to - from) * parts) as f64 * 60.0 / secs
         };
         let after_warm_partitions = ((n - self.warmup) * parts).max(1);
+        let release_ns = &mut self.stage_ns.get("handback").cloned().unwrap_or_default();
         SoakReport {
             circuit,
             alloc,
@@ -208,9 +206,9 @@ impl SoakRecorder {
             handback_ns_p50: slabs.then(|| ledger.handback_ns_p50()),
             handback_ns_p99: slabs.then(|| ledger.handback_ns_p99()),
             handback_ns_max: slabs.then_some(ledger.handback_ns_max),
-            partition_release_ns_p50: common::quantile_u64(&mut self.release_ns, 0.5),
-            partition_release_ns_p99: common::quantile_u64(&mut self.release_ns, 0.99),
-            partition_release_ns_max: self.release_ns.iter().copied().max().unwrap_or(0),
+            partition_release_ns_p50: common::quantile_u64(release_ns, 0.5),
+            partition_release_ns_p99: common::quantile_u64(release_ns, 0.99),
+            partition_release_ns_max: release_ns.iter().copied().max().unwrap_or(0),
             throughput_first_tenth: per_min(0, tenth),
             throughput_last_tenth: per_min(n - tenth, n),
             wall_s: self.t0.elapsed().as_secs_f64(),
@@ -222,7 +220,7 @@ impl SoakRecorder {
                 .iter()
                 .map(|(n, d)| {
                     let ms: Vec<f64> = d.iter().map(|&ns| ns as f64 / 1e6).collect();
-                    (n.clone(), arenaprove::benchkit::median(&ms))
+                    (n.to_string(), arenaprove::benchkit::median(&ms))
                 })
                 .collect(),
         }

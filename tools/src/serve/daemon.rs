@@ -279,6 +279,12 @@ fn build_engine(config: &ServeConfig, loaded: &BTreeMap<CircuitId, Loaded>) -> R
 /// An engine (none while no parameters are loaded) and the GPU it proves on.
 type Built = (Option<Arc<Engine>>, Option<GpuInfo>);
 
+/// Takes the engine out of the scheduler (to stop or rebuild it), and its GPU with it.
+fn take_engine(g: &mut Sched) -> Option<Arc<Engine>> {
+    g.gpu = None;
+    g.engine.take()
+}
+
 /// Shuts an engine down once nothing else holds it; its report.
 fn stop_engine(engine: Arc<Engine>) -> Result<ShutdownReport, String> {
     let engine = Arc::try_unwrap(engine).map_err(|_| "the engine is still in use by a job".to_string())?;
@@ -825,8 +831,7 @@ fn apply_control(inner: &Inner, control: Control) {
                 e => Status::internal(e.to_string()),
             });
             let result = result.and_then(|l| {
-                let old = lock().engine.take();
-                lock().gpu = None;
+                let old = take_engine(&mut lock());
                 if let Some(old) = old {
                     stop_engine(old).map_err(Status::internal)?;
                 }
@@ -848,8 +853,7 @@ fn apply_control(inner: &Inner, control: Control) {
         }
         Control::Evict { id, reply } => {
             let result = (|| {
-                let old = lock().engine.take();
-                lock().gpu = None;
+                let old = take_engine(&mut lock());
                 if let Some(old) = old {
                     stop_engine(old).map_err(Status::internal)?;
                 }
