@@ -2,6 +2,7 @@
 use clap::{Parser, Subcommand};
 
 mod bench_alloc;
+mod bench_ntt;
 mod bench_prove;
 mod bench_synth;
 mod common;
@@ -48,6 +49,8 @@ enum Cmd {
     Plan(plan::Args),
     /// Allocation strategies side by side on a partition-shaped working set.
     BenchAlloc(bench_alloc::Args),
+    /// The h stage's NTTs: strided twiddles (baseline) against the compact copy, heap and slab.
+    BenchNtt(bench_ntt::Args),
     /// Our CPU Groth16 prover against bellperson 0.27 on the same parameters (issue 4).
     BenchProve(bench_prove::Args),
     /// Synthesis: heap baseline vs ArenaAssignment (bellpepper-core and native gadgets).
@@ -78,6 +81,7 @@ fn main() {
         Cmd::Params(a) => params::run(a),
         Cmd::Plan(a) => plan::run(a),
         Cmd::BenchAlloc(a) => bench_alloc::run(a),
+        Cmd::BenchNtt(a) => bench_ntt::run(a),
         Cmd::BenchProve(a) => bench_prove::run(a),
         Cmd::BenchSynth(a) => {
             ALLOC.arm();

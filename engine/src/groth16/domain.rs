@@ -16,6 +16,32 @@ use super::error::{Groth16Error, Result};
 /// of scalars per 256: enough work to amortize a rayon task).
 const CHUNK: usize = 4096;
 
+/// Stages whose twiddles lie this many table entries apart or more read them from a
+/// compact copy, each such stage's twiddles side by side. Through the table itself they
+/// would be `stride x 32 B` apart: from 512 B up every twiddle costs a cache line of its
+/// own, from 4 KiB up (the first stages of any large domain) the hardware prefetchers no
+/// longer follow, and on huge pages the power-of-two addresses crowd into a few cache sets.
+/// The copy costs `size / 16` scalars beside the table's `size / 2`.
+const COMPACT_STRIDE: usize = 16;
+
+/// Scalars of the compact copy for a domain of `size`: the stage of half-block `h` (stride
+/// `size / 2h >= COMPACT_STRIDE`) at offset `h - 1`, for `h = 1, 2, 4, ..` up to
+/// `size / (2 COMPACT_STRIDE)`.
+fn compact_len(size: usize) -> usize {
+    let h_max = size / (2 * COMPACT_STRIDE);
+    if h_max == 0 {
+        0
+    } else {
+        2 * h_max - 1
+    }
+}
+
+/// Scalars of a precomputed [`Twiddles`] table for a domain of `size` (a power of two):
+/// `omega^k` for `k < size / 2`, then the compact copy of the strided stages.
+pub fn twiddle_table_len(size: usize) -> usize {
+    (size / 2).max(1) + compact_len(size)
+}
+
 /// A radix-2 domain of `size` points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Domain {
@@ -57,7 +83,9 @@ impl Domain {
         tau.pow_vartime([self.size as u64]) - Scalar::ONE
     }
 
-    /// Twiddle scalars an NTT of this domain needs (`size / 2`).
+    /// Twiddle scalars the recomputing transforms ([`Domain::fft`] and friends) need as
+    /// scratch (`size / 2`). A precomputed [`Twiddles`] table holds more:
+    /// [`twiddle_table_len`].
     pub fn twiddle_len(&self) -> usize {
         self.size / 2
     }
@@ -87,12 +115,14 @@ impl Domain {
 
     /// [`Domain::fft`] with this domain's precomputed table (nothing recomputed per call).
     pub fn fft_with(&self, a: &mut [Scalar], tw: &Twiddles) {
-        ntt_table(a, tw.table(self), false);
+        let (table, compact) = tw.table(self);
+        ntt_table(a, table, compact, false);
     }
 
     /// [`Domain::ifft`] with this domain's precomputed table.
     pub fn ifft_with(&self, a: &mut [Scalar], tw: &Twiddles) {
-        ntt_table(a, tw.table(self), true);
+        let (table, compact) = tw.table(self);
+        ntt_table(a, table, compact, true);
         scale(a, self.size_inv);
     }
 
@@ -108,6 +138,22 @@ impl Domain {
         distribute_powers(a, Scalar::MULTIPLICATIVE_GENERATOR.invert().expect("generator is non-zero"));
     }
 
+    /// The QAP quotient in place: `a, b, c` hold the evaluations of the constraints on the
+    /// domain; afterwards `a` holds the coefficients of `h = (a b - c) / z` (its top one
+    /// zero for a satisfied circuit), and `b`, `c` are spent.
+    pub fn quotient_in_place(&self, a: &mut [Scalar], b: &mut [Scalar], c: &mut [Scalar], tw: &Twiddles) {
+        // The three vectors' transforms run side by side: each NTT's bit reversal is one
+        // thread's walk of memory, so three at once keep more cores busy.
+        let to_coset = |v: &mut [Scalar]| {
+            self.ifft_with(v, tw);
+            self.coset_fft_with(v, tw);
+        };
+        rayon::join(|| to_coset(a), || rayon::join(|| to_coset(b), || to_coset(c)));
+        a.par_iter_mut().zip(b.par_iter()).zip(c.par_iter()).for_each(|((a, b), c)| *a = *a * b - c);
+        self.divide_by_z_on_coset(a);
+        self.icoset_fft_with(a, tw);
+    }
+
     /// Divides evaluations on the coset by `z(g) = g^m - 1` (constant on the coset).
     pub fn divide_by_z_on_coset(&self, a: &mut [Scalar]) {
         let z_inv = self.z(&Scalar::MULTIPLICATIVE_GENERATOR).invert().expect("g^m != 1 for the generator");
@@ -115,22 +161,48 @@ impl Domain {
     }
 }
 
-/// The forward twiddle table of one domain, `omega^k` for `k < size / 2`, computed once
-/// (at engine start) and shared by every proof of that domain size. The inverse transform
-/// reads the same table: `omega^-k = omega^(size - k) = -omega^(size/2 - k)` for `k >= 1`.
+/// The forward twiddle table of one domain, `omega^k` for `k < size / 2`, followed by the
+/// compact copy of the stages that would stride through it ([`COMPACT_STRIDE`]), computed
+/// once (at engine start) and shared by every proof of that domain size. The inverse
+/// transform reads the same scalars: `omega^-k = omega^(size - k) = -omega^(size/2 - k)`
+/// for `k >= 1`.
 pub struct Twiddles {
     domain_size: usize,
+    /// Where the compact copy starts in `powers` (`powers.len()` when there is none).
+    compact_at: usize,
     powers: arenaprove_arena::SlabVec<Scalar>,
 }
 
 impl Twiddles {
-    /// Fills `slab` (capacity at least `domain.twiddle_len()`, at least 1) with the table.
-    pub fn new(domain: &Domain, mut slab: arenaprove_arena::SlabVec<Scalar>) -> Result<Twiddles> {
+    /// Fills `slab` (capacity at least [`twiddle_table_len`] of the domain) with the table
+    /// and its compact copy.
+    pub fn new(domain: &Domain, slab: arenaprove_arena::SlabVec<Scalar>) -> Result<Twiddles> {
+        Self::fill(domain, slab, true)
+    }
+
+    /// The table alone, every stage striding through it: the layout before the compact
+    /// copy, kept as `bench-ntt`'s baseline. `slab` needs `domain.twiddle_len()` scalars.
+    pub fn new_strided(domain: &Domain, slab: arenaprove_arena::SlabVec<Scalar>) -> Result<Twiddles> {
+        Self::fill(domain, slab, false)
+    }
+
+    fn fill(domain: &Domain, mut slab: arenaprove_arena::SlabVec<Scalar>, compact: bool) -> Result<Twiddles> {
         slab.clear();
-        let n = domain.twiddle_len().max(1);
-        let out = slab.extend_stale(n).map_err(Groth16Error::from)?;
-        fill_powers(out, domain.omega);
-        Ok(Twiddles { domain_size: domain.size, powers: slab })
+        let half = domain.twiddle_len().max(1);
+        let extra = if compact { compact_len(domain.size) } else { 0 };
+        let out = slab.extend_stale(half + extra).map_err(Groth16Error::from)?;
+        let (table, copy) = out.split_at_mut(half);
+        fill_powers(table, domain.omega);
+        // Stage h's twiddle j is omega^(j * size / 2h), at offset h - 1 + j.
+        let n = domain.size;
+        copy.par_chunks_mut(CHUNK).enumerate().for_each(|(c, ch)| {
+            for (i, v) in (c * CHUNK..).zip(ch.iter_mut()) {
+                let h = 1usize << (usize::BITS - 1 - (i + 1).leading_zeros());
+                let j = i + 1 - h;
+                *v = table[j * (n / (2 * h))];
+            }
+        });
+        Ok(Twiddles { domain_size: domain.size, compact_at: half, powers: slab })
     }
 
     pub fn domain_size(&self) -> usize {
@@ -142,13 +214,14 @@ impl Twiddles {
         self.powers.lease().pool()
     }
 
-    fn table(&self, d: &Domain) -> &[Scalar] {
+    /// The table and its compact copy (empty for [`Twiddles::new_strided`]).
+    fn table(&self, d: &Domain) -> (&[Scalar], &[Scalar]) {
         assert_eq!(
             self.domain_size, d.size,
             "twiddles of domain {} used for domain {}",
             self.domain_size, d.size
         );
-        &self.powers
+        self.powers.split_at(self.compact_at)
     }
 }
 
@@ -225,7 +298,9 @@ fn butterflies_table(
 }
 
 /// The NTT of [`ntt`] over a precomputed table of the full domain (`tw.len() == n / 2`),
-/// forward or inverse.
+/// forward or inverse; stages whose twiddles `compact` holds (see [`compact_len`]) read
+/// them there, side by side, instead of striding through `tw` (same scalars, so the
+/// result is identical).
 ///
 /// Scheduling (the arithmetic is the textbook radix-2 DIT's, butterfly for butterfly, so
 /// the result is identical): the first `log2(CHUNK)` stages run inside one chunk per task,
@@ -233,22 +308,31 @@ fn butterflies_table(
 /// stage); each later stage runs all its blocks in parallel, every block split into tasks
 /// of `CHUNK / 2` butterflies (before, the blocks of a stage ran one after another, and a
 /// stage of 8 Ki-point blocks kept only two threads busy).
-fn ntt_table(a: &mut [Scalar], tw: &[Scalar], inverse: bool) {
+fn ntt_table(a: &mut [Scalar], tw: &[Scalar], compact: &[Scalar], inverse: bool) {
     let n = a.len();
     assert!(n.is_power_of_two(), "NTT length {n} is not a power of two");
     assert_eq!(tw.len(), (n / 2).max(1), "twiddle table of {} scalars for an NTT of {n}", tw.len());
     if n == 1 {
         return;
     }
+    // The twiddles of the stage of half-block `half`, and the stride between them.
+    let stage_tw = |half: usize| -> (&[Scalar], usize) {
+        if 2 * half - 1 <= compact.len() {
+            (&compact[half - 1..2 * half - 1], 1)
+        } else {
+            (tw, n / (2 * half))
+        }
+    };
     bit_reverse(a);
     let small = CHUNK.min(n);
     a.par_chunks_mut(small).for_each(|ch| {
         let mut half = 1;
         while half < small {
             let block = 2 * half;
+            let (t, stride) = stage_tw(half);
             for blk in ch.chunks_mut(block) {
                 let (lo, hi) = blk.split_at_mut(half);
-                butterflies_table(lo, hi, tw, 0, n / block, inverse);
+                butterflies_table(lo, hi, t, 0, stride, inverse);
             }
             half = block;
         }
@@ -256,14 +340,14 @@ fn ntt_table(a: &mut [Scalar], tw: &[Scalar], inverse: bool) {
     let mut half = small;
     while half < n {
         let block = 2 * half;
-        let stride = n / block;
+        let (t, stride) = stage_tw(half);
         let c = CHUNK / 2;
         a.par_chunks_mut(block).for_each(|blk| {
             let (lo, hi) = blk.split_at_mut(half);
             lo.par_chunks_mut(c)
                 .zip(hi.par_chunks_mut(c))
                 .enumerate()
-                .for_each(|(k, (l, h))| butterflies_table(l, h, tw, k * c, stride, inverse));
+                .for_each(|(k, (l, h))| butterflies_table(l, h, t, k * c, stride, inverse));
         });
         half = block;
     }
@@ -280,7 +364,7 @@ fn ntt(a: &mut [Scalar], w: Scalar, twiddles: &mut [Scalar]) {
     }
     let tw = &mut twiddles[..n / 2];
     fill_powers(tw, w);
-    ntt_table(a, tw, false);
+    ntt_table(a, tw, &[], false);
 }
 
 #[cfg(test)]
@@ -320,26 +404,58 @@ mod tests {
     fn table_transforms_equal_the_recomputing_ones() {
         use arenaprove_arena::{Ledger, RegionConfig, SlabPool, SlabPoolConfig, SlabVec};
         let mut rng = ChaCha8Rng::seed_from_u64(2);
-        for log in [0u32, 1, 2, 5, 13, 14] {
+        // 5: the first size with a compact copy (one stage); 13, 14: stages past the
+        // per-chunk ones, both from the copy and strided through the table.
+        for log in [0u32, 1, 2, 4, 5, 6, 13, 14] {
             let d = Domain::new(1 << log).unwrap();
+            let bytes = twiddle_table_len(d.size) * 32;
             let pool = SlabPool::new(
-                SlabPoolConfig::new("tw", d.twiddle_len().max(1) * 32, 1).with_region(RegionConfig::heap()),
+                SlabPoolConfig::new("tw", bytes, 2).with_region(RegionConfig::heap()),
                 &Ledger::unlimited(),
                 None,
             )
             .unwrap();
-            let tw = Twiddles::new(&d, SlabVec::new(pool.try_lease(d.twiddle_len().max(1) * 32).unwrap()))
-                .unwrap();
+            let compact = Twiddles::new(&d, SlabVec::new(pool.try_lease(bytes).unwrap())).unwrap();
+            let strided = Twiddles::new_strided(&d, SlabVec::new(pool.try_lease(bytes).unwrap())).unwrap();
+            assert_eq!(compact.table(&d).1.len(), compact_len(d.size), "log {log}");
+            assert!(strided.table(&d).1.is_empty());
             let coeffs: Vec<Scalar> = (0..d.size).map(|_| Scalar::random(&mut rng)).collect();
             let mut scratch = vec![Scalar::ZERO; d.twiddle_len().max(1)];
-            let (mut x, mut y) = (coeffs.clone(), coeffs.clone());
+            let mut x = coeffs.clone();
             d.coset_fft(&mut x, &mut scratch);
-            d.coset_fft_with(&mut y, &tw);
-            assert_eq!(x, y, "coset fft, log {log}");
-            d.icoset_fft(&mut x, &mut scratch);
-            d.icoset_fft_with(&mut y, &tw);
-            assert_eq!(x, y, "inverse coset fft, log {log}");
-            assert_eq!(y, coeffs);
+            for (name, tw) in [("compact", &compact), ("strided", &strided)] {
+                let mut y = coeffs.clone();
+                d.coset_fft_with(&mut y, tw);
+                assert_eq!(x, y, "coset fft, {name}, log {log}");
+                d.icoset_fft_with(&mut y, tw);
+                assert_eq!(y, coeffs, "inverse coset fft, {name}, log {log}");
+            }
+        }
+    }
+
+    #[test]
+    fn compact_copy_holds_each_strided_stage_side_by_side() {
+        let n = 1usize << 8;
+        assert_eq!(compact_len(n), 2 * (n / 32) - 1);
+        assert_eq!(compact_len(16), 0);
+        assert_eq!(twiddle_table_len(n), n / 2 + n / 16 - 1);
+        let d = Domain::new(n).unwrap();
+        let pool = arenaprove_arena::SlabPool::new(
+            arenaprove_arena::SlabPoolConfig::new("tw", twiddle_table_len(n) * 32, 1)
+                .with_region(arenaprove_arena::RegionConfig::heap()),
+            &arenaprove_arena::Ledger::unlimited(),
+            None,
+        )
+        .unwrap();
+        let tw = Twiddles::new(&d, arenaprove_arena::SlabVec::new(pool.try_lease(twiddle_table_len(n) * 32).unwrap()))
+            .unwrap();
+        let (table, copy) = tw.table(&d);
+        for h in (0..).map(|e| 1usize << e).take_while(|h| n / (2 * h) >= COMPACT_STRIDE) {
+            for j in 0..h {
+                // Stage h's twiddle j is the primitive 2h-th root to the j.
+                assert_eq!(copy[h - 1 + j], table[j * n / (2 * h)], "h {h} j {j}");
+                assert_eq!(copy[h - 1 + j], d.omega.pow_vartime([(j * n / (2 * h)) as u64]));
+            }
         }
     }
 

@@ -133,9 +133,9 @@ pub fn reserve_twiddles(domain_size: usize, ledger: &Arc<Ledger>, region: Region
     Twiddles::new(&domain, SlabVec::new(pool.try_lease(bytes)?))
 }
 
-/// Bytes of the twiddle table of a domain of `domain_size` points.
+/// Bytes of the twiddle table of a domain of `domain_size` points (with its compact copy).
 pub fn twiddle_bytes(domain_size: usize) -> usize {
-    (domain_size / 2).max(1) * SCALAR_BYTES
+    super::domain::twiddle_table_len(domain_size.max(1).next_power_of_two()) * SCALAR_BYTES
 }
 
 /// Wall time of each stage of one proof.
@@ -318,16 +318,7 @@ impl Prover {
         let h = {
             let [a, b, c] = w.abc_padded_mut(m)?;
             let h_bytes = stage("ntt_h", &mut t.ntt_h, || {
-                // The three vectors' transforms run side by side: each NTT's bit reversal
-                // is one thread's walk of memory, so three at once keep more cores busy.
-                let to_coset = |v: &mut [Scalar]| {
-                    domain.ifft_with(v, tw);
-                    domain.coset_fft_with(v, tw);
-                };
-                rayon::join(|| to_coset(a), || rayon::join(|| to_coset(b), || to_coset(c)));
-                a.par_iter_mut().zip(b.par_iter()).zip(c.par_iter()).for_each(|((a, b), c)| *a = *a * b - c);
-                domain.divide_by_z_on_coset(a);
-                domain.icoset_fft_with(a, tw);
+                domain.quotient_in_place(a, b, c, tw);
                 // The top coefficient is zero for a satisfied circuit; h has m - 1 terms.
                 map_in_place(&mut a[..m - 1], |s: Scalar| -> ScalarBytes { s.to_bytes_le() })
             });
