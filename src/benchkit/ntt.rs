@@ -6,8 +6,9 @@
 //!   stride, the layout before the compact copy) and `compact` (the engine's: stages
 //!   whose twiddles lie 16 or more entries apart read a side-by-side copy).
 //! - Backings of the vectors and the table: `heap` (heap regions: 4 KiB pages unless the
-//!   kernel's THP is `always`) and `slab` (the engine's default regions: 2 MiB aligned,
-//!   `MADV_HUGEPAGE`, pre-faulted), so a page-size effect shows apart from the layout.
+//!   kernel's THP is `always`), `slab` (the engine's default regions: 2 MiB aligned,
+//!   `MADV_HUGEPAGE`, pre-faulted) and `slab_4k` (the same without `MADV_HUGEPAGE`, as
+//!   `--no-huge-pages` makes them), so a page-size effect shows apart from the layout.
 //!
 //! Every run starts from the same inputs (copied in untimed); the outputs of every
 //! layout and backing are checked to be identical before any figure is reported.
@@ -84,8 +85,12 @@ pub fn run(cfg: Config, mut progress: impl FnMut(&str)) -> Result<Vec<Row>, Stri
     let d = Domain::new(1 << cfg.log_size).map_err(|e| e.to_string())?;
     let mut rng = ChaCha8Rng::seed_from_u64(10);
     let inputs: Vec<Vec<Scalar>> = (0..3).map(|_| (0..d.size).map(|_| Scalar::random(&mut rng)).collect()).collect();
-    let mut backings = [backing("heap", RegionConfig::heap(), &d)?, backing("slab", RegionConfig::default(), &d)?];
-    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); 4];
+    let mut backings = [
+        backing("heap", RegionConfig::heap(), &d)?,
+        backing("slab", RegionConfig::default(), &d)?,
+        backing("slab_4k", RegionConfig { huge_pages: false, ..RegionConfig::default() }, &d)?,
+    ];
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); 2 * backings.len()];
     let mut reference: Option<Vec<Scalar>> = None;
     // One unmeasured warm-up pass over every pair, then `reps` alternating passes.
     for rep in 0..=cfg.reps {
