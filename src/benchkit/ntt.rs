@@ -84,7 +84,8 @@ pub fn run(cfg: Config, mut progress: impl FnMut(&str)) -> Result<Vec<Row>, Stri
     }
     let d = Domain::new(1 << cfg.log_size).map_err(|e| e.to_string())?;
     let mut rng = ChaCha8Rng::seed_from_u64(10);
-    let inputs: Vec<Vec<Scalar>> = (0..3).map(|_| (0..d.size).map(|_| Scalar::random(&mut rng)).collect()).collect();
+    let inputs: Vec<Vec<Scalar>> =
+        (0..3).map(|_| (0..d.size).map(|_| Scalar::random(&mut rng)).collect()).collect();
     let mut backings = [
         backing("heap", RegionConfig::heap(), &d)?,
         backing("slab", RegionConfig::default(), &d)?,
@@ -108,7 +109,10 @@ pub fn run(cfg: Config, mut progress: impl FnMut(&str)) -> Result<Vec<Row>, Stri
                 match &reference {
                     None => reference = Some(a.to_vec()),
                     Some(r) if r[..] != a[..] => {
-                        return Err(format!("{} / {layout}: the quotient differs from the first run's", b.name))
+                        return Err(format!(
+                            "{} / {layout}: the quotient differs from the first run's",
+                            b.name
+                        ))
                     }
                     Some(_) => {}
                 }
@@ -125,7 +129,13 @@ pub fn run(cfg: Config, mut progress: impl FnMut(&str)) -> Result<Vec<Row>, Stri
         for (li, (layout, _)) in b.layouts.iter().enumerate() {
             let s = &samples[bi * 2 + li];
             let median_ms = super::median(s);
-            rows.push(Row { backing: b.name, layout, samples_ms: s.clone(), median_ms, speedup_vs_strided: base / median_ms });
+            rows.push(Row {
+                backing: b.name,
+                layout,
+                samples_ms: s.clone(),
+                median_ms,
+                speedup_vs_strided: base / median_ms,
+            });
         }
     }
     Ok(rows)

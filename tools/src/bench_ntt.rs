@@ -50,7 +50,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         }
     }
     if !json {
-        let m = |b: &str, l: &str| rows.iter().find(|r| r.backing == b && r.layout == l).map_or(f64::NAN, |r| r.median_ms);
+        let m = |b: &str, l: &str| {
+            rows.iter().find(|r| r.backing == b && r.layout == l).map_or(f64::NAN, |r| r.median_ms)
+        };
         for b in ["slab", "slab_4k"] {
             println!(
                 "{b} / heap: strided {:.3}, compact {:.3} (above 1: {b} slower)",

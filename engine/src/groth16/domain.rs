@@ -447,8 +447,11 @@ mod tests {
             None,
         )
         .unwrap();
-        let tw = Twiddles::new(&d, arenaprove_arena::SlabVec::new(pool.try_lease(twiddle_table_len(n) * 32).unwrap()))
-            .unwrap();
+        let tw = Twiddles::new(
+            &d,
+            arenaprove_arena::SlabVec::new(pool.try_lease(twiddle_table_len(n) * 32).unwrap()),
+        )
+        .unwrap();
         let (table, copy) = tw.table(&d);
         for h in (0..).map(|e| 1usize << e).take_while(|h| n / (2 * h) >= COMPACT_STRIDE) {
             for j in 0..h {
