@@ -72,6 +72,13 @@ pub trait BackendFactory: Send + Sync + std::fmt::Debug {
     fn region_hook(&self) -> Option<SharedHook> {
         None
     }
+    /// Finalizer threads the engine runs when its config leaves it open. One suits a
+    /// backend whose `finalize` keeps every core busy (the CPU's MSMs); a backend whose
+    /// `finalize` waits on a device can overlap two, one's host work with the other's
+    /// device time. The engine caps it at its slots.
+    fn finalize_workers(&self) -> usize {
+        1
+    }
     /// The backend for one kind, over the engine's memory for it.
     fn build(&self, params: Arc<Parameters>, memory: ProverMemory) -> Result<Arc<dyn Backend>>;
 }

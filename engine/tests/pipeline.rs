@@ -349,3 +349,48 @@ impl RegionHook for CountingHook {
         self.unregistered.fetch_add(1, Ordering::SeqCst);
     }
 }
+
+#[test]
+fn two_finalizers_prove_and_verify_and_stay_within_the_slots() {
+    let (shape, params) = setup(STEPS);
+    let spec = || CircuitSpec { kind: "squares".into(), shape, params: params.clone() };
+    let cfg = |slots, finalize_workers| EngineConfig {
+        slots,
+        synth_workers: 1,
+        finalize_workers,
+        region: RegionConfig { huge_pages: false, ..RegionConfig::default() },
+        memory_limit_bytes: 1 << 30,
+        ..EngineConfig::default()
+    };
+    // The CPU backend's own choice is one finalizer; an explicit count must fit the slots.
+    assert_eq!(cfg(3, None).finalize_workers(), 1);
+    for bad in [0, 4] {
+        match Engine::new(cfg(3, Some(bad)), vec![spec()]) {
+            Err(EngineError::Config(m)) => assert!(m.contains("finalize_workers"), "{m}"),
+            other => panic!("finalize_workers = {bad} with 3 slots: {:?}", other.map(|_| ())),
+        }
+    }
+    let e = Engine::new(cfg(3, Some(2)), vec![spec()]).unwrap();
+    let pvk = arenaprove_engine::groth16::prepare_verifying_key(&params.vk);
+    let handles: Vec<_> = (0..3u64)
+        .map(|j| {
+            e.submit(Job::new("squares", (0..4).map(|p| part(STEPS, 10 * j + p, Mode::Ok)).collect()))
+                .unwrap()
+        })
+        .collect();
+    // Thread ids: dispatcher 0, the synthesis worker 1, the prover 2, finalizers 3 and 4.
+    for h in handles {
+        let out = h.wait().unwrap();
+        assert!(out.is_ok(), "{:?}", out.first_error());
+        for p in out.partitions.iter().map(|p| p.as_ref().unwrap()) {
+            assert!(p.verified);
+            assert!(verify_proof(&pvk, &p.proof, &p.public_inputs).unwrap());
+        }
+        let fin: Vec<u32> = out.spans.iter().filter(|s| s.name == "finalize").map(|s| s.thread).collect();
+        assert_eq!(fin.len(), 4);
+        assert!(fin.iter().all(|t| *t == 3 || *t == 4), "finalize ran on threads {fin:?}");
+    }
+    let report = e.shutdown(ShutdownMode::Drain);
+    assert_eq!(report.slabs_outstanding, 0);
+    assert_eq!(report.partitions_ok, 12);
+}

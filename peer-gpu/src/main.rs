@@ -7,7 +7,7 @@
 //!
 //!     peer-gpu-bench --circuit chain|sha|sector --constraints N [--partitions 10]
 //!         [--sectors 3] [--warmup-partitions P] [--rounds 1] [--slots 2]
-//!         [--synth-workers W] [--no-peer] [--cpu] [--peer-exe PATH] [--peer-timeout S]
+//!         [--synth-workers W] [--finalize-workers F] [--no-peer] [--cpu] [--peer-exe PATH] [--peer-timeout S]
 //!         [--bellperson-params]
 //!
 //! The baseline runs in a child process (`--peer-only`), so the two CUDA stacks (cudarc's
@@ -68,6 +68,7 @@ fn parse() -> Result<Args, String> {
             warmup_partitions: 10,
             slots: 2,
             synth_workers: 2,
+            finalize_workers: None,
         },
         rounds: 1,
         peer: true,
@@ -92,6 +93,7 @@ fn parse() -> Result<Args, String> {
             "--rounds" => a.rounds = num(value()?)?.max(1),
             "--slots" => a.cfg.slots = num(value()?)?,
             "--synth-workers" => synth_workers = Some(num(value()?)?),
+            "--finalize-workers" => a.cfg.finalize_workers = Some(num(value()?)?),
             "--warmup-partitions" => warmup = Some(num(value()?)?),
             "--params-dir" => a.params_dir = PathBuf::from(value()?),
             "--peer-exe" => a.peer_exe = Some(PathBuf::from(value()?)),
@@ -372,6 +374,7 @@ fn real_main() -> Result<(), String> {
             "sectors": cfg.sectors,
             "slots": cfg.slots,
             "synth_workers": cfg.synth_workers,
+            "finalize_workers": cfg.finalize_workers,
             "rounds": a.rounds,
             "ours_backend": ours.backend,
             "ours_s_per_partition": ours_pp,

@@ -33,6 +33,8 @@ pub struct Config {
     pub slots: usize,
     /// Threads synthesizing partitions at once.
     pub synth_workers: usize,
+    /// Finalizer threads (`None`: the backend's choice, see `EngineConfig::finalize_workers`).
+    pub finalize_workers: Option<usize>,
 }
 
 /// The circuit of `kind` nearest `constraints` for partition `partition` of sector
@@ -90,6 +92,7 @@ pub fn run_ours(
     let config = EngineConfig {
         slots: cfg.slots,
         synth_workers: cfg.synth_workers,
+        finalize_workers: cfg.finalize_workers,
         job_queue_max: cfg.sectors,
         partitions_per_job_max: cfg.partitions.max(1),
         backend,

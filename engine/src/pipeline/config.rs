@@ -35,6 +35,12 @@ pub struct EngineConfig {
     pub slots: usize,
     /// Threads synthesizing partitions in parallel (at most `slots`).
     pub synth_workers: usize,
+    /// Threads finalizing partitions side by side (at most `slots`); `None` takes the
+    /// backend's choice ([`BackendFactory::finalize_workers`]; 1 for both backends today).
+    /// On the CPU one is right: its MSMs already use every core. On the GPU a second
+    /// could do one partition's host work while another's MSMs hold the device; that is
+    /// not yet measured, so it is an opt-in (`peer-gpu-bench --finalize-workers 2`).
+    pub finalize_workers: Option<usize>,
     /// Jobs accepted but not yet dispatched; `submit` blocks (backpressure) beyond this.
     pub job_queue_max: usize,
     /// Partitions one job may carry (PoRep: 10).
@@ -54,6 +60,7 @@ impl Default for EngineConfig {
         EngineConfig {
             slots: 2,
             synth_workers: 1,
+            finalize_workers: None,
             job_queue_max: 64,
             partitions_per_job_max: 64,
             memory_limit_bytes: 16 << 30,
@@ -62,6 +69,14 @@ impl Default for EngineConfig {
             verify: true,
             backend: Arc::new(CpuBackend),
         }
+    }
+}
+
+impl EngineConfig {
+    /// The finalizer threads this config runs: its own choice, or the backend's capped at
+    /// the slots.
+    pub fn finalize_workers(&self) -> usize {
+        self.finalize_workers.unwrap_or_else(|| self.backend.finalize_workers().clamp(1, self.slots.max(1)))
     }
 }
 

@@ -115,6 +115,14 @@ impl Engine {
                 config.synth_workers, config.slots
             )));
         }
+        if let Some(n) = config.finalize_workers {
+            if n == 0 || n > config.slots {
+                return Err(EngineError::Config(format!(
+                    "finalize_workers = {n} not in 1..=slots ({})",
+                    config.slots
+                )));
+            }
+        }
         if specs.is_empty() {
             return Err(EngineError::Config("no circuit kinds".into()));
         }
@@ -205,14 +213,19 @@ impl Engine {
         let n_synth = config.synth_workers as u32;
         let tid_prover = n_synth + 1;
         let tid_final = n_synth + 2;
+        let n_final = config.finalize_workers();
 
         let mut threads = Vec::new();
         let sh = shared.clone();
         threads.push(spawn("arenaprove-dispatch", move || dispatcher(sh, dispatch_rx, synth_pool, prove_tx)));
         let sh = shared.clone();
         threads.push(spawn("arenaprove-prove", move || prover_loop(sh, prove_rx, fin_tx, tid_prover)));
-        let sh = shared.clone();
-        threads.push(spawn("arenaprove-final", move || finalizer_loop(sh, fin_rx, tid_final)));
+        for i in 0..n_final {
+            let (sh, rx) = (shared.clone(), fin_rx.clone());
+            let tid = tid_final + i as u32;
+            threads.push(spawn(&format!("arenaprove-final-{i}"), move || finalizer_loop(sh, rx, tid)));
+        }
+        drop(fin_rx);
 
         Ok(Engine {
             shared,
