@@ -12,6 +12,8 @@
 //!
 //! Every run starts from the same inputs (copied in untimed); the outputs of every
 //! layout and backing are checked to be identical before any figure is reported.
+//! [`bit_reversal`] times the NTT's first step alone: the serial permutation (baseline)
+//! against the parallel one the NTT uses.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,7 +23,7 @@ use crate::engine::deps::blstrs::Scalar;
 use crate::engine::deps::ff::Field;
 use crate::engine::deps::rand_chacha::ChaCha8Rng;
 use crate::engine::deps::rand_core::SeedableRng;
-use crate::engine::groth16::domain::{twiddle_table_len, Domain};
+use crate::engine::groth16::domain::{bit_reverse, bit_reverse_serial, twiddle_table_len, Domain};
 use crate::engine::groth16::Twiddles;
 
 /// Largest domain the bench takes (2^24: 3 x 512 MiB of vectors per backing, plus inputs).
@@ -139,4 +141,33 @@ pub fn run(cfg: Config, mut progress: impl FnMut(&str)) -> Result<Vec<Row>, Stri
         }
     }
     Ok(rows)
+}
+
+/// The bit-reversal permutation alone, one vector of `2^log_size` on heap memory: the
+/// serial walk (the baseline) against the parallel block rounds, alternated rep by rep.
+/// Returns the medians (serial, parallel) in ms, after checking both give the same vector.
+pub fn bit_reversal(cfg: Config) -> Result<(f64, f64), String> {
+    if !(10..=LOG_MAX).contains(&cfg.log_size) || cfg.reps == 0 {
+        return Err(format!("--log-size {} / --reps {}: out of range", cfg.log_size, cfg.reps));
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let x: Vec<Scalar> = (0..1usize << cfg.log_size).map(|_| Scalar::random(&mut rng)).collect();
+    let (mut a, mut b) = (x.clone(), x);
+    let (mut serial, mut parallel) = (Vec::new(), Vec::new());
+    for rep in 0..=cfg.reps {
+        let t0 = Instant::now();
+        bit_reverse_serial(&mut a);
+        let s = t0.elapsed().as_secs_f64() * 1e3;
+        let t0 = Instant::now();
+        bit_reverse(&mut b);
+        let p = t0.elapsed().as_secs_f64() * 1e3;
+        if a != b {
+            return Err("parallel bit reversal differs from the serial one".into());
+        }
+        if rep > 0 {
+            serial.push(s);
+            parallel.push(p);
+        }
+    }
+    Ok((super::median(&serial), super::median(&parallel)))
 }

@@ -1,6 +1,7 @@
 //! `arenaprove bench-ntt` (issue 10): the h stage's NTTs over the strided twiddle table
-//! (baseline) and the compact copy, on heap and slab memory, alternated in one run. See
-//! `arenaprove::benchkit::ntt` for what is measured.
+//! (baseline) and the compact copy, on heap and slab memory, alternated in one run; then the
+//! bit reversal alone, serial (baseline) against parallel. See `arenaprove::benchkit::ntt`
+//! for what is measured.
 use anyhow::Context;
 use arenaprove::benchkit::ntt::{self, Config};
 
@@ -61,6 +62,21 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             );
         }
         println!("outputs identical in every run");
+    }
+    let (serial, parallel) = ntt::bit_reversal(Config { log_size: a.log_size, reps: a.reps })
+        .map_err(anyhow::Error::msg)
+        .context("bench-ntt bit reversal")?;
+    if json {
+        let v = serde_json::json!({
+            "log_size": a.log_size, "bit_reversal_serial_ms": serial,
+            "bit_reversal_parallel_ms": parallel, "speedup": serial / parallel,
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "bit reversal of one vector: serial {serial:.1} ms, parallel {parallel:.1} ms ({:.2}x)",
+            serial / parallel
+        );
     }
     Ok(())
 }
