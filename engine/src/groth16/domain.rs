@@ -308,19 +308,22 @@ pub fn bit_reverse(a: &mut [Scalar]) {
     }
 }
 
-/// [`bit_reverse`]'s block rounds, for any length of at least `2^(2 BLOCK_BITS)`.
+/// [`bit_reverse`]'s block rounds, for any length of at least `2^(2 BLOCK_BITS)`. The
+/// blocks travel between rounds in fixed arrays, so nothing is allocated.
 fn bit_reverse_blocks(a: &mut [Scalar]) {
+    const BLOCKS: usize = 1 << BLOCK_BITS;
     let n = a.len();
     let log = n.trailing_zeros();
     let k = BLOCK_BITS;
     assert!(log >= 2 * k, "block rounds need 2^{} elements, not {n}", 2 * k);
-    let blocks = 1usize << k;
     let mid = log - 2 * k;
-    let block_len = n >> k;
     let stride = 1usize << k;
-    let mut slots: Vec<Option<&mut [Scalar]>> = a.chunks_mut(block_len).map(Some).collect();
-    // Round 0: within each block, l = rev x: swap (m, l) with (rev m, l).
-    slots.par_iter_mut().enumerate().for_each(|(x, blk)| {
+    let mut slots: [Option<&mut [Scalar]>; BLOCKS] = std::array::from_fn(|_| None);
+    for (slot, blk) in slots.iter_mut().zip(a.chunks_mut(n / BLOCKS)) {
+        *slot = Some(blk);
+    }
+    // Round 0: within each block x, l = rev x: swap (m, l) with (rev m, l).
+    slots[..].par_iter_mut().enumerate().for_each(|(x, blk)| {
         let blk = blk.as_deref_mut().expect("every block is in place between rounds");
         let l = rev(x, k);
         for m in 0..1usize << mid {
@@ -330,27 +333,23 @@ fn bit_reverse_blocks(a: &mut [Scalar]) {
             }
         }
     });
-    for t in 1..blocks {
-        let pairs: Vec<(usize, &mut [Scalar], &mut [Scalar])> = (0..blocks)
-            .filter(|&x| x < x ^ t)
-            .map(|x| {
-                let p = slots[x].take().expect("block taken once per round");
-                let q = slots[x ^ t].take().expect("block taken once per round");
-                (x, p, q)
-            })
-            .collect();
-        let back: Vec<(usize, &mut [Scalar], &mut [Scalar])> = pairs
-            .into_par_iter()
-            .map(|(x, p, q)| {
-                let y = x ^ t;
-                let (lx, ly) = (rev(y, k), rev(x, k));
-                for m in 0..1usize << mid {
-                    std::mem::swap(&mut p[m * stride + lx], &mut q[rev(m, mid) * stride + ly]);
-                }
-                (x, p, q)
-            })
-            .collect();
-        for (x, p, q) in back {
+    for t in 1..BLOCKS {
+        // Block x (the lower of each pair) with block x ^ t.
+        type Pair<'a> = Option<(usize, &'a mut [Scalar], &'a mut [Scalar])>;
+        let mut pairs: [Pair<'_>; BLOCKS / 2] = std::array::from_fn(|_| None);
+        for (pair, x) in pairs.iter_mut().zip((0..BLOCKS).filter(|&x| x < x ^ t)) {
+            let p = slots[x].take().expect("block taken once per round");
+            let q = slots[x ^ t].take().expect("block taken once per round");
+            *pair = Some((x, p, q));
+        }
+        pairs[..].par_iter_mut().for_each(|pair| {
+            let (x, p, q) = pair.as_mut().expect("a round has BLOCKS / 2 pairs");
+            let (lx, ly) = (rev(*x ^ t, k), rev(*x, k));
+            for m in 0..1usize << mid {
+                std::mem::swap(&mut p[m * stride + lx], &mut q[rev(m, mid) * stride + ly]);
+            }
+        });
+        for (x, p, q) in pairs.into_iter().flatten() {
             slots[x] = Some(p);
             slots[x ^ t] = Some(q);
         }
