@@ -80,16 +80,21 @@ fn setup(steps: usize) -> (Shape, Arc<Parameters>) {
     (shape, Arc::new(params))
 }
 
-fn engine(alloc: AllocMode, slots: usize) -> (Engine, Arc<Parameters>) {
-    let (shape, params) = setup(STEPS);
-    let cfg = EngineConfig {
+/// The tests' engine config: one synthesis worker, 4 KiB pages, a 1 GiB limit.
+fn config(alloc: AllocMode, slots: usize) -> EngineConfig {
+    EngineConfig {
         slots,
         synth_workers: 1,
         alloc,
         region: RegionConfig { huge_pages: false, ..RegionConfig::default() },
         memory_limit_bytes: 1 << 30,
         ..EngineConfig::default()
-    };
+    }
+}
+
+fn engine(alloc: AllocMode, slots: usize) -> (Engine, Arc<Parameters>) {
+    let (shape, params) = setup(STEPS);
+    let cfg = config(alloc, slots);
     let e = Engine::new(cfg, vec![CircuitSpec { kind: "squares".into(), shape, params: params.clone() }])
         .unwrap();
     (e, params)
@@ -354,14 +359,7 @@ impl RegionHook for CountingHook {
 fn two_finalizers_prove_and_verify_and_stay_within_the_slots() {
     let (shape, params) = setup(STEPS);
     let spec = || CircuitSpec { kind: "squares".into(), shape, params: params.clone() };
-    let cfg = |slots, finalize_workers| EngineConfig {
-        slots,
-        synth_workers: 1,
-        finalize_workers,
-        region: RegionConfig { huge_pages: false, ..RegionConfig::default() },
-        memory_limit_bytes: 1 << 30,
-        ..EngineConfig::default()
-    };
+    let cfg = |slots, finalize_workers| EngineConfig { finalize_workers, ..config(AllocMode::Slab, slots) };
     // The CPU backend's own choice is one finalizer; an explicit count must fit the slots.
     assert_eq!(cfg(3, None).finalize_workers(), 1);
     for bad in [0, 4] {

@@ -76,14 +76,20 @@ fn backing(name: &'static str, region: RegionConfig, d: &Domain) -> Result<Backi
     })
 }
 
-/// Runs the bench; `progress` gets one line per measured run.
-pub fn run(cfg: Config, mut progress: impl FnMut(&str)) -> Result<Vec<Row>, String> {
+/// The sizes and rep counts both benches take.
+fn check(cfg: &Config) -> Result<(), String> {
     if !(10..=LOG_MAX).contains(&cfg.log_size) {
         return Err(format!("--log-size {}: the bench takes 10 to {LOG_MAX}", cfg.log_size));
     }
     if cfg.reps == 0 {
         return Err("--reps must be at least 1".into());
     }
+    Ok(())
+}
+
+/// Runs the bench; `progress` gets one line per measured run.
+pub fn run(cfg: Config, mut progress: impl FnMut(&str)) -> Result<Vec<Row>, String> {
+    check(&cfg)?;
     let d = Domain::new(1 << cfg.log_size).map_err(|e| e.to_string())?;
     let mut rng = ChaCha8Rng::seed_from_u64(10);
     let inputs: Vec<Vec<Scalar>> =
@@ -147,9 +153,7 @@ pub fn run(cfg: Config, mut progress: impl FnMut(&str)) -> Result<Vec<Row>, Stri
 /// serial walk (the baseline) against the parallel block rounds, alternated rep by rep.
 /// Returns the medians (serial, parallel) in ms, after checking both give the same vector.
 pub fn bit_reversal(cfg: Config) -> Result<(f64, f64), String> {
-    if !(10..=LOG_MAX).contains(&cfg.log_size) || cfg.reps == 0 {
-        return Err(format!("--log-size {} / --reps {}: out of range", cfg.log_size, cfg.reps));
-    }
+    check(&cfg)?;
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let x: Vec<Scalar> = (0..1usize << cfg.log_size).map(|_| Scalar::random(&mut rng)).collect();
     let (mut a, mut b) = (x.clone(), x);

@@ -182,7 +182,8 @@ impl SoakRecorder {
             ((to - from) * parts) as f64 * 60.0 / secs
         };
         let after_warm_partitions = ((n - self.warmup) * parts).max(1);
-        let release_ns = &mut self.stage_ns.get("handback").cloned().unwrap_or_default();
+        let mut no_release = Vec::new();
+        let release_ns = self.stage_ns.get_mut("handback").unwrap_or(&mut no_release);
         SoakReport {
             circuit,
             alloc,
