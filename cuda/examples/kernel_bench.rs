@@ -91,6 +91,32 @@ fn register<T>(g: &Gpu, v: &[T]) -> Result<arenaprove_cuda::HostRegistration, ar
     unsafe { g.register_host(base, std::mem::size_of_val(v)) }
 }
 
+/// The 0/1 fast path (candidate) against the plain bucket method (baseline): `msm` run
+/// alternately with the path on and off after one warm-up each, medians of 3; both results
+/// compared. Leaves the fast path on.
+fn ones_ab<P: PartialEq>(
+    g: &mut Gpu,
+    mut msm: impl FnMut(&mut Gpu) -> Result<P, arenaprove_cuda::CudaError>,
+) -> Result<(f64, f64, bool), arenaprove_cuda::CudaError> {
+    let (mut on, mut off) = (Vec::new(), Vec::new());
+    let mut results = [None, None];
+    for rep in 0..4 {
+        for (i, fast) in [true, false].into_iter().enumerate() {
+            g.set_msm_ones_fast_path(fast);
+            let t = Instant::now();
+            let r = msm(g)?;
+            if rep > 0 {
+                [&mut on, &mut off][i].push(ms(t));
+            }
+            results[i] = Some(r);
+        }
+    }
+    g.set_msm_ones_fast_path(true);
+    on.sort_by(f64::total_cmp);
+    off.sort_by(f64::total_cmp);
+    Ok((on[1], off[1], results[0] == results[1]))
+}
+
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
@@ -215,17 +241,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "msm_g1 2^{log}: gpu {:.1} ms with the scalars in registered memory (median of 3)",
             pinned[1]
         );
-        // Boolean-heavy scalars (0/1), as SHA-256 / PoRep witnesses.
+        // Boolean-heavy scalars (0/1), as SHA-256 / PoRep witnesses: the 0/1 fast path
+        // against the plain bucket method (its baseline), alternating, median of 3 each.
         let s01: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 3 == 1) as u64).to_bytes_le()).collect();
-        let t = Instant::now();
-        let r01 = g.msm_g1_resident(&resident, &s01)?;
-        let g01 = ms(t);
+        let (fast, plain, equal) = ones_ab(&mut g, |g| g.msm_g1_resident(&resident, &s01))?;
         let t = Instant::now();
         let c01 = msm_g1(&b, &s01);
         println!(
-            "msm_g1 2^{log} 0/1 scalars: gpu {g01:.1} ms | cpu blst {:.0} ms | equal {}",
+            "msm_g1 2^{log} 0/1 scalars: gpu {fast:.1} ms with the 0/1 fast path | {plain:.1} ms plain ({:.2}x) | cpu blst {:.0} ms | equal {}",
+            plain / fast,
             ms(t),
-            r01 == c01
+            equal && g.msm_g1_resident(&resident, &s01)? == c01
         );
     }
 
@@ -262,6 +288,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         } else {
             println!("msm_g2 2^{log}: gpu {gpu_ms:.1} ms (resident bases, median of 3) | no CPU baseline at this size");
         }
+        let s01: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 3 == 1) as u64).to_bytes_le()).collect();
+        let (fast, plain, equal) = ones_ab(&mut g, |g| g.msm_g2_resident(&resident, &s01))?;
+        println!(
+            "msm_g2 2^{log} 0/1 scalars: gpu {fast:.1} ms with the 0/1 fast path | {plain:.1} ms plain ({:.2}x) | equal {equal}",
+            plain / fast
+        );
     }
     drop(g2_bases);
 

@@ -4,6 +4,42 @@
 #pragma once
 #include "common.cuh"
 
+// 0/1 fast path: thread t sums the bases i = t, t + stride, ... whose scalar is exactly one
+// (boolean-heavy witnesses: most of SHA-256's and PoRep's nonzero scalars). Every thread
+// writes its sum (infinity if none), so msm_reduce can fold the grid's sums.
+template<class xyzz, class affine>
+__device__ __forceinline__ void ones(const typename affine::mem_t* bases, const uint32_t* scalars,
+                                     uint32_t n, typename xyzz::mem_t* out)
+{
+    const size_t t = global_tid(), stride = (size_t)gridDim.x * blockDim.x;
+    xyzz acc;
+    acc.inf();
+    for (size_t i = t; i < n; i += stride)
+        if (scalar_is_one(scalars + 8 * i)) {
+            affine pt = bases[i];
+            acc.add(pt);
+        }
+    out[t] = acc;
+}
+
+// One thread per group of `fan` points: out[t] = sum in[t * fan .. min((t + 1) * fan, n)).
+template<class xyzz>
+__device__ __forceinline__ void reduce(const typename xyzz::mem_t* in, uint32_t n, uint32_t fan,
+                                       typename xyzz::mem_t* out)
+{
+    const size_t t = global_tid(), lo = t * fan;
+    if (lo >= n)
+        return;
+    const size_t hi = min(lo + fan, (size_t)n);
+    xyzz acc;
+    acc.inf();
+    for (size_t i = lo; i < hi; i++) {
+        xyzz q = in[i];
+        acc.add(q);
+    }
+    out[t] = acc;
+}
+
 // One thread per piece: the sum of its affine points.
 template<class xyzz, class affine>
 __device__ __forceinline__ void accumulate(const typename affine::mem_t* bases, const uint32_t* idx,
@@ -108,6 +144,12 @@ __device__ __forceinline__ void window_sums(const typename xyzz::mem_t* seg_out,
 }
 
 #define MSM_POINT_KERNELS(SUFFIX, XYZZ, AFFINE, FIELD)                                          \
+    extern "C" __global__ void msm_ones_##SUFFIX(const AFFINE::mem_t* bases,                    \
+        const uint32_t* scalars, uint32_t n, XYZZ::mem_t* out)                                  \
+    {   ones<XYZZ, AFFINE>(bases, scalars, n, out);   }                                         \
+    extern "C" __global__ void msm_reduce_##SUFFIX(const XYZZ::mem_t* in, uint32_t n,           \
+        uint32_t fan, XYZZ::mem_t* out)                                                         \
+    {   reduce<XYZZ>(in, n, fan, out);   }                                                      \
     extern "C" __global__ void msm_accumulate_##SUFFIX(const AFFINE::mem_t* bases,              \
         const uint32_t* idx, const uint2* pieces, const uint32_t* npieces, XYZZ::mem_t* partial) \
     {   accumulate<XYZZ, AFFINE>(bases, idx, pieces, npieces, partial);   }                     \

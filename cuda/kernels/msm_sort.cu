@@ -4,6 +4,8 @@
 // blst does with nbits = 255). This file is the scalar side; msm_points.cuh the rest.
 //
 // Pipeline (one window of c bits per blockIdx.y in the tile kernels):
+//   msm_ones_*    (0/1 fast path) grid-stride sums of the bases whose scalar is exactly one,
+//                 then msm_reduce_* rounds down to one point; those scalars are skipped below
 //   msm_hist      per-tile histograms of digits in shared memory, summed into counts[w][d]
 //   msm_scan      offsets = exclusive scan of counts; piece offsets = scan of
 //                 ceil(count / piece_len) (large buckets are split into pieces)
@@ -17,7 +19,7 @@
 //                 host combines windows (Horner, c doublings per window).
 #include "common.cuh"
 
-__device__ __forceinline__ uint32_t scalar_digit(const uint32_t* s, uint32_t w, uint32_t c)
+__device__ __forceinline__ uint32_t scalar_digit_raw(const uint32_t* s, uint32_t w, uint32_t c)
 {
     const uint32_t bit = w * c;
     if (bit >= 255)
@@ -31,8 +33,19 @@ __device__ __forceinline__ uint32_t scalar_digit(const uint32_t* s, uint32_t w, 
     return (uint32_t)v & ((1u << width) - 1);
 }
 
+// The digit of window w, or 0 for a scalar the 0/1 fast path has summed already (a one has
+// a single nonzero digit: 1 in window 0).
+__device__ __forceinline__ uint32_t scalar_digit(const uint32_t* s, uint32_t w, uint32_t c,
+                                                 uint32_t skip_ones)
+{
+    const uint32_t d = scalar_digit_raw(s, w, c);
+    if (skip_ones && w == 0 && d == 1 && scalar_is_one(s))
+        return 0;
+    return d;
+}
+
 extern "C" __global__ void msm_hist(const uint32_t* scalars, uint32_t n, uint32_t c,
-                                    uint32_t tile, uint32_t* counts)
+                                    uint32_t tile, uint32_t skip_ones, uint32_t* counts)
 {
     extern __shared__ uint32_t hist[];
     const uint32_t w = blockIdx.y, nb = 1u << c;
@@ -42,7 +55,7 @@ extern "C" __global__ void msm_hist(const uint32_t* scalars, uint32_t n, uint32_
     const size_t lo = (size_t)blockIdx.x * tile;
     const size_t hi = min(lo + tile, (size_t)n);
     for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        uint32_t d = scalar_digit(scalars + 8 * i, w, c);
+        uint32_t d = scalar_digit(scalars + 8 * i, w, c, skip_ones);
         if (d != 0)
             atomicAdd(&hist[d], 1u);
     }
@@ -96,7 +109,8 @@ msm_scan(const uint32_t* counts, uint32_t m, uint32_t piece_len, uint32_t* offse
 }
 
 extern "C" __global__ void msm_scatter(const uint32_t* scalars, uint32_t n, uint32_t c,
-                                       uint32_t tile, uint32_t* cursor, uint32_t* idx)
+                                       uint32_t tile, uint32_t skip_ones, uint32_t* cursor,
+                                       uint32_t* idx)
 {
     extern __shared__ uint32_t slot[];
     const uint32_t w = blockIdx.y, nb = 1u << c;
@@ -106,7 +120,7 @@ extern "C" __global__ void msm_scatter(const uint32_t* scalars, uint32_t n, uint
     const size_t lo = (size_t)blockIdx.x * tile;
     const size_t hi = min(lo + tile, (size_t)n);
     for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        uint32_t d = scalar_digit(scalars + 8 * i, w, c);
+        uint32_t d = scalar_digit(scalars + 8 * i, w, c, skip_ones);
         if (d != 0)
             atomicAdd(&slot[d], 1u);
     }
@@ -116,7 +130,7 @@ extern "C" __global__ void msm_scatter(const uint32_t* scalars, uint32_t n, uint
             slot[k] = atomicAdd(&cursor[(size_t)w * nb + k], slot[k]);
     __syncthreads();
     for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        uint32_t d = scalar_digit(scalars + 8 * i, w, c);
+        uint32_t d = scalar_digit(scalars + 8 * i, w, c, skip_ones);
         if (d != 0)
             idx[atomicAdd(&slot[d], 1u)] = (uint32_t)i;
     }

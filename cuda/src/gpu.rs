@@ -16,6 +16,9 @@ pub struct Gpu {
     pub(crate) ntt: Option<NttTables>,
     ordinal: usize,
     name: String,
+    /// The MSM's 0/1 fast path (on by default; off only to measure it against the plain
+    /// bucket method, `kernel_bench`).
+    pub(crate) msm_ones: bool,
 }
 
 // SAFETY: the driver handles inside (context, stream, functions, device pointers) may be
@@ -42,7 +45,13 @@ impl Gpu {
     pub fn open(ordinal: usize) -> Result<Gpu> {
         let dev = Device::open(ordinal)?;
         let name = dev.ctx.name().op("cuDeviceGetName")?;
-        Ok(Gpu { dev, arena: None, ntt: None, ordinal, name })
+        Ok(Gpu { dev, arena: None, ntt: None, ordinal, name, msm_ones: true })
+    }
+
+    /// Turns the MSM's 0/1 fast path on (the default) or off. Results are the same either
+    /// way; off exists so a bench can time the plain bucket method in the same run.
+    pub fn set_msm_ones_fast_path(&mut self, on: bool) {
+        self.msm_ones = on;
     }
 
     pub fn ordinal(&self) -> usize {

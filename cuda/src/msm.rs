@@ -5,8 +5,14 @@
 //! element (tests/gpu.rs).
 //!
 //! Buckets are sized per call from `n` (window bits `c`, see [`MsmPlan`]); a bucket with
-//! more than `piece_len` points is summed as several pieces, so skewed scalars (many 1s,
-//! as boolean-heavy witnesses have) do not serialize on one thread.
+//! more than `piece_len` points is summed as several pieces, so skewed scalars do not
+//! serialize on one thread.
+//!
+//! The 0/1 fast path: scalars equal to one (most nonzero scalars of boolean-heavy
+//! witnesses, SHA-256's and PoRep's) never enter a bucket. A grid-stride kernel sums their
+//! bases on every thread of the device and a few fan-in rounds fold those sums to one
+//! point, which is added to the windows' total; zeros are skipped as before. Without it the
+//! ones formed one giant bucket of window 0, summed by a few hundred threads.
 
 use std::marker::PhantomData;
 
@@ -41,6 +47,11 @@ const THREADS: u32 = 256;
 /// (G1 2^24 378 vs 157 ms: one thread summed 21,800 pieces), so sqrt(n) stays until the
 /// pieces of a large bucket are summed by a parallel tree.
 const PIECE_POINTS_MIN: u32 = 64;
+/// 0/1 fast path: points one `msm_ones` thread scans at least, most of its blocks, and the
+/// fan-in of each `msm_reduce` round.
+const ONES_POINTS_PER_THREAD: usize = 8;
+const ONES_BLOCKS_MAX: usize = 256;
+const ONES_FAN: u32 = 16;
 
 const _: () = assert!(std::mem::size_of::<blst_p1_affine>() == 2 * FP_BYTES);
 const _: () = assert!(std::mem::size_of::<blst_p1>() == 3 * FP_BYTES);
@@ -88,6 +99,8 @@ pub struct MsmPlan {
     pub pieces_max: usize,
     /// log2 of buckets per reduction segment.
     pub seg_log: u32,
+    /// Threads of the 0/1 fast path's `msm_ones` kernel (a multiple of the block size).
+    pub ones_threads: usize,
 }
 
 impl MsmPlan {
@@ -108,6 +121,8 @@ impl MsmPlan {
             piece_len,
             pieces_max: buckets + entries.div_ceil(piece_len as usize) + 1,
             seg_log: 5.min(c - 2),
+            ones_threads: n.div_ceil(THREADS as usize * ONES_POINTS_PER_THREAD).clamp(1, ONES_BLOCKS_MAX)
+                * THREADS as usize,
         }
     }
 
@@ -132,6 +147,8 @@ struct MsmSpans {
     partial: DevSpan,
     buckets: DevSpan,
     segs: DevSpan,
+    ones: DevSpan,
+    ones_folded: DevSpan,
     out: DevSpan,
 }
 
@@ -150,7 +167,13 @@ impl MsmSpans {
             partial: b.take("msm: piece sums", xyzz_bytes * p.pieces_max)?,
             buckets: b.take("msm: buckets", xyzz_bytes * m)?,
             segs: b.take("msm: window segments", xyzz_bytes * p.windows as usize * nseg)?,
-            out: b.take("msm: window sums", curve.jacobian_bytes() * p.windows as usize)?,
+            ones: b.take("msm: sums of the ones", xyzz_bytes * p.ones_threads)?,
+            ones_folded: b.take(
+                "msm: folded sums of the ones",
+                xyzz_bytes * p.ones_threads.div_ceil(ONES_FAN as usize),
+            )?,
+            // One Jacobian point per window, then the sum of the ones.
+            out: b.take("msm: window sums", curve.jacobian_bytes() * (p.windows as usize + 1))?,
         })
     }
 }
@@ -200,6 +223,8 @@ impl Scalars<'_> {
 /// The point-side kernels of one group.
 pub(crate) struct PointKernels {
     curve: Curve,
+    ones: CUfunction,
+    reduce: CUfunction,
     accumulate: CUfunction,
     buckets: CUfunction,
     segments: CUfunction,
@@ -212,6 +237,8 @@ impl Gpu {
         match curve {
             Curve::G1 => PointKernels {
                 curve,
+                ones: k.msm_ones_g1,
+                reduce: k.msm_reduce_g1,
                 accumulate: k.msm_accumulate_g1,
                 buckets: k.msm_buckets_g1,
                 segments: k.msm_window_segments_g1,
@@ -219,6 +246,8 @@ impl Gpu {
             },
             Curve::G2 => PointKernels {
                 curve,
+                ones: k.msm_ones_g2,
+                reduce: k.msm_reduce_g2,
                 accumulate: k.msm_accumulate_g2,
                 buckets: k.msm_buckets_g2,
                 segments: k.msm_window_segments_g2,
@@ -338,7 +367,8 @@ impl Gpu {
         Ok(combine_g2(&sums, c))
     }
 
-    /// The device pipeline; returns the window sums (lowest window first) and `c`.
+    /// The device pipeline; returns the window sums (lowest window first) followed by the
+    /// sum of the bases whose scalar is one (infinity when the fast path is off), and `c`.
     pub(crate) fn msm_run<J: Copy + Default>(
         &self,
         b: &mut Bump,
@@ -348,7 +378,7 @@ impl Gpu {
     ) -> Result<(Vec<J>, u32)> {
         let n = scalars.len();
         if n == 0 {
-            return Ok((Vec::new(), 1));
+            return Ok((vec![J::default()], 1));
         }
         if n > MSM_POINTS_MAX {
             return Err(CudaError::Limit { what: "MSM points", value: n, limit: MSM_POINTS_MAX });
@@ -368,6 +398,8 @@ impl Gpu {
             partial,
             buckets,
             segs,
+            ones,
+            ones_folded,
             out,
         } = MsmSpans::take(b, &p, pk.curve)?;
         let k = &self.dev.k;
@@ -382,16 +414,24 @@ impl Gpu {
             }
             self.dev.zero(counts.ptr, counts.len_bytes)?;
         }
+        let (nn, c) = (Arg::U32(n as u32), Arg::U32(p.c));
+        let ones_out = out.ptr + (pk.curve.jacobian_bytes() * p.windows as usize) as u64;
+        if self.msm_ones {
+            self.msm_sum_ones(pk, &p, bases, d_scalars.ptr, [ones.ptr, ones_folded.ptr], ones_out)?;
+        } else {
+            // SAFETY: the last Jacobian point of `out`; all-zero bytes are infinity (Z = 0).
+            unsafe { self.dev.zero(ones_out, pk.curve.jacobian_bytes()) }?;
+        }
+        let skip_ones = Arg::U32(self.msm_ones as u32);
         let tiles = n.div_ceil(TILE_POINTS) as u32;
         let tile = Arg::U32(TILE_POINTS as u32);
         let smem = 4u32 << p.c;
-        let (nn, c) = (Arg::U32(n as u32), Arg::U32(p.c));
         self.dev.launch(
             k.msm_hist,
             (tiles, p.windows),
             THREADS,
             smem,
-            &[Arg::U64(d_scalars.ptr), nn, c, tile, Arg::U64(counts.ptr)],
+            &[Arg::U64(d_scalars.ptr), nn, c, tile, skip_ones, Arg::U64(counts.ptr)],
         )?;
         self.dev.launch(
             k.msm_scan,
@@ -412,7 +452,7 @@ impl Gpu {
             (tiles, p.windows),
             THREADS,
             smem,
-            &[Arg::U64(d_scalars.ptr), nn, c, tile, Arg::U64(cursor.ptr), Arg::U64(idx.ptr)],
+            &[Arg::U64(d_scalars.ptr), nn, c, tile, skip_ones, Arg::U64(cursor.ptr), Arg::U64(idx.ptr)],
         )?;
         let grid_m = (m.div_ceil(THREADS as usize) as u32, 1);
         self.dev.launch(
@@ -466,18 +506,57 @@ impl Gpu {
             0,
             &[Arg::U64(segs.ptr), Arg::U32(nseg), Arg::U32(p.windows), Arg::U64(out.ptr)],
         )?;
-        let mut sums = vec![J::default(); p.windows as usize];
-        // SAFETY: `out` holds `windows` Jacobian points of `J`'s size (asserted above),
-        // written by the window-sums kernel with reduced field elements.
+        let mut sums = vec![J::default(); p.windows as usize + 1];
+        // SAFETY: `out` holds `windows + 1` Jacobian points of `J`'s size (asserted above),
+        // written by the window-sums kernel with reduced field elements (the last one by
+        // the 0/1 fast path, or zeroed: infinity).
         unsafe { self.dev.download(&mut sums, out.ptr) }?;
         Ok((sums, p.c))
     }
+
+    /// The 0/1 fast path: the sum of the bases whose scalar is one, written as one
+    /// Jacobian point at `out` (the hist and scatter kernels then skip those scalars).
+    /// `msm_ones` leaves one partial sum per thread in `bufs[0]`; `msm_reduce` rounds of
+    /// fan-in [`ONES_FAN`] fold them, alternating between the two buffers.
+    fn msm_sum_ones(
+        &self,
+        pk: &PointKernels,
+        p: &MsmPlan,
+        bases: u64,
+        scalars: u64,
+        bufs: [u64; 2],
+        out: u64,
+    ) -> Result<()> {
+        self.dev.launch(
+            pk.ones,
+            ((p.ones_threads / THREADS as usize) as u32, 1),
+            THREADS,
+            0,
+            &[Arg::U64(bases), Arg::U64(scalars), Arg::U32(p.n as u32), Arg::U64(bufs[0])],
+        )?;
+        let (mut src, mut dst, mut count) = (bufs[0], bufs[1], p.ones_threads);
+        while count > 1 {
+            let next = count.div_ceil(ONES_FAN as usize);
+            self.dev.launch(
+                pk.reduce,
+                (next.div_ceil(THREADS as usize) as u32, 1),
+                THREADS,
+                0,
+                &[Arg::U64(src), Arg::U32(count as u32), Arg::U32(ONES_FAN), Arg::U64(dst)],
+            )?;
+            (src, dst, count) = (dst, src, next);
+        }
+        // One "window" of one segment: the xyzz sum to blst's Jacobian form.
+        self.dev.launch(pk.sums, (1, 1), 32, 0, &[Arg::U64(src), Arg::U32(1), Arg::U32(1), Arg::U64(out)])
+    }
 }
 
-/// `sum_w 2^(c w) S_w` by Horner from the top window.
+/// `sum_w 2^(c w) S_w` by Horner from the top window, plus the sum of the ones: `sums`
+/// as [`Gpu::msm_run`] returns them (the windows, then the ones' sum).
 pub(crate) fn combine_g1(sums: &[blst_p1], c: u32) -> G1Projective {
+    let (ones, windows) = sums.split_last().expect("msm_run returns the ones' sum last");
     let mut acc = G1Projective::identity();
-    for w in sums.iter().rev() {
+    for w in windows.iter().rev() {
         for _ in 0..c {
             acc = acc.double();
         }
@@ -485,12 +564,15 @@ pub(crate) fn combine_g1(sums: &[blst_p1], c: u32) -> G1Projective {
         *pt.as_mut() = *w;
         acc += pt;
     }
-    acc
+    let mut pt = G1Projective::identity();
+    *pt.as_mut() = *ones;
+    acc + pt
 }
 
 fn combine_g2(sums: &[blst_p2], c: u32) -> G2Projective {
+    let (ones, windows) = sums.split_last().expect("msm_run returns the ones' sum last");
     let mut acc = G2Projective::identity();
-    for w in sums.iter().rev() {
+    for w in windows.iter().rev() {
         for _ in 0..c {
             acc = acc.double();
         }
@@ -498,7 +580,9 @@ fn combine_g2(sums: &[blst_p2], c: u32) -> G2Projective {
         *pt.as_mut() = *w;
         acc += pt;
     }
-    acc
+    let mut pt = G2Projective::identity();
+    *pt.as_mut() = *ones;
+    acc + pt
 }
 
 #[cfg(test)]

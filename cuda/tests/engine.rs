@@ -1,6 +1,9 @@
 //! The engine on the CUDA backend against the engine on the CPU backend: same params, same
 //! circuits, same r and s (`Job.randomness`), so the proofs must be byte-identical, and
-//! every one verified. Chain, sha and sector circuits from 2^10 to 2^18 constraints. Also
+//! every one verified, by the engine and by bellperson 0.27's verifier (proof and verifying
+//! key in bellperson's byte format). Chain, sha and sector circuits from 2^10 to 2^18
+//! constraints; 2^22 behind `--ignored` (minutes of CPU proving: run it on the GPU
+//! machine, `test-engine --ignored --test-threads=1`). Also
 //! counted: device allocations (the arena's one) and host registrations (one per region,
 //! at start) stay put over the proofs after warm-up.
 //!
@@ -20,7 +23,7 @@ use arenaprove_engine::deps::blstrs::Scalar;
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::groth16::{generate_random_parameters, Parameters, ParamsMemory};
 use arenaprove_engine::pipeline::{
-    native, AllocMode, CircuitSpec, Engine, EngineConfig, Job, Randomness, Scope, ShutdownMode,
+    native, AllocMode, CircuitSpec, Engine, EngineConfig, Job, JobOutput, Randomness, Scope, ShutdownMode,
 };
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -103,6 +106,23 @@ fn job(kind: CircuitKind, constraints: usize, partitions: u64, seed: u64) -> Job
     j
 }
 
+/// bellperson 0.27 verifies every partition's proof, read from our bytes, against the
+/// verifying key read from our bytes.
+fn bellperson_verifies(params: &Parameters, out: &JobOutput) {
+    use arenaprove_engine::deps::blstrs::Bls12;
+    let vk = bellperson::groth16::VerifyingKey::<Bls12>::read(&params.vk.to_bytes()[..])
+        .expect("bellperson reads our vk");
+    let pvk = bellperson::groth16::prepare_verifying_key(&vk);
+    for p in &out.partitions {
+        let p = p.as_ref().expect("proved");
+        let proof = bellperson::groth16::Proof::<Bls12>::read(&p.proof.to_bytes()[..])
+            .expect("bellperson reads our proof");
+        let ok =
+            bellperson::groth16::verify_proof(&pvk, &proof, &p.public_inputs).expect("bellperson verifies");
+        assert!(ok, "bellperson rejects the GPU proof of partition {}", p.partition);
+    }
+}
+
 /// Proves `partitions` partitions of `kind` at `2^log` constraints on both backends.
 fn gpu_matches_cpu(gpu: &Arc<CudaFactory>, kind: CircuitKind, log: u32, partitions: u64) {
     let constraints = 1usize << log;
@@ -130,6 +150,7 @@ fn gpu_matches_cpu(gpu: &Arc<CudaFactory>, kind: CircuitKind, log: u32, partitio
         cpu_out.proof_bytes().unwrap(),
         "{kind} 2^{log}: GPU proofs differ from the CPU backend's"
     );
+    bellperson_verifies(&params, &gpu_out);
     println!(
         "{kind} 2^{log} x{partitions}: identical and verified; params {:.1}s, cpu {:.3}s, gpu {:.3}s",
         t_params.as_secs_f64(),
@@ -161,6 +182,17 @@ fn sector_proofs_are_byte_identical_to_the_cpu_backend() {
     for log in [10, 14, 18] {
         let Some(gpu) = open_or_skip() else { return };
         gpu_matches_cpu(&gpu, CircuitKind::Sector, log, 2);
+    }
+}
+
+/// 2^22 constraints, one partition of each kind (sector: domain 2^23). Minutes of CPU
+/// proving for the reference proofs, hence `--ignored`.
+#[test]
+#[ignore = "2^22: minutes of CPU proving; run on the GPU machine with --ignored"]
+fn proofs_are_byte_identical_to_the_cpu_backend_at_2e22() {
+    for kind in [CircuitKind::Chain, CircuitKind::Sha, CircuitKind::Sector] {
+        let Some(gpu) = open_or_skip() else { return };
+        gpu_matches_cpu(&gpu, kind, 22, 1);
     }
 }
 

@@ -156,6 +156,31 @@ fn msm_g1_edge_cases_match_blst() {
     }
     let s = to_bytes(&random_scalars(n, 9));
     check_msm(&mut g, &rep, &s, "repeated bases and infinity");
+    // The 0/1 fast path against the plain bucket method and blst, on a mix: ones, zeros,
+    // small values, random scalars, ones at infinity bases and a one whose base repeats.
+    let mut mixed: Vec<[u8; 32]> = to_bytes(&random_scalars(n, 11));
+    for (i, s) in mixed.iter_mut().enumerate() {
+        match i % 8 {
+            0..=3 => *s = Scalar::ONE.to_bytes_le(),
+            4 | 5 => *s = [0u8; 32],
+            6 => *s = Scalar::from((i % 5) as u64).to_bytes_le(),
+            _ => {}
+        }
+    }
+    let mut mb = b.clone();
+    mb[0] = blst_p1_affine::default();
+    mb[8] = mb[16];
+    check_msm(&mut g, &mb, &mixed, "mixed, ones fast path");
+    g.set_msm_ones_fast_path(false);
+    check_msm(&mut g, &mb, &mixed, "mixed, plain bucket method");
+    check_msm(&mut g, &b, &s01, "0/1 scalars, plain bucket method");
+    g.set_msm_ones_fast_path(true);
+    // Odd sizes around the fast path's grid (one block, several, the block cap).
+    for n in [1usize, 255, 257, 2049, 600_000] {
+        let bb = bases(n, 13);
+        let s: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 3 == 1) as u64).to_bytes_le()).collect();
+        check_msm(&mut g, &bb, &s, &format!("0/1 scalars n={n}"));
+    }
     // x and -x: cancellation to infinity.
     let one = [Scalar::ONE.to_bytes_le(), minus_one];
     assert!(bool::from(g.msm_g1(&[b[1], b[1]], &one).unwrap().is_identity()));
@@ -175,6 +200,9 @@ fn msm_g2_matches_blst() {
     let mut b = bases_g2(n, 5);
     let s01: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 3 != 0) as u64).to_bytes_le()).collect();
     assert!(g.msm_g2(&b, &s01).unwrap() == msm_g2(&b, &s01), "G2 0/1 scalars");
+    g.set_msm_ones_fast_path(false);
+    assert!(g.msm_g2(&b, &s01).unwrap() == msm_g2(&b, &s01), "G2 0/1 scalars, plain bucket method");
+    g.set_msm_ones_fast_path(true);
     for i in (0..n).step_by(7) {
         b[i] = if i % 2 == 0 { blst_p2_affine::default() } else { b[3] };
     }
