@@ -266,8 +266,17 @@ impl CudaBackend {
         Ok(SlabVec::new(self.cpu.memory().scalars.lease(bytes, LEASE_TIMEOUT)?))
     }
 
-    fn gpu(&self) -> MutexGuard<'_, Gpu> {
-        lock(&self.gpu)
+    /// Runs `f` on the device (one lock hold) and adds the device time it measured to
+    /// `device`.
+    fn on_gpu<T>(
+        &self,
+        device: &mut Duration,
+        f: impl FnOnce(&mut Gpu) -> std::result::Result<T, CudaError>,
+    ) -> Result<T> {
+        let mut gpu = lock(&self.gpu);
+        let out = f(&mut gpu).map_err(backend_err)?;
+        *device += gpu.last_device_time();
+        Ok(out)
     }
 }
 
@@ -288,7 +297,8 @@ impl Backend for CudaBackend {
             let _span = arenaprove_engine::deps::tracing::info_span!("ntt_h").entered();
             // The h pipeline and the h MSM in one device call (h never leaves the device):
             // its time is ntt_h; msm_h stays zero.
-            timed(&mut t.ntt_h, || self.gpu().h_msm_resident(a, b, c, &self.bases.h)).map_err(backend_err)?
+            let device = &mut t.device.ntt_h;
+            timed(&mut t.ntt_h, || self.on_gpu(device, |g| g.h_msm_resident(a, b, c, &self.bases.h)))?
         };
         w.release_abc();
         Ok(ProveStart::new(h, t))
@@ -311,9 +321,10 @@ impl Backend for CudaBackend {
         let aux = w.aux_assignment();
         // L: all aux, full density; its bytes feed the A and B split vectors.
         let mut aux_bytes = self.lease(aux.len())?;
+        let dev = &mut t.device;
         let l = timed(&mut t.msm_l, || -> Result<G1Projective> {
             aux_bytes.extend_par_map(aux, |s| s.to_bytes_le())?;
-            self.gpu().msm_g1_resident(&self.bases.l, &aux_bytes).map_err(backend_err)
+            self.on_gpu(&mut dev.msm_l, |g| g.msm_g1_resident(&self.bases.l, &aux_bytes))
         })?;
         let input_bytes: Vec<ScalarBytes> = inputs.iter().map(|s| s.to_bytes_le()).collect();
         // A: every input, then dense aux.
@@ -321,17 +332,19 @@ impl Backend for CudaBackend {
             let mut v = self.lease(p.a().len())?;
             v.extend_from_slice(&input_bytes)?;
             append_dense(&mut v, &aux_bytes, w.a_aux_density())?;
-            self.gpu().msm_g1_resident(&self.bases.a, &v).map_err(backend_err)
+            self.on_gpu(&mut dev.msm_a, |g| g.msm_g1_resident(&self.bases.a, &v))
         })?;
         // B: dense inputs, then dense aux; one split vector for G1 and G2.
         let mut b_vec = self.lease(p.b_g1().len())?;
         append_dense(&mut b_vec, &input_bytes, w.b_input_density())?;
         append_dense(&mut b_vec, &aux_bytes, w.b_aux_density())?;
         drop(aux_bytes);
-        let b1 = timed(&mut t.msm_b_g1, || self.gpu().msm_g1_resident(&self.bases.b_g1, &b_vec))
-            .map_err(backend_err)?;
-        let b2 = timed(&mut t.msm_b_g2, || self.gpu().msm_g2_resident(&self.bases.b_g2, &b_vec))
-            .map_err(backend_err)?;
+        let b1 = timed(&mut t.msm_b_g1, || {
+            self.on_gpu(&mut dev.msm_b_g1, |g| g.msm_g1_resident(&self.bases.b_g1, &b_vec))
+        })?;
+        let b2 = timed(&mut t.msm_b_g2, || {
+            self.on_gpu(&mut dev.msm_b_g2, |g| g.msm_g2_resident(&self.bases.b_g2, &b_vec))
+        })?;
         drop(b_vec);
 
         let sums = MsmSums { h: *start.h(), l, a: a_sum, b_g1: b1, b_g2: b2 };

@@ -100,6 +100,8 @@ pub(crate) struct Device {
     pub stream: Arc<CudaStream>,
     copy: Arc<CudaStream>,
     copy_done: [CudaEvent; COPY_EVENTS],
+    /// Start and stop of an operation's device time (timing-enabled events, compute stream).
+    timer: [CudaEvent; 2],
     modules: Vec<sys::CUmodule>,
     pub k: Kernels,
 }
@@ -128,6 +130,8 @@ impl Device {
         let copy = ctx.new_stream().op("cuStreamCreate")?;
         let event = || ctx.new_event(None).op("cuEventCreate");
         let copy_done = [event()?, event()?, event()?];
+        let timed = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).op("cuEventCreate");
+        let timer = [timed()?, timed()?];
         let mut modules = Vec::with_capacity(embedded::FATBINS.len());
         for (_, image) in embedded::FATBINS {
             // The driver reads the fatbin header as 8-byte words: copy into aligned storage.
@@ -142,7 +146,7 @@ impl Device {
             modules.push(m);
         }
         let k = Kernels::resolve(&modules)?;
-        Ok(Device { ctx, stream, copy, copy_done, modules, k })
+        Ok(Device { ctx, stream, copy, copy_done, timer, modules, k })
     }
 
     /// Makes this device's context current on the calling thread.
@@ -265,6 +269,24 @@ impl Device {
 
     pub fn sync(&self) -> Result<()> {
         self.stream.synchronize().op("cuStreamSynchronize")
+    }
+
+    /// Marks the start of an operation's device time on the compute stream (enqueue it
+    /// before the operation's first copy or kernel).
+    pub fn timer_start(&self) -> Result<()> {
+        self.timer[0].record(&self.stream).op("cuEventRecord")
+    }
+
+    /// Marks the end of an operation's device time (after its last kernel).
+    pub fn timer_stop(&self) -> Result<()> {
+        self.timer[1].record(&self.stream).op("cuEventRecord")
+    }
+
+    /// Device time between the last `timer_start` and `timer_stop` (waits for the stop).
+    pub fn timer_elapsed(&self) -> Result<std::time::Duration> {
+        self.timer[1].synchronize().op("cuEventSynchronize")?;
+        let ms = self.timer[0].elapsed_ms(&self.timer[1]).op("cuEventElapsedTime")?;
+        Ok(std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
     }
 }
 

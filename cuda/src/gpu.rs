@@ -1,7 +1,8 @@
 //! [`Gpu`]: one device, its kernels, its [`DeviceArena`]. The NTT and MSM entry points
 //! live in `ntt.rs` and `msm.rs` as further `impl Gpu` blocks.
 
-use std::time::Instant;
+use std::cell::Cell;
+use std::time::{Duration, Instant};
 
 use crate::arena::{ArenaStats, DeviceArena};
 use crate::device::Device;
@@ -19,6 +20,8 @@ pub struct Gpu {
     /// The MSM's 0/1 fast path (on by default; off only to measure it against the plain
     /// bucket method, `kernel_bench`).
     pub(crate) msm_ones: bool,
+    /// Device time of the last MSM or h pipeline + MSM call (GPU events).
+    pub(crate) last_device: Cell<Duration>,
 }
 
 // SAFETY: the driver handles inside (context, stream, functions, device pointers) may be
@@ -45,13 +48,28 @@ impl Gpu {
     pub fn open(ordinal: usize) -> Result<Gpu> {
         let dev = Device::open(ordinal)?;
         let name = dev.ctx.name().op("cuDeviceGetName")?;
-        Ok(Gpu { dev, arena: None, ntt: None, ordinal, name, msm_ones: true })
+        Ok(Gpu {
+            dev,
+            arena: None,
+            ntt: None,
+            ordinal,
+            name,
+            msm_ones: true,
+            last_device: Cell::new(Duration::ZERO),
+        })
     }
 
     /// Turns the MSM's 0/1 fast path on (the default) or off. Results are the same either
     /// way; off exists so a bench can time the plain bucket method in the same run.
     pub fn set_msm_ones_fast_path(&mut self, on: bool) {
         self.msm_ones = on;
+    }
+
+    /// Device time of the last MSM call (`msm_*`, `h_msm_resident`), measured by GPU
+    /// events from before its first copy to after its last kernel: what the backend
+    /// reports as kernel-level timers beside its host-clock call timers.
+    pub fn last_device_time(&self) -> Duration {
+        self.last_device.get()
     }
 
     pub fn ordinal(&self) -> usize {

@@ -15,6 +15,7 @@
 //! ones formed one giant bucket of window 0, summed by a few hundred threads.
 
 use std::marker::PhantomData;
+use std::time::Duration;
 
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
 use blstrs::{G1Projective, G2Projective};
@@ -285,6 +286,7 @@ impl Gpu {
             });
         }
         self.dev.bind()?;
+        self.dev.timer_start()?;
         let mut b = arena.scratch();
         let pk = self.point_kernels(curve);
         let r = self.msm_run(&mut b, &pk, bases.span.ptr, Scalars::Host(scalars));
@@ -303,6 +305,7 @@ impl Gpu {
             return Err(CudaError::Length { what: "MSM: scalars", got: scalars.len(), want: bases.len() });
         }
         self.dev.bind()?;
+        self.dev.timer_start()?;
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         let mut b = arena.scratch();
         let span = b.take("MSM: bases", std::mem::size_of_val(bases).max(1))?;
@@ -369,6 +372,8 @@ impl Gpu {
 
     /// The device pipeline; returns the window sums (lowest window first) followed by the
     /// sum of the bases whose scalar is one (infinity when the fast path is off), and `c`.
+    /// The caller started the device timer (`timer_start`) before its first copy; this
+    /// stops it after the last kernel and leaves the time in `last_device`.
     pub(crate) fn msm_run<J: Copy + Default>(
         &self,
         b: &mut Bump,
@@ -377,6 +382,7 @@ impl Gpu {
         scalars: Scalars<'_>,
     ) -> Result<(Vec<J>, u32)> {
         let n = scalars.len();
+        self.last_device.set(Duration::ZERO);
         if n == 0 {
             return Ok((vec![J::default()], 1));
         }
@@ -506,11 +512,13 @@ impl Gpu {
             0,
             &[Arg::U64(segs.ptr), Arg::U32(nseg), Arg::U32(p.windows), Arg::U64(out.ptr)],
         )?;
+        self.dev.timer_stop()?;
         let mut sums = vec![J::default(); p.windows as usize + 1];
         // SAFETY: `out` holds `windows + 1` Jacobian points of `J`'s size (asserted above),
         // written by the window-sums kernel with reduced field elements (the last one by
         // the 0/1 fast path, or zeroed: infinity).
         unsafe { self.dev.download(&mut sums, out.ptr) }?;
+        self.last_device.set(self.dev.timer_elapsed()?);
         Ok((sums, p.c))
     }
 

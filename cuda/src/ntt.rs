@@ -415,6 +415,8 @@ impl Gpu {
         if bases.len + 1 < n {
             return Err(CudaError::Length { what: "h MSM: bases", got: bases.len, want: n - 1 });
         }
+        self.dev.bind()?;
+        self.dev.timer_start()?;
         let (spans, bump) = self.h_enqueue(a, b, c, log_n)?;
         // In place: each thread reads its element before writing it.
         self.dev.launch(

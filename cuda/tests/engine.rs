@@ -23,7 +23,8 @@ use arenaprove_engine::deps::blstrs::Scalar;
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::groth16::{generate_random_parameters, Parameters, ParamsMemory};
 use arenaprove_engine::pipeline::{
-    native, AllocMode, CircuitSpec, Engine, EngineConfig, Job, JobOutput, Randomness, Scope, ShutdownMode,
+    native, AllocMode, CircuitSpec, Engine, EngineConfig, Job, JobOutput, Level, Randomness, Scope,
+    ShutdownMode,
 };
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -151,6 +152,24 @@ fn gpu_matches_cpu(gpu: &Arc<CudaFactory>, kind: CircuitKind, log: u32, partitio
         "{kind} 2^{log}: GPU proofs differ from the CPU backend's"
     );
     bellperson_verifies(&params, &gpu_out);
+    // Kernel-level timers: the device time of ntt_h (h pipeline + h MSM) and of the four
+    // finalize MSMs, each nested at the end of its call; none on the CPU backend.
+    let kernels: Vec<_> = gpu_out.spans.iter().filter(|s| s.level == Level::Kernel).collect();
+    assert_eq!(kernels.len(), 5 * partitions as usize, "five device timers per partition");
+    for k in &kernels {
+        let call = gpu_out
+            .spans
+            .iter()
+            .find(|c| {
+                c.level == Level::Call
+                    && c.partition == k.partition
+                    && c.start_ns + c.dur_ns == k.start_ns + k.dur_ns
+            })
+            .expect("a kernel span ends with its call");
+        assert!(k.dur_ns > 0 && k.dur_ns <= call.dur_ns, "{} within {}", k.name, call.name);
+        assert_eq!(k.name, format!("gpu_{}", call.name));
+    }
+    assert!(cpu_out.spans.iter().all(|s| s.level != Level::Kernel), "no device timers on the CPU backend");
     println!(
         "{kind} 2^{log} x{partitions}: identical and verified; params {:.1}s, cpu {:.3}s, gpu {:.3}s",
         t_params.as_secs_f64(),

@@ -383,6 +383,7 @@ fn real_main() -> Result<(), String> {
             "peer_partitions_per_s": if a.peer { Some(1.0 / p) } else { None },
             "ratio": ratio,
             "ours_stage_medians_s": stages,
+            "ours_stage_gap_max_pct": ours.stage_gap_max_pct,
         })
     );
     Ok(())

@@ -69,6 +69,10 @@ pub struct Ours {
     /// Per-stage medians over the steady sectors' spans (the engine's timeline), seconds,
     /// in order of first appearance.
     pub stages_s_median: Vec<(&'static str, f64)>,
+    /// The three-timer check over the steady partitions: the largest gap between a
+    /// composite stage's timer (prove_start, finalize) and the sum of its calls, as a
+    /// percentage of the stage.
+    pub stage_gap_max_pct: f64,
     /// Public inputs per (sector - 1, partition): what a baseline's proofs of the same
     /// circuits must verify against.
     pub public_inputs: Vec<Vec<Vec<Scalar>>>,
@@ -112,6 +116,7 @@ pub fn run_ours(
     let mut collect = |o: JobOutput, steady: bool, out: &mut Ours| -> Result<(), String> {
         if steady {
             spans.extend_from_slice(&o.spans);
+            out.stage_gap_max_pct = o.gaps.iter().map(|g| g.percent()).fold(out.stage_gap_max_pct, f64::max);
         }
         let mut inputs = Vec::with_capacity(o.partitions.len());
         for (i, p) in o.partitions.into_iter().enumerate() {

@@ -166,15 +166,20 @@ pub fn print_timeline(out: &JobOutput) {
     println!("timeline (median over {} partitions, ms):", out.partitions.len());
     for (name, level, durations) in arenaprove::benchkit::spans_by_name(&out.spans) {
         let v: Vec<f64> = durations.iter().map(|&ns| ns as f64 / 1e6).collect();
-        let indent = if level == Level::Call { "    " } else { "  " };
+        let indent = match level {
+            Level::Stage => "  ",
+            Level::Call => "    ",
+            Level::Kernel => "      ",
+        };
         println!("{indent}{name:<14} {:>10.3}", arenaprove::benchkit::upper_median(&v));
     }
     for stage in ["prove_start", "finalize"] {
         let gaps: Vec<f64> =
             out.gaps.iter().filter(|g| g.stage == stage).map(|g| g.gap_ns as f64 / 1e6).collect();
+        let worst = out.gaps.iter().filter(|g| g.stage == stage).map(|g| g.percent()).fold(0.0, f64::max);
         if !gaps.is_empty() {
             println!(
-                "  gap in {stage:<11} {:>10.3}  (outer timer minus its inner timers)",
+                "  gap in {stage:<11} {:>10.3}  (outer timer minus its inner timers; worst partition {worst:.2}% of the stage)",
                 arenaprove::benchkit::upper_median(&gaps)
             );
         }

@@ -25,7 +25,7 @@ pub use generator::{generate_parameters, generate_random_parameters, ToxicWaste}
 pub use params::{Parameters, ParamsMemory, VerifyingKey};
 pub use proof::{Proof, PROOF_BYTES};
 pub use prover::{
-    prove_circuit, reserve_twiddles, twiddle_bytes, ProofShape, ProveStart, Prover, ProverMemory,
-    StageTimings, SCALAR_SLABS_PER_PROOF,
+    prove_circuit, reserve_twiddles, twiddle_bytes, DeviceTimings, ProofShape, ProveStart, Prover,
+    ProverMemory, StageTimings, SCALAR_SLABS_PER_PROOF,
 };
 pub use verifier::{prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey};

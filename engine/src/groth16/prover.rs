@@ -138,6 +138,19 @@ pub fn twiddle_bytes(domain_size: usize) -> usize {
     super::domain::twiddle_table_len(domain_size.max(1).next_power_of_two()) * SCALAR_BYTES
 }
 
+/// Device time of a backend's calls, measured on the device (GPU events around the call's
+/// copies and kernels); zero for calls that ran on the CPU. Each lies inside the wall time
+/// of the [`StageTimings`] field of the same name.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DeviceTimings {
+    pub ntt_h: Duration,
+    pub msm_h: Duration,
+    pub msm_l: Duration,
+    pub msm_a: Duration,
+    pub msm_b_g1: Duration,
+    pub msm_b_g2: Duration,
+}
+
 /// Wall time of each stage of one proof.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct StageTimings {
@@ -150,6 +163,8 @@ pub struct StageTimings {
     pub msm_b_g2: Duration,
     /// The proof formula after the MSMs.
     pub finalize: Duration,
+    /// The device's share of the calls above (GPU backends).
+    pub device: DeviceTimings,
 }
 
 impl StageTimings {

@@ -4,7 +4,7 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use arenaprove_arena::Ledger;
 use arenaprove_circuits::{CircuitError, ProverWitness as _};
@@ -245,7 +245,12 @@ pub(super) fn prover_loop(sh: Arc<Shared>, rx: Receiver<Synthesized>, tx: Sender
         match res {
             Ok(start) => {
                 let t = start.timings();
-                job.timeline.record_calls(who, t0, &[("ntt_h", t.ntt_h), ("msm_h", t.msm_h)]);
+                let d = &t.device;
+                job.timeline.record_calls(
+                    who,
+                    t0,
+                    &[("ntt_h", t.ntt_h, d.ntt_h), ("msm_h", t.msm_h, d.msm_h)],
+                );
                 let msg = Started { item, slot, held, start, enqueued: Instant::now() };
                 if let Err(e) = tx.send(msg) {
                     let m = e.into_inner();
@@ -279,11 +284,11 @@ pub(super) fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
                 who,
                 t0,
                 &[
-                    ("msm_l", t.msm_l),
-                    ("msm_a", t.msm_a),
-                    ("msm_b_g1", t.msm_b_g1),
-                    ("msm_b_g2", t.msm_b_g2),
-                    ("proof", t.finalize),
+                    ("msm_l", t.msm_l, t.device.msm_l),
+                    ("msm_a", t.msm_a, t.device.msm_a),
+                    ("msm_b_g1", t.msm_b_g1, t.device.msm_b_g1),
+                    ("msm_b_g2", t.msm_b_g2, t.device.msm_b_g2),
+                    ("proof", t.finalize, Duration::ZERO),
                 ],
             );
             let public_inputs = held.witness.input_assignment()[1..].to_vec();

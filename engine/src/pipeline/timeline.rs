@@ -1,6 +1,11 @@
 //! Per-job timelines: nested timers recorded as tracing spans *and* as plain records, so a
 //! job's report can line up kernel, backend call, pipeline stage, queue wait and handback
 //! without three timers lined up by hand (the reference stack found a 10 s gap that way).
+//!
+//! Three levels nest: a pipeline stage (host clock) holds backend calls (host clock), and a
+//! call that ran on a GPU holds its device time (GPU events), recorded as a `gpu_*` span
+//! ending where the call ends (the call waits for its device work before returning).
+//! [`Timeline::gaps`] is a stage's outer timer minus its calls.
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -12,6 +17,21 @@ pub enum Level {
     Stage,
     /// A backend call inside a stage (`ntt_h`, `msm_l`, ...).
     Call,
+    /// Device time inside a call (`gpu_ntt_h`, `gpu_msm_l`, ...), from GPU events.
+    Kernel,
+}
+
+/// The kernel-level span name of a backend call's device time.
+pub fn device_span_name(call: &str) -> &'static str {
+    match call {
+        "ntt_h" => "gpu_ntt_h",
+        "msm_h" => "gpu_msm_h",
+        "msm_l" => "gpu_msm_l",
+        "msm_a" => "gpu_msm_a",
+        "msm_b_g1" => "gpu_msm_b_g1",
+        "msm_b_g2" => "gpu_msm_b_g2",
+        _ => "gpu",
+    }
 }
 
 /// One timed interval of one partition.
@@ -76,11 +96,17 @@ impl Timeline {
     }
 
     /// Records `calls` as intervals laid end to end from `start` (the inner timers a
-    /// backend reports as durations only).
-    pub fn record_calls(&self, who: Who, start: Instant, calls: &[(&'static str, Duration)]) {
+    /// backend reports as durations only): `(name, wall, device)`. A nonzero device time
+    /// is recorded too, as a kernel-level span ending where its call ends (capped at the
+    /// call: device time measured by events never exceeds the wait for it).
+    pub fn record_calls(&self, who: Who, start: Instant, calls: &[(&'static str, Duration, Duration)]) {
         let mut at = start;
-        for &(name, d) in calls {
+        for &(name, d, device) in calls {
             self.record_interval(name, Level::Call, who, at, d);
+            if !device.is_zero() {
+                let device = device.min(d);
+                self.record_interval(device_span_name(name), Level::Kernel, who, at + (d - device), device);
+            }
             at += d;
         }
     }
@@ -133,6 +159,17 @@ pub struct StageGap {
     pub gap_ns: u64,
 }
 
+impl StageGap {
+    /// The gap as a percentage of the stage's outer timer.
+    pub fn percent(&self) -> f64 {
+        if self.outer_ns == 0 {
+            0.0
+        } else {
+            100.0 * self.gap_ns as f64 / self.outer_ns as f64
+        }
+    }
+}
+
 /// Writes spans as Chrome trace-event JSON (the "X" complete-event form), which Perfetto
 /// and chrome://tracing open. `pid` is the job, `tid` the engine thread.
 pub fn chrome_trace_json(spans: &[Span]) -> String {
@@ -147,6 +184,7 @@ pub fn chrome_trace_json(spans: &[Span]) -> String {
             match s.level {
                 Level::Stage => "stage",
                 Level::Call => "call",
+                Level::Kernel => "kernel",
             },
             s.start_ns as f64 / 1e3,
             s.dur_ns as f64 / 1e3,
@@ -186,6 +224,35 @@ mod tests {
         assert_eq!(g[0].outer_ns, 100_000);
         assert_eq!(g[0].inner_ns, 70_000);
         assert_eq!(g[0].gap_ns, 30_000);
+    }
+
+    #[test]
+    fn device_times_nest_at_the_end_of_their_calls_and_do_not_count_as_calls() {
+        let t = Timeline::new();
+        let who = Who { job_id: 2, partition: 0, thread: 1 };
+        let t0 = epoch() + Duration::from_millis(3);
+        t.record_interval("finalize", Level::Stage, who, t0, Duration::from_micros(100));
+        let us = Duration::from_micros;
+        t.record_calls(
+            who,
+            t0,
+            &[("msm_l", us(40), us(30)), ("proof", us(50), Duration::ZERO), ("msm_a", us(5), us(9))],
+        );
+        let spans = t.spans();
+        let kernels: Vec<&Span> = spans.iter().filter(|s| s.level == Level::Kernel).collect();
+        assert_eq!(kernels.len(), 2, "one per call with device time");
+        let call = |n: &str| spans.iter().find(|s| s.name == n && s.level == Level::Call).unwrap().clone();
+        for (k, c) in kernels.iter().zip([call("msm_l"), call("msm_a")]) {
+            assert_eq!(k.start_ns + k.dur_ns, c.start_ns + c.dur_ns, "{} ends with its call", k.name);
+            assert!(k.dur_ns <= c.dur_ns);
+        }
+        assert_eq!(kernels[0].name, "gpu_msm_l");
+        assert_eq!(kernels[0].dur_ns, 30_000);
+        assert_eq!(kernels[1].dur_ns, 5_000, "capped at its call");
+        // Gaps count calls only: 100 - (40 + 50 + 5).
+        let g = t.gaps();
+        assert_eq!((g.len(), g[0].gap_ns), (1, 5_000));
+        assert!((g[0].percent() - 5.0).abs() < 1e-9);
     }
 
     #[test]
