@@ -19,12 +19,16 @@
 //! is allocated and no host memory registered per proof ([`CudaFactory::arena_stats`],
 //! [`CudaRegionHook::registrations`]).
 //!
-//! Sharp edges: one `Gpu` serves every kind built by one factory, one operation at a time
-//! (a mutex): the engine's prover and finalizer threads take turns on the device. Each
+//! Sharp edges: each `Gpu` serves every kind built by one factory, one operation at a time
+//! (a mutex): the engine's prover and finalizer threads take turns on the devices. Each
 //! MSM is one lock hold, so the finalizer's CPU filtering overlaps the next partition's h.
+//! With several GPUs every operation takes the first free one (a partition's h stage and
+//! its MSMs may run on different GPUs: only the h sum, a host value, passes between them),
+//! and each GPU holds its own arena, tables and copy of the bases.
 //!
 //! [`DeviceArena`]: crate::DeviceArena
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -105,24 +109,33 @@ pub fn device_terms(ordinal: usize, plan: &DevicePlan) -> Vec<PlanTerm> {
     ]
 }
 
-/// Opens one GPU for an engine and makes a [`CudaBackend`] per circuit kind on it.
-pub struct CudaFactory {
+/// One GPU of a factory: its ordinal and the device, one operation at a time.
+struct Slot {
     ordinal: usize,
-    gpu: Arc<Mutex<Gpu>>,
+    gpu: Mutex<Gpu>,
+}
+
+/// Opens one or more GPUs for an engine and makes a [`CudaBackend`] per circuit kind on
+/// them. With several GPUs each device operation (a partition's h stage, one MSM) runs on
+/// whichever GPU is free, and the engine runs one prover thread per GPU
+/// ([`BackendFactory::prover_workers`]).
+pub struct CudaFactory {
+    gpus: Arc<[Slot]>,
+    /// Page-locks the engine's regions once, for every GPU (`CU_MEMHOSTREGISTER_PORTABLE`).
     hook: Arc<CudaRegionHook>,
-    /// Shapes the engine planned (`plan_terms`), so the one arena holds them all.
+    /// Shapes the engine planned (`plan_terms`), so each GPU's one arena holds them all.
     planned: Mutex<Vec<ProofShape>>,
-    /// Bases already resident, per parameter set: a second `build` over the same params
-    /// (fresh mode builds one prover per partition; an engine rebuilt over the same
-    /// factory) shares them instead of uploading them again into the arena, which frees
-    /// nothing. The `Weak` keeps the `Arc`'s allocation, so its address is never reused
-    /// by another parameter set while the entry exists.
-    resident: Mutex<Vec<(Weak<Parameters>, Arc<ResidentBases>)>>,
+    /// Bases already resident, per parameter set (one copy per GPU): a second `build` over
+    /// the same params (fresh mode builds one prover per partition; an engine rebuilt over
+    /// the same factory) shares them instead of uploading them again into the arenas,
+    /// which free nothing. The `Weak` keeps the `Arc`'s allocation, so its address is
+    /// never reused by another parameter set while the entry exists.
+    resident: Mutex<Vec<(Weak<Parameters>, Arc<[ResidentBases]>)>>,
 }
 
 impl std::fmt::Debug for CudaFactory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CudaFactory").field("ordinal", &self.ordinal).finish()
+        f.debug_struct("CudaFactory").field("ordinals", &self.ordinals()).finish()
     }
 }
 
@@ -130,15 +143,43 @@ impl CudaFactory {
     /// Opens device `ordinal`. Errors (never panics) as [`Gpu::open`]: no kernels built
     /// in, no driver, no such device; the caller then uses the CPU backend.
     pub fn open(ordinal: usize) -> std::result::Result<CudaFactory, CudaError> {
-        let gpu = Gpu::open(ordinal)?;
-        let hook = gpu.region_hook();
+        Self::open_many(&[ordinal])
+    }
+
+    /// Opens every GPU the driver shows (`CUDA_VISIBLE_DEVICES` limits them); errors as
+    /// [`CudaFactory::open`], [`CudaError::NoDevice`] when there is none.
+    pub fn open_all() -> std::result::Result<CudaFactory, CudaError> {
+        let count = crate::device::device_count()?;
+        if count == 0 {
+            return Err(CudaError::NoDevice { ordinal: 0, count });
+        }
+        Self::open_many(&(0..count).collect::<Vec<_>>())
+    }
+
+    /// Opens the GPUs `ordinals` (distinct, at least one).
+    pub fn open_many(ordinals: &[usize]) -> std::result::Result<CudaFactory, CudaError> {
+        if ordinals.is_empty() {
+            return Err(CudaError::Devices("no GPU named".into()));
+        }
+        if let Some(d) = ordinals.iter().enumerate().find(|(i, o)| ordinals[..*i].contains(o)) {
+            return Err(CudaError::Devices(format!("GPU {} named twice in {ordinals:?}", d.1)));
+        }
+        let mut gpus = Vec::with_capacity(ordinals.len());
+        for &ordinal in ordinals {
+            gpus.push(Slot { ordinal, gpu: Mutex::new(Gpu::open(ordinal)?) });
+        }
+        let hook = lock(&gpus[0].gpu).region_hook();
         Ok(CudaFactory {
-            ordinal,
-            gpu: Arc::new(Mutex::new(gpu)),
+            gpus: gpus.into(),
             hook,
             planned: Mutex::new(Vec::new()),
             resident: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The GPUs' ordinals, in the order given.
+    pub fn ordinals(&self) -> Vec<usize> {
+        self.gpus.iter().map(|s| s.ordinal).collect()
     }
 
     /// The hook that page-locks the engine's regions (registration counts for tests).
@@ -146,24 +187,48 @@ impl CudaFactory {
         &self.hook
     }
 
-    /// The device's name, e.g. `"NVIDIA H200"`.
+    /// The first device's name, e.g. `"NVIDIA H200"`.
     pub fn name(&self) -> String {
-        lock(&self.gpu).name().to_string()
+        lock(&self.gpus[0].gpu).name().to_string()
     }
 
-    /// (free, total) device memory now (waits for the device operation in flight).
+    /// (free, total) device memory now, summed over the GPUs (waits for the operations in
+    /// flight).
     pub fn mem_info(&self) -> Option<(usize, usize)> {
-        lock(&self.gpu).mem_info().ok()
+        self.gpus.iter().try_fold((0, 0), |(f, t), s| {
+            let (free, total) = lock(&s.gpu).mem_info().ok()?;
+            Some((f + free, t + total))
+        })
     }
 
-    /// The device arena's sizes (`None` before the first `build`).
+    /// The device arenas' sizes summed over the GPUs (`None` before the first `build`);
+    /// `device_allocs` counts every GPU's `cuMemAlloc` calls.
     pub fn arena_stats(&self) -> Option<ArenaStats> {
-        lock(&self.gpu).arena_stats()
+        let each = self.arena_stats_each();
+        let mut sum =
+            ArenaStats { reserved_bytes: 0, persistent_bytes: 0, scratch_high_bytes: 0, device_allocs: 0 };
+        for st in each {
+            let st = st?;
+            sum.reserved_bytes += st.reserved_bytes;
+            sum.persistent_bytes += st.persistent_bytes;
+            sum.scratch_high_bytes += st.scratch_high_bytes;
+            sum.device_allocs += st.device_allocs;
+        }
+        Some(sum)
     }
 
-    /// `"NVIDIA H200 (cuda:0)"`.
+    /// Each GPU's arena sizes, in the order of [`CudaFactory::ordinals`].
+    pub fn arena_stats_each(&self) -> Vec<Option<ArenaStats>> {
+        self.gpus.iter().map(|s| lock(&s.gpu).arena_stats()).collect()
+    }
+
+    /// `"NVIDIA H200 (cuda:0)"`; with several GPUs `"2 x NVIDIA H200 (cuda:0, cuda:1)"`.
     pub fn describe(&self) -> String {
-        format!("{} (cuda:{})", lock(&self.gpu).name(), self.ordinal)
+        let names: Vec<String> = self.gpus.iter().map(|s| format!("cuda:{}", s.ordinal)).collect();
+        match self.gpus.len() {
+            1 => format!("{} ({})", self.name(), names[0]),
+            n => format!("{n} x {} ({})", self.name(), names.join(", ")),
+        }
     }
 }
 
@@ -171,6 +236,15 @@ fn lock(gpu: &Mutex<Gpu>) -> MutexGuard<'_, Gpu> {
     // A panic while holding the device leaves no Rust invariant broken (every operation
     // re-lays its scratch), so a poisoned lock is still usable.
     gpu.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The GPU if no operation holds it now.
+fn try_lock(gpu: &Mutex<Gpu>) -> Option<MutexGuard<'_, Gpu>> {
+    match gpu.try_lock() {
+        Ok(g) => Some(g),
+        Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
 }
 
 impl BackendFactory for CudaFactory {
@@ -183,52 +257,69 @@ impl BackendFactory for CudaFactory {
         if !planned.contains(shape) {
             planned.push(*shape);
         }
-        // One prover per GPU: the device terms do not scale with the slots.
-        device_terms(self.ordinal, &device_plan(shape))
+        // One prover per GPU: the device terms do not scale with the slots; each GPU holds
+        // its own copy.
+        let plan = device_plan(shape);
+        self.gpus.iter().flat_map(|s| device_terms(s.ordinal, &plan)).collect()
     }
 
     fn region_hook(&self) -> Option<SharedHook> {
         Some(SharedHook(self.hook.clone()))
     }
 
+    fn prover_workers(&self) -> usize {
+        self.gpus.len()
+    }
+
     fn build(&self, params: Arc<Parameters>, memory: ProverMemory) -> Result<Arc<dyn Backend>> {
         let cpu = Prover::with_memory(params.clone(), memory)?;
         let shape = ProofShape::of_params(&params);
-        let mut gpu = lock(&self.gpu);
-        if gpu.arena_stats().is_none() {
-            let mut shapes = self.planned.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            if !shapes.contains(&shape) {
-                shapes.push(shape);
-            }
-            let plans: Vec<DevicePlan> = shapes.iter().map(device_plan).collect();
-            gpu.reserve_arena(arena_bytes(&plans)).map_err(backend_err)?;
-            let max_log = shapes.iter().map(|s| s.domain_size.max(2).trailing_zeros()).max().unwrap_or(1);
-            gpu.prepare_ntt(max_log).map_err(backend_err)?;
-        }
-        gpu.prepare_ntt(shape.domain_size.max(2).trailing_zeros()).map_err(backend_err)?;
         let mut resident = self.resident.lock().unwrap_or_else(|e| e.into_inner());
         let key = Arc::downgrade(&params);
         let bases = match resident.iter().find(|(w, _)| Weak::ptr_eq(w, &key)) {
             Some((_, bases)) => bases.clone(),
             None => {
-                let bases = Arc::new(ResidentBases {
-                    h: gpu.upload_g1_bases(params.h()).map_err(backend_err)?,
-                    l: gpu.upload_g1_bases(params.l()).map_err(backend_err)?,
-                    a: gpu.upload_g1_bases(params.a()).map_err(backend_err)?,
-                    b_g1: gpu.upload_g1_bases(params.b_g1()).map_err(backend_err)?,
-                    b_g2: gpu.upload_g2_bases(params.b_g2()).map_err(backend_err)?,
-                });
+                let mut each = Vec::with_capacity(self.gpus.len());
+                for slot in self.gpus.iter() {
+                    let mut gpu = lock(&slot.gpu);
+                    self.prepare(&mut gpu, &shape).map_err(backend_err)?;
+                    each.push(ResidentBases {
+                        h: gpu.upload_g1_bases(params.h()).map_err(backend_err)?,
+                        l: gpu.upload_g1_bases(params.l()).map_err(backend_err)?,
+                        a: gpu.upload_g1_bases(params.a()).map_err(backend_err)?,
+                        b_g1: gpu.upload_g1_bases(params.b_g1()).map_err(backend_err)?,
+                        b_g2: gpu.upload_g2_bases(params.b_g2()).map_err(backend_err)?,
+                    });
+                }
+                let bases: Arc<[ResidentBases]> = each.into();
                 resident.push((key, bases.clone()));
                 bases
             }
         };
         drop(resident);
-        drop(gpu);
-        Ok(Arc::new(CudaBackend { cpu, gpu: self.gpu.clone(), bases }))
+        Ok(Arc::new(CudaBackend { cpu, gpus: self.gpus.clone(), bases, next: AtomicUsize::new(0) }))
     }
 }
 
-/// One parameter set's bases in the device arena.
+impl CudaFactory {
+    /// Reserves `gpu`'s arena at its first build (for every planned shape) and its NTT
+    /// tables for `shape`'s domain.
+    fn prepare(&self, gpu: &mut Gpu, shape: &ProofShape) -> std::result::Result<(), CudaError> {
+        if gpu.arena_stats().is_none() {
+            let mut shapes = self.planned.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if !shapes.contains(shape) {
+                shapes.push(*shape);
+            }
+            let plans: Vec<DevicePlan> = shapes.iter().map(device_plan).collect();
+            gpu.reserve_arena(arena_bytes(&plans))?;
+            let max_log = shapes.iter().map(|s| s.domain_size.max(2).trailing_zeros()).max().unwrap_or(1);
+            gpu.prepare_ntt(max_log)?;
+        }
+        gpu.prepare_ntt(shape.domain_size.max(2).trailing_zeros())
+    }
+}
+
+/// One parameter set's bases in one device arena.
 #[derive(Debug)]
 struct ResidentBases {
     h: G1Bases,
@@ -242,13 +333,19 @@ struct ResidentBases {
 pub struct CudaBackend {
     /// The CPU prover over the same params and memory: its witness checks and memory.
     cpu: Prover,
-    gpu: Arc<Mutex<Gpu>>,
-    bases: Arc<ResidentBases>,
+    gpus: Arc<[Slot]>,
+    /// The parameter set's bases on each GPU (same order as `gpus`).
+    bases: Arc<[ResidentBases]>,
+    /// Where the next operation starts looking for a free GPU (round robin).
+    next: AtomicUsize,
 }
 
 impl std::fmt::Debug for CudaBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CudaBackend").field("params", self.cpu.params()).field("bases", &self.bases).finish()
+        f.debug_struct("CudaBackend")
+            .field("params", self.cpu.params())
+            .field("gpus", &self.gpus.iter().map(|s| s.ordinal).collect::<Vec<_>>())
+            .finish()
     }
 }
 
@@ -266,15 +363,21 @@ impl CudaBackend {
         Ok(SlabVec::new(self.cpu.memory().scalars.lease(bytes, LEASE_TIMEOUT)?))
     }
 
-    /// Runs `f` on the device (one lock hold) and adds the device time it measured to
-    /// `device`.
+    /// Runs `f` on a GPU (one lock hold) with that GPU's copy of the bases, and adds the
+    /// device time it measured to `device`. The first free GPU from a rotating start; when
+    /// all are busy, waits for the one at the start.
     fn on_gpu<T>(
         &self,
         device: &mut Duration,
-        f: impl FnOnce(&mut Gpu) -> std::result::Result<T, CudaError>,
+        f: impl FnOnce(&mut Gpu, &ResidentBases) -> std::result::Result<T, CudaError>,
     ) -> Result<T> {
-        let mut gpu = lock(&self.gpu);
-        let out = f(&mut gpu).map_err(backend_err)?;
+        let n = self.gpus.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        let (i, mut gpu) = (0..n)
+            .map(|k| (start + k) % n)
+            .find_map(|i| try_lock(&self.gpus[i].gpu).map(|g| (i, g)))
+            .unwrap_or_else(|| (start, lock(&self.gpus[start].gpu)));
+        let out = f(&mut gpu, &self.bases[i]).map_err(backend_err)?;
         *device += gpu.last_device_time();
         Ok(out)
     }
@@ -300,7 +403,7 @@ impl Backend for CudaBackend {
             let [a, b, c] = w.abc_padded_mut(domain.size)?;
             t.ntt_h += t_pad.elapsed();
             let device = &mut t.device.ntt_h;
-            timed(&mut t.ntt_h, || self.on_gpu(device, |g| g.h_msm_resident(a, b, c, &self.bases.h)))?
+            timed(&mut t.ntt_h, || self.on_gpu(device, |g, bases| g.h_msm_resident(a, b, c, &bases.h)))?
         };
         w.release_abc();
         Ok(ProveStart::new(h, t))
@@ -327,7 +430,7 @@ impl Backend for CudaBackend {
         let (l, aux_bytes) = timed(&mut t.msm_l, || -> Result<_> {
             let mut aux_bytes = self.lease(aux.len())?;
             aux_bytes.extend_par_map(aux, |s| s.to_bytes_le())?;
-            Ok((self.on_gpu(&mut dev.msm_l, |g| g.msm_g1_resident(&self.bases.l, &aux_bytes))?, aux_bytes))
+            Ok((self.on_gpu(&mut dev.msm_l, |g, bases| g.msm_g1_resident(&bases.l, &aux_bytes))?, aux_bytes))
         })?;
         let input_bytes: Vec<ScalarBytes> = inputs.iter().map(|s| s.to_bytes_le()).collect();
         // A: every input, then dense aux.
@@ -335,7 +438,7 @@ impl Backend for CudaBackend {
             let mut v = self.lease(p.a().len())?;
             v.extend_from_slice(&input_bytes)?;
             append_dense(&mut v, &aux_bytes, w.a_aux_density())?;
-            self.on_gpu(&mut dev.msm_a, |g| g.msm_g1_resident(&self.bases.a, &v))
+            self.on_gpu(&mut dev.msm_a, |g, bases| g.msm_g1_resident(&bases.a, &v))
         })?;
         // B: dense inputs, then dense aux; one split vector for G1 and G2.
         let (b1, b_vec) = timed(&mut t.msm_b_g1, || -> Result<_> {
@@ -343,10 +446,10 @@ impl Backend for CudaBackend {
             append_dense(&mut b_vec, &input_bytes, w.b_input_density())?;
             append_dense(&mut b_vec, &aux_bytes, w.b_aux_density())?;
             drop(aux_bytes);
-            Ok((self.on_gpu(&mut dev.msm_b_g1, |g| g.msm_g1_resident(&self.bases.b_g1, &b_vec))?, b_vec))
+            Ok((self.on_gpu(&mut dev.msm_b_g1, |g, bases| g.msm_g1_resident(&bases.b_g1, &b_vec))?, b_vec))
         })?;
         let b2 = timed(&mut t.msm_b_g2, || {
-            self.on_gpu(&mut dev.msm_b_g2, |g| g.msm_g2_resident(&self.bases.b_g2, &b_vec))
+            self.on_gpu(&mut dev.msm_b_g2, |g, bases| g.msm_g2_resident(&bases.b_g2, &b_vec))
         })?;
         drop(b_vec);
 

@@ -106,22 +106,26 @@ pub(crate) struct Device {
     pub k: Kernels,
 }
 
+/// GPUs the driver shows (0 on a driver without one). Errors as [`Device::open`] without
+/// kernels or a driver.
+pub fn device_count() -> Result<usize> {
+    if !kernels_built() {
+        return Err(CudaError::NotBuilt);
+    }
+    if !driver_present() {
+        return Err(CudaError::NoDriver);
+    }
+    match result::init() {
+        // A driver without a GPU (or with every GPU hidden) refuses to initialize.
+        Err(e) if e.0 == sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => return Ok(0),
+        r => r.op("cuInit")?,
+    }
+    Ok(result::device::get_count().op("cuDeviceGetCount")? as usize)
+}
+
 impl Device {
     pub fn open(ordinal: usize) -> Result<Device> {
-        if !kernels_built() {
-            return Err(CudaError::NotBuilt);
-        }
-        if !driver_present() {
-            return Err(CudaError::NoDriver);
-        }
-        match result::init() {
-            // A driver without a GPU (or with every GPU hidden) refuses to initialize.
-            Err(e) if e.0 == sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => {
-                return Err(CudaError::NoDevice { ordinal, count: 0 });
-            }
-            r => r.op("cuInit")?,
-        }
-        let count = result::device::get_count().op("cuDeviceGetCount")? as usize;
+        let count = device_count()?;
         if ordinal >= count {
             return Err(CudaError::NoDevice { ordinal, count });
         }

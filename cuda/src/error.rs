@@ -16,6 +16,9 @@ pub enum CudaError {
     /// The driver is there but has no device of this ordinal.
     #[error("no CUDA device {ordinal} (the driver reports {count})")]
     NoDevice { ordinal: usize, count: usize },
+    /// A list of GPUs that cannot be opened as given (empty, a GPU twice).
+    #[error("GPU list: {0}")]
+    Devices(String),
     /// A driver call failed.
     #[error("CUDA driver call {op} failed: {source}")]
     Driver {

@@ -34,7 +34,7 @@ mod plan;
 
 pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
 pub use backend::{device_plan, device_terms, CudaBackend, CudaFactory};
-pub use device::{driver_present, kernels_built};
+pub use device::{device_count, driver_present, kernels_built};
 pub use error::{CudaError, Result};
 pub use gpu::Gpu;
 pub use msm::{Bases, Curve, G1Bases, G2Bases, MsmPlan, MSM_POINTS_MAX, SCALAR_BYTES};

@@ -276,3 +276,40 @@ fn bases_upload_once_per_params_across_fresh_mode_and_rebuilt_engines() {
     assert_eq!(after.device_allocs, 1, "one device allocation");
     println!("fresh mode, 12 partitions + a rebuilt engine: arena {after:?}");
 }
+
+/// Two GPUs behind one factory (skips on a host with fewer): the engine runs a prover
+/// thread per GPU, operations go to whichever GPU is free, proofs stay byte-identical to
+/// the CPU backend's, and each GPU made exactly one device allocation.
+#[test]
+fn two_gpus_share_the_work_and_match_the_cpu_backend() {
+    let count = match arenaprove_cuda::device_count() {
+        Ok(n) if n >= 2 => n,
+        Ok(n) => return println!("SKIP: {n} GPU(s), this test needs 2"),
+        Err(e) => return println!("SKIP: {e}"),
+    };
+    // One factory (one arena per GPU, sized for one kind) per kind.
+    for (kind, partitions) in [(CircuitKind::Chain, 8), (CircuitKind::Sha, 6)] {
+        let gpu = Arc::new(CudaFactory::open_many(&[0, 1]).expect("open GPUs 0 and 1"));
+        assert_eq!(gpu.ordinals(), vec![0, 1]);
+        println!("{count} GPUs; {}", gpu.describe());
+        gpu_matches_cpu(&gpu, kind, 16, partitions);
+        let each = gpu.arena_stats_each();
+        for (i, st) in each.iter().enumerate() {
+            let st = st.expect("every GPU's arena is reserved at build");
+            assert_eq!(st.device_allocs, 1, "GPU {i}: one device allocation");
+            assert!(st.persistent_bytes > 0, "GPU {i} holds the bases");
+            assert!(st.scratch_high_bytes > 0, "{kind}: GPU {i} ran no operation");
+        }
+        println!("{kind}: arenas {each:?}");
+    }
+}
+
+#[test]
+fn a_bad_gpu_list_is_a_typed_error() {
+    assert!(matches!(CudaFactory::open_many(&[]), Err(arenaprove_cuda::CudaError::Devices(_))));
+    match CudaFactory::open_many(&[0, 0]) {
+        Err(arenaprove_cuda::CudaError::Devices(m)) => assert!(m.contains("twice"), "{m}"),
+        // Without kernels or a driver the duplicate check still comes first.
+        other => panic!("GPU 0 twice: {:?}", other.map(|f| f.ordinals())),
+    }
+}

@@ -79,6 +79,13 @@ pub trait BackendFactory: Send + Sync + std::fmt::Debug {
     fn finalize_workers(&self) -> usize {
         1
     }
+    /// Prover threads (`prove_start`) the engine runs: one per device the backend drives
+    /// (the GPU backend over several GPUs), so each device takes its own partition's h
+    /// stage. One for the CPU, whose NTTs and MSMs already use every core. The engine caps
+    /// it at its slots.
+    fn prover_workers(&self) -> usize {
+        1
+    }
     /// The backend for one kind, over the engine's memory for it.
     fn build(&self, params: Arc<Parameters>, memory: ProverMemory) -> Result<Arc<dyn Backend>>;
 }

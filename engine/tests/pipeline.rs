@@ -12,6 +12,7 @@ use arenaprove_engine::pipeline::{
     generic, AllocMode, CircuitSpec, Engine, EngineConfig, EngineError, Job, PartitionCircuit,
     PartitionError, Scope, ShutdownMode,
 };
+use arenaprove_engine::{BackendFactory, CpuBackend};
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use ff::Field;
@@ -388,6 +389,59 @@ fn two_finalizers_prove_and_verify_and_stay_within_the_slots() {
         assert_eq!(fin.len(), 4);
         assert!(fin.iter().all(|t| *t == 3 || *t == 4), "finalize ran on threads {fin:?}");
     }
+    let report = e.shutdown(ShutdownMode::Drain);
+    assert_eq!(report.slabs_outstanding, 0);
+    assert_eq!(report.partitions_ok, 12);
+}
+
+/// A factory that asks for two prover threads (as the GPU backend does with two GPUs) and
+/// builds the CPU backend.
+#[derive(Debug)]
+struct TwoProvers;
+
+impl BackendFactory for TwoProvers {
+    fn name(&self) -> &'static str {
+        "two-provers"
+    }
+    fn prover_workers(&self) -> usize {
+        2
+    }
+    fn build(
+        &self,
+        params: Arc<Parameters>,
+        memory: arenaprove_engine::groth16::ProverMemory,
+    ) -> Result<Arc<dyn arenaprove_engine::Backend>, arenaprove_engine::groth16::Groth16Error> {
+        CpuBackend.build(params, memory)
+    }
+}
+
+#[test]
+fn a_factory_with_two_devices_gets_two_prover_threads() {
+    let (shape, params) = setup(STEPS);
+    let spec = CircuitSpec { kind: "squares".into(), shape, params: params.clone() };
+    let cfg = EngineConfig { backend: Arc::new(TwoProvers), ..config(AllocMode::Slab, 3) };
+    let e = Engine::new(cfg, vec![spec]).unwrap();
+    let pvk = arenaprove_engine::groth16::prepare_verifying_key(&params.vk);
+    let handles: Vec<_> = (0..3u64)
+        .map(|j| {
+            e.submit(Job::new("squares", (0..4).map(|p| part(STEPS, 20 * j + p, Mode::Ok)).collect()))
+                .unwrap()
+        })
+        .collect();
+    // Thread ids: dispatcher 0, the synthesis worker 1, provers 2 and 3, the finalizer 4.
+    let mut provers = std::collections::BTreeSet::new();
+    for h in handles {
+        let out = h.wait().unwrap();
+        assert!(out.is_ok(), "{:?}", out.first_error());
+        for p in out.partitions.iter().map(|p| p.as_ref().unwrap()) {
+            assert!(p.verified);
+            assert!(verify_proof(&pvk, &p.proof, &p.public_inputs).unwrap());
+        }
+        provers.extend(out.spans.iter().filter(|s| s.name == "prove_start").map(|s| s.thread));
+        let fin: Vec<u32> = out.spans.iter().filter(|s| s.name == "finalize").map(|s| s.thread).collect();
+        assert!(fin.iter().all(|t| *t == 4), "finalize ran on threads {fin:?}");
+    }
+    assert!(provers.iter().all(|t| *t == 2 || *t == 3), "prove_start ran on threads {provers:?}");
     let report = e.shutdown(ShutdownMode::Drain);
     assert_eq!(report.slabs_outstanding, 0);
     assert_eq!(report.partitions_ok, 12);

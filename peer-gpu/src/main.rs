@@ -125,7 +125,8 @@ fn gpu_factory() -> Arc<dyn BackendFactory> {
 
 #[cfg(feature = "ours-gpu")]
 fn gpu_factory() -> Arc<dyn BackendFactory> {
-    match arenaprove::cuda::CudaFactory::open(0) {
+    // Every visible GPU, as supraseal-c2 on the baseline side uses them all.
+    match arenaprove::cuda::CudaFactory::open_all() {
         Ok(f) => {
             eprintln!("ours: GPU backend, {}", f.describe());
             Arc::new(f)

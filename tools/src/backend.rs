@@ -41,3 +41,25 @@ pub fn gpu_factory(ordinal: u32) -> (Arc<dyn BackendFactory>, Option<GpuInfo>) {
     eprintln!("backend: built without the `cuda` feature (GPU {ordinal} asked for); using the CPU backend");
     (Arc::new(CpuBackend), None)
 }
+
+/// The CUDA backend on every GPU the driver shows (`CUDA_VISIBLE_DEVICES` picks them), or
+/// the CPU backend, said once on stderr, where there is none.
+#[cfg(feature = "cuda")]
+pub fn all_gpus_factory() -> Arc<dyn BackendFactory> {
+    match arenaprove::cuda::CudaFactory::open_all() {
+        Ok(f) => {
+            eprintln!("backend: GPU, {}", f.describe());
+            Arc::new(f)
+        }
+        Err(e) => {
+            eprintln!("backend: no GPU ({e}); using the CPU backend");
+            Arc::new(CpuBackend)
+        }
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+pub fn all_gpus_factory() -> Arc<dyn BackendFactory> {
+    eprintln!("backend: built without the `cuda` feature; using the CPU backend");
+    Arc::new(CpuBackend)
+}

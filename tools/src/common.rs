@@ -180,7 +180,8 @@ pub fn region_flags(region: &mut arenaprove::arena::RegionConfig) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum BackendChoice {
     Cpu,
-    /// The CUDA backend on GPU 0; the CPU one (said once) where there is none.
+    /// The CUDA backend on every visible GPU (`CUDA_VISIBLE_DEVICES` picks them); the CPU
+    /// one (said once) where there is none.
     Gpu,
 }
 
@@ -189,7 +190,7 @@ pub enum BackendChoice {
 pub fn backend_factory(choice: BackendChoice) -> Arc<dyn BackendFactory> {
     match choice {
         BackendChoice::Cpu => Arc::new(CpuBackend),
-        BackendChoice::Gpu => gpu_factory(0).0,
+        BackendChoice::Gpu => arenaprove_tools::backend::all_gpus_factory(),
     }
 }
 

@@ -211,15 +211,20 @@ impl Engine {
             .build()
             .map_err(|e| EngineError::Config(format!("synthesis pool: {e}")))?;
         let n_synth = config.synth_workers as u32;
+        let n_prove = config.backend.prover_workers().clamp(1, config.slots.max(1));
         let tid_prover = n_synth + 1;
-        let tid_final = n_synth + 2;
+        let tid_final = tid_prover + n_prove as u32;
         let n_final = config.finalize_workers();
 
         let mut threads = Vec::new();
         let sh = shared.clone();
         threads.push(spawn("arenaprove-dispatch", move || dispatcher(sh, dispatch_rx, synth_pool, prove_tx)));
-        let sh = shared.clone();
-        threads.push(spawn("arenaprove-prove", move || prover_loop(sh, prove_rx, fin_tx, tid_prover)));
+        for i in 0..n_prove {
+            let (sh, rx, tx) = (shared.clone(), prove_rx.clone(), fin_tx.clone());
+            let tid = tid_prover + i as u32;
+            threads.push(spawn(&format!("arenaprove-prove-{i}"), move || prover_loop(sh, rx, tx, tid)));
+        }
+        drop((prove_rx, fin_tx));
         for i in 0..n_final {
             let (sh, rx) = (shared.clone(), fin_rx.clone());
             let tid = tid_final + i as u32;
