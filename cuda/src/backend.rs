@@ -130,8 +130,11 @@ pub struct CudaFactory {
     /// the same factory) shares them instead of uploading them again into the arenas,
     /// which free nothing. The `Weak` keeps the `Arc`'s allocation, so its address is
     /// never reused by another parameter set while the entry exists.
-    resident: Mutex<Vec<(Weak<Parameters>, Arc<[ResidentBases]>)>>,
+    resident: Mutex<Vec<(Weak<Parameters>, PerGpuBases)>>,
 }
+
+/// One parameter set's bases on each GPU of a factory, in the factory's order.
+type PerGpuBases = Arc<[ResidentBases]>;
 
 impl std::fmt::Debug for CudaFactory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -291,7 +294,7 @@ impl BackendFactory for CudaFactory {
                         b_g2: gpu.upload_g2_bases(params.b_g2()).map_err(backend_err)?,
                     });
                 }
-                let bases: Arc<[ResidentBases]> = each.into();
+                let bases: PerGpuBases = each.into();
                 resident.push((key, bases.clone()));
                 bases
             }
@@ -335,7 +338,7 @@ pub struct CudaBackend {
     cpu: Prover,
     gpus: Arc<[Slot]>,
     /// The parameter set's bases on each GPU (same order as `gpus`).
-    bases: Arc<[ResidentBases]>,
+    bases: PerGpuBases,
     /// Where the next operation starts looking for a free GPU (round robin).
     next: AtomicUsize,
 }

@@ -194,8 +194,6 @@ pub fn backend_factory(choice: BackendChoice) -> Arc<dyn BackendFactory> {
     }
 }
 
-pub use arenaprove_tools::backend::gpu_factory;
-
 /// Engine limits the CLI uses: slots for overlap, one synthesis worker per spare core, and
 /// the memory limit [`refuse_unless_fits`] checked the plan against.
 pub fn engine(
