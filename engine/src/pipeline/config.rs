@@ -36,7 +36,7 @@ pub struct EngineConfig {
     /// Threads synthesizing partitions in parallel (at most `slots`).
     pub synth_workers: usize,
     /// Threads finalizing partitions side by side (at most `slots`); `None` takes the
-    /// backend's choice ([`BackendFactory::finalize_workers`]; 1 for both backends today).
+    /// backend's choice ([`BackendFactory::finalize_workers`]: 1 for the CPU, one per GPU for CUDA).
     /// On the CPU one is right: its MSMs already use every core. On the GPU a second
     /// could do one partition's host work while another's MSMs hold the device; that is
     /// not yet measured, so it is an opt-in (`peer-gpu-bench --finalize-workers 2`).
