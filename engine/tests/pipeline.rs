@@ -9,7 +9,7 @@ use arenaprove_arena::{RegionConfig, RegionHook, SharedHook};
 use arenaprove_circuits::{shape_of, Shape};
 use arenaprove_engine::groth16::{generate_random_parameters, verify_proof, Parameters, ParamsMemory};
 use arenaprove_engine::pipeline::{
-    generic, AllocMode, CircuitSpec, Engine, EngineConfig, EngineError, Job, PartitionCircuit,
+    generic, AllocMode, CircuitSpec, Engine, EngineConfig, EngineError, Job, JobOutput, PartitionCircuit,
     PartitionError, Scope, ShutdownMode,
 };
 use arenaprove_engine::{BackendFactory, CpuBackend};
@@ -101,27 +101,41 @@ fn engine(alloc: AllocMode, slots: usize) -> (Engine, Arc<Parameters>) {
     (e, params)
 }
 
+/// Submits `jobs` jobs of `parts` "squares" partitions (witness seeds `10 * j + p`) all at
+/// once, waits for each, and checks that every partition proved and verified, by the
+/// engine and again here. The outputs come back, in order, for the caller's own checks.
+fn prove_all_verified(e: &Engine, params: &Parameters, jobs: u64, parts: u64) -> Vec<JobOutput> {
+    let pvk = arenaprove_engine::groth16::prepare_verifying_key(&params.vk);
+    let handles: Vec<_> = (0..jobs)
+        .map(|j| {
+            e.submit(Job::new("squares", (0..parts).map(|p| part(STEPS, 10 * j + p, Mode::Ok)).collect()))
+                .unwrap()
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| {
+            let out = h.wait().unwrap();
+            assert!(out.is_ok(), "{:?}", out.first_error());
+            assert_eq!(out.partitions.len(), parts as usize);
+            for p in out.partitions.iter().map(|p| p.as_ref().unwrap()) {
+                assert!(p.verified);
+                // Independently of the engine's own check.
+                assert!(verify_proof(&pvk, &p.proof, &p.public_inputs).unwrap());
+            }
+            out
+        })
+        .collect()
+}
+
 #[test]
 fn sectors_prove_and_verify_and_memory_comes_back() {
     let (e, params) = engine(AllocMode::Slab, 2);
     let reserved = e.ledger().reserved_bytes;
     assert!(e.ledger().frozen);
-    let pvk = arenaprove_engine::groth16::prepare_verifying_key(&params.vk);
-    let handles: Vec<_> = (0..4u64)
-        .map(|j| {
-            e.submit(Job::new("squares", (0..3).map(|p| part(STEPS, 10 * j + p, Mode::Ok)).collect()))
-                .unwrap()
-        })
-        .collect();
-    for h in handles {
-        let out = h.wait().unwrap();
-        assert!(out.is_ok(), "{:?}", out.first_error());
-        assert_eq!(out.partitions.len(), 3);
+    for out in prove_all_verified(&e, &params, 4, 3) {
         for p in out.partitions.iter().map(|p| p.as_ref().unwrap()) {
-            assert!(p.verified);
             assert_eq!(p.public_inputs.len(), 1);
-            // Independently of the engine's own check.
-            assert!(verify_proof(&pvk, &p.proof, &p.public_inputs).unwrap());
         }
         assert_eq!(out.proof_bytes().unwrap().len(), 3 * 192);
         let names: Vec<&str> = out.spans.iter().map(|s| s.name).collect();
@@ -370,21 +384,8 @@ fn two_finalizers_prove_and_verify_and_stay_within_the_slots() {
         }
     }
     let e = Engine::new(cfg(3, Some(2)), vec![spec()]).unwrap();
-    let pvk = arenaprove_engine::groth16::prepare_verifying_key(&params.vk);
-    let handles: Vec<_> = (0..3u64)
-        .map(|j| {
-            e.submit(Job::new("squares", (0..4).map(|p| part(STEPS, 10 * j + p, Mode::Ok)).collect()))
-                .unwrap()
-        })
-        .collect();
     // Thread ids: dispatcher 0, the synthesis worker 1, the prover 2, finalizers 3 and 4.
-    for h in handles {
-        let out = h.wait().unwrap();
-        assert!(out.is_ok(), "{:?}", out.first_error());
-        for p in out.partitions.iter().map(|p| p.as_ref().unwrap()) {
-            assert!(p.verified);
-            assert!(verify_proof(&pvk, &p.proof, &p.public_inputs).unwrap());
-        }
+    for out in prove_all_verified(&e, &params, 3, 4) {
         let fin: Vec<u32> = out.spans.iter().filter(|s| s.name == "finalize").map(|s| s.thread).collect();
         assert_eq!(fin.len(), 4);
         assert!(fin.iter().all(|t| *t == 3 || *t == 4), "finalize ran on threads {fin:?}");
@@ -421,22 +422,9 @@ fn a_factory_with_two_devices_gets_two_prover_threads() {
     let spec = CircuitSpec { kind: "squares".into(), shape, params: params.clone() };
     let cfg = EngineConfig { backend: Arc::new(TwoProvers), ..config(AllocMode::Slab, 3) };
     let e = Engine::new(cfg, vec![spec]).unwrap();
-    let pvk = arenaprove_engine::groth16::prepare_verifying_key(&params.vk);
-    let handles: Vec<_> = (0..3u64)
-        .map(|j| {
-            e.submit(Job::new("squares", (0..4).map(|p| part(STEPS, 20 * j + p, Mode::Ok)).collect()))
-                .unwrap()
-        })
-        .collect();
     // Thread ids: dispatcher 0, the synthesis worker 1, provers 2 and 3, the finalizer 4.
     let mut provers = std::collections::BTreeSet::new();
-    for h in handles {
-        let out = h.wait().unwrap();
-        assert!(out.is_ok(), "{:?}", out.first_error());
-        for p in out.partitions.iter().map(|p| p.as_ref().unwrap()) {
-            assert!(p.verified);
-            assert!(verify_proof(&pvk, &p.proof, &p.public_inputs).unwrap());
-        }
+    for out in prove_all_verified(&e, &params, 3, 4) {
         provers.extend(out.spans.iter().filter(|s| s.name == "prove_start").map(|s| s.thread));
         let fin: Vec<u32> = out.spans.iter().filter(|s| s.name == "finalize").map(|s| s.thread).collect();
         assert!(fin.iter().all(|t| *t == 4), "finalize ran on threads {fin:?}");
