@@ -337,7 +337,7 @@ impl Gpu {
         scalars: &[[u8; SCALAR_BYTES]],
     ) -> Result<G1Projective> {
         let (sums, c) = self.msm_resident::<_, blst_p1>(Curve::G1, bases, scalars)?;
-        Ok(combine_g1(&sums, c))
+        Ok(combine(&sums, c))
     }
 
     /// `sum scalars[i] * bases[i]` in G1, copying the bases in for this call.
@@ -347,7 +347,7 @@ impl Gpu {
         scalars: &[[u8; SCALAR_BYTES]],
     ) -> Result<G1Projective> {
         let (sums, c) = self.msm_copied::<_, blst_p1>(Curve::G1, bases, scalars)?;
-        Ok(combine_g1(&sums, c))
+        Ok(combine(&sums, c))
     }
 
     /// `sum scalars[i] * bases[i]` in G2 with resident bases.
@@ -357,7 +357,7 @@ impl Gpu {
         scalars: &[[u8; SCALAR_BYTES]],
     ) -> Result<G2Projective> {
         let (sums, c) = self.msm_resident::<_, blst_p2>(Curve::G2, bases, scalars)?;
-        Ok(combine_g2(&sums, c))
+        Ok(combine(&sums, c))
     }
 
     /// `sum scalars[i] * bases[i]` in G2, copying the bases in for this call.
@@ -367,7 +367,7 @@ impl Gpu {
         scalars: &[[u8; SCALAR_BYTES]],
     ) -> Result<G2Projective> {
         let (sums, c) = self.msm_copied::<_, blst_p2>(Curve::G2, bases, scalars)?;
-        Ok(combine_g2(&sums, c))
+        Ok(combine(&sums, c))
     }
 
     /// The device pipeline; returns the window sums (lowest window first) followed by the
@@ -560,37 +560,23 @@ impl Gpu {
 }
 
 /// `sum_w 2^(c w) S_w` by Horner from the top window, plus the sum of the ones: `sums`
-/// as [`Gpu::msm_run`] returns them (the windows, then the ones' sum).
-pub(crate) fn combine_g1(sums: &[blst_p1], c: u32) -> G1Projective {
+/// as [`Gpu::msm_run`] returns them (the windows, then the ones' sum), `J` blst's Jacobian
+/// point of the group `G` (`blst_p1` for G1, `blst_p2` for G2).
+pub(crate) fn combine<G: Group + AsMut<J>, J: Copy>(sums: &[J], c: u32) -> G {
+    let point = |j: &J| {
+        let mut pt = G::identity();
+        *pt.as_mut() = *j;
+        pt
+    };
     let (ones, windows) = sums.split_last().expect("msm_run returns the ones' sum last");
-    let mut acc = G1Projective::identity();
+    let mut acc = G::identity();
     for w in windows.iter().rev() {
         for _ in 0..c {
             acc = acc.double();
         }
-        let mut pt = G1Projective::identity();
-        *pt.as_mut() = *w;
-        acc += pt;
+        acc += point(w);
     }
-    let mut pt = G1Projective::identity();
-    *pt.as_mut() = *ones;
-    acc + pt
-}
-
-fn combine_g2(sums: &[blst_p2], c: u32) -> G2Projective {
-    let (ones, windows) = sums.split_last().expect("msm_run returns the ones' sum last");
-    let mut acc = G2Projective::identity();
-    for w in windows.iter().rev() {
-        for _ in 0..c {
-            acc = acc.double();
-        }
-        let mut pt = G2Projective::identity();
-        *pt.as_mut() = *w;
-        acc += pt;
-    }
-    let mut pt = G2Projective::identity();
-    *pt.as_mut() = *ones;
-    acc + pt
+    acc + point(ones)
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use crate::arena::{Bump, DevSpan, SPAN_ALIGN_BYTES};
 use crate::device::Arg;
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
-use crate::msm::{combine_g1, Curve, G1Bases, Scalars};
+use crate::msm::{combine, Curve, G1Bases, Scalars};
 
 /// Largest supported domain, log2: twiddles for 2^28 take 4 GiB of device memory, and the
 /// kernels index with 32-bit in-block offsets and 64-bit global ones.
@@ -439,7 +439,7 @@ impl Gpu {
         arena.note_scratch(&bump);
         arena.note_scratch(&msm_bump);
         let (sums, c) = r?;
-        Ok(combine_g1(&sums, c))
+        Ok(combine(&sums, c))
     }
 
     /// Device time of one forward NTT of `2^log_n` scalars already on the device, in

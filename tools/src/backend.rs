@@ -1,5 +1,5 @@
-//! The GPU backend's factory for the CLI and the daemon: the CUDA backend on a named GPU,
-//! or the CPU backend (said once on stderr) where the binary or the host has none.
+//! The GPU backend's factory for the CLI and the daemon: the CUDA backend on a named GPU
+//! or on every visible one, or the CPU backend (said once on stderr) where the binary or the host has none.
 
 use std::sync::Arc;
 
@@ -20,19 +20,14 @@ pub struct GpuInfo {
 /// on a binary built without the `cuda` feature or a host without that GPU.
 #[cfg(feature = "cuda")]
 pub fn gpu_factory(ordinal: u32) -> (Arc<dyn BackendFactory>, Option<GpuInfo>) {
-    match arenaprove::cuda::CudaFactory::open(ordinal as usize) {
-        Ok(f) => {
-            eprintln!("backend: GPU, {}", f.describe());
-            let f = Arc::new(f);
+    match opened(arenaprove::cuda::CudaFactory::open(ordinal as usize), &format!("GPU {ordinal}")) {
+        Some(f) => {
             let weak = Arc::downgrade(&f);
             let mem = move || weak.upgrade().and_then(|f| f.mem_info()).map(|(a, b)| (a as u64, b as u64));
             let info = GpuInfo { ordinal, name: f.name(), mem: Arc::new(mem) };
             (f, Some(info))
         }
-        Err(e) => {
-            eprintln!("backend: no GPU {ordinal} ({e}); using the CPU backend");
-            (Arc::new(CpuBackend), None)
-        }
+        None => (Arc::new(CpuBackend), None),
     }
 }
 
@@ -46,15 +41,9 @@ pub fn gpu_factory(ordinal: u32) -> (Arc<dyn BackendFactory>, Option<GpuInfo>) {
 /// the CPU backend, said once on stderr, where there is none.
 #[cfg(feature = "cuda")]
 pub fn all_gpus_factory() -> Arc<dyn BackendFactory> {
-    match arenaprove::cuda::CudaFactory::open_all() {
-        Ok(f) => {
-            eprintln!("backend: GPU, {}", f.describe());
-            Arc::new(f)
-        }
-        Err(e) => {
-            eprintln!("backend: no GPU ({e}); using the CPU backend");
-            Arc::new(CpuBackend)
-        }
+    match opened(arenaprove::cuda::CudaFactory::open_all(), "GPU") {
+        Some(f) => f,
+        None => Arc::new(CpuBackend),
     }
 }
 
@@ -62,4 +51,22 @@ pub fn all_gpus_factory() -> Arc<dyn BackendFactory> {
 pub fn all_gpus_factory() -> Arc<dyn BackendFactory> {
     eprintln!("backend: built without the `cuda` feature; using the CPU backend");
     Arc::new(CpuBackend)
+}
+
+/// The opened factory, said on stderr; or `None` after saying why `what` is not used.
+#[cfg(feature = "cuda")]
+fn opened(
+    r: Result<arenaprove::cuda::CudaFactory, arenaprove::cuda::CudaError>,
+    what: &str,
+) -> Option<Arc<arenaprove::cuda::CudaFactory>> {
+    match r {
+        Ok(f) => {
+            eprintln!("backend: GPU, {}", f.describe());
+            Some(Arc::new(f))
+        }
+        Err(e) => {
+            eprintln!("backend: no {what} ({e}); using the CPU backend");
+            None
+        }
+    }
 }

@@ -36,10 +36,9 @@ pub struct EngineConfig {
     /// Threads synthesizing partitions in parallel (at most `slots`).
     pub synth_workers: usize,
     /// Threads finalizing partitions side by side (at most `slots`); `None` takes the
-    /// backend's choice ([`BackendFactory::finalize_workers`]: 1 for the CPU, one per GPU for CUDA).
-    /// On the CPU one is right: its MSMs already use every core. On the GPU a second
-    /// could do one partition's host work while another's MSMs hold the device; that is
-    /// not yet measured, so it is an opt-in (`peer-gpu-bench --finalize-workers 2`).
+    /// backend's choice ([`BackendFactory::finalize_workers`]): one on the CPU, whose MSMs
+    /// already use every core; one per GPU on CUDA (a second on one GPU only queued on the
+    /// device, BENCHMARKS.md).
     pub finalize_workers: Option<usize>,
     /// Jobs accepted but not yet dispatched; `submit` blocks (backpressure) beyond this.
     pub job_queue_max: usize,

@@ -18,8 +18,8 @@ use super::reserve::{Held, Kind, SlotMemory};
 use super::timeline::{Level, Timeline, Who};
 use crate::groth16::{Groth16Error, ProveStart};
 
-/// Thread ids in timelines: 0 dispatcher, 1..=n synthesis workers, then the prover, then
-/// one per finalizer.
+/// Thread ids in timelines: 0 dispatcher, 1..=n synthesis workers, then one per prover,
+/// then one per finalizer.
 pub(super) const TID_DISPATCH: u32 = 0;
 
 pub(super) struct Shared {
