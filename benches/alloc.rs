@@ -1,4 +1,4 @@
-//! Criterion bench of the allocation strategies (issue 2): one acquire / write / release
+//! Criterion bench of the allocation strategies: one acquire / write / release
 //! cycle of a partition-shaped working set per iteration; the workload is shared with
 //! `arenaprove bench-alloc` (see `arenaprove::benchkit::alloc`).
 //!

@@ -1,4 +1,4 @@
-//! Criterion bench of one Groth16 proof (issue 4): ours (native synthesis + CPU prover) and,
+//! Criterion bench of one Groth16 proof: ours (native synthesis + CPU prover) and,
 //! with `--features peer`, bellperson 0.27's `create_random_proof` on the same parameters.
 //! The workload is shared with `arenaprove bench-prove` (`arenaprove::benchkit::prove`).
 //!

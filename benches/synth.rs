@@ -1,4 +1,4 @@
-//! Criterion bench of synthesis (issue 3): the heap baseline (bellperson 0.27's
+//! Criterion bench of synthesis: the heap baseline (bellperson 0.27's
 //! ProvingAssignment, mirrored), ArenaAssignment through bellpepper-core, and the native
 //! gadgets into ArenaAssignment; the workload is shared with `arenaprove bench-synth`
 //! (see `arenaprove::benchkit::synth`), which also prints allocations and ratios.

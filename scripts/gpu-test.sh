@@ -4,9 +4,14 @@
 # the command to run on the GPU machine (which has a driver but no Rust).
 #
 #   bash scripts/gpu-test.sh [DEST]     # DEST defaults to target-gpu (ignored by /target-*)
+#
+# The run command sets ARENAPROVE_REQUIRE_GPU (default 1: the GPUs the host must have), so
+# on the GPU machine a test that cannot open its GPU fails instead of printing SKIP; use
+# ARENAPROVE_REQUIRE_GPU=2 on a two-GPU host to require the two-GPU test too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest="${1:-target-gpu}"
+export ARENAPROVE_REQUIRE_GPU="${ARENAPROVE_REQUIRE_GPU:-1}"
 bash scripts/install-nvcc.sh >/dev/null
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 feat=(-p arenaprove-cuda --features kernels --release)
@@ -32,5 +37,5 @@ ls -la "$dest"
 cat <<MSG
 
 Run on the GPU machine (device tool: carry ["$dest"], results under \$OUT):
-  set -o pipefail; for t in $dest/test-*; do \$t --test-threads=1 --nocapture 2>&1 | tee -a \$OUT/tests.log || exit 1; done; $dest/kernel_bench 2>&1 | tee \$OUT/bench.log
+  set -o pipefail; export ARENAPROVE_REQUIRE_GPU=$ARENAPROVE_REQUIRE_GPU; for t in $dest/test-*; do \$t --test-threads=1 --nocapture 2>&1 | tee -a \$OUT/tests.log || exit 1; done; $dest/kernel_bench 2>&1 | tee \$OUT/bench.log
 MSG

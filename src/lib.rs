@@ -6,8 +6,14 @@
 //!   `ConstraintSystem`), native gadgets and the test circuits;
 //! * [`engine`]: Groth16 params, prover and verifier, and the long-lived pipeline.
 //!
-//! [`benchkit`] holds the workloads shared by the criterion benches and the
-//! `arenaprove bench-*` commands, so both measure exactly the same code.
+//! Errors are typed: the engine returns [`engine::pipeline::EngineError`] (and, per
+//! partition of a job, [`engine::pipeline::PartitionError`]), which keep the
+//! [`engine::Groth16Error`] beneath them, and through it the [`arena::ArenaError`], as
+//! their `source`.
+//!
+//! `benchkit` (feature `benchkit`, off by default) holds the workloads shared by the
+//! criterion benches and the `arenaprove-bench` commands, so both measure exactly the same
+//! code. It is not part of the embedding API.
 #![forbid(unsafe_code)]
 
 pub use arenaprove_arena as arena;
@@ -21,4 +27,17 @@ pub use arenaprove_filecoin as filecoin;
 #[cfg(feature = "cuda")]
 pub use arenaprove_cuda as cuda;
 
+#[cfg(feature = "benchkit")]
 pub mod benchkit;
+
+#[cfg(test)]
+mod tests {
+    /// Linking the facade installs no counting global allocator (only the bench and test
+    /// binaries that ask for one have it): nothing counts this thread's allocations.
+    #[test]
+    fn the_facade_installs_no_counting_allocator() {
+        let (b, counted) = crate::arena::CountingAlloc::measure_thread(|| Box::new([7u8; 64]));
+        assert_eq!(b[0], 7);
+        assert_eq!(counted.allocs, 0, "a counting global allocator is installed");
+    }
+}

@@ -1,4 +1,4 @@
-//! Issue 12: proofs made from precompiled synthesis on the engine verify, and with the same
+//! Precompiled synthesis: proofs made from it on the engine verify, and with the same
 //! randomness they are byte-identical to the proofs of the generic (bellpepper-trait) path.
 //! A partition whose circuit does not match the recording fails alone, with a named error.
 use std::sync::Arc;

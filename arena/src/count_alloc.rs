@@ -3,8 +3,13 @@
 //! It wraps [`std::alloc::System`] and counts allocations, deallocations, reallocations
 //! and bytes, process-wide (atomics) and per thread (const-initialised thread-locals: no
 //! allocation, no destructor, so they are safe to touch from inside the allocator).
-//! Install it in a test or bench binary (or, in a binary whose other commands should not
-//! pay for it, as [`CountingAlloc::disarmed`], armed by the commands that count):
+//!
+//! Which process counts is decided per binary, at build time, by the one
+//! `#[global_allocator]` static a binary may have: this crate installs nothing itself, so a
+//! library that depends on it (the `arenaprove` facade, and so an embedder) never gets it.
+//! Install it in a test or bench binary only; in this workspace those are test targets,
+//! the criterion benches and `arenaprove-bench` (the `bench-*` commands), never
+//! `arenaprove` itself (`prove`, `soak`, `serve`):
 //!
 //! ```ignore
 //! use arenaprove_arena::count_alloc::CountingAlloc;
@@ -25,7 +30,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Counters of a [`CountingAlloc`] (or of one thread), at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,9 +79,6 @@ pub struct CountingAlloc {
     bytes_freed: AtomicU64,
     live_bytes: AtomicU64,
     live_bytes_peak: AtomicU64,
-    /// Counting on: a disarmed allocator is `System` plus one relaxed load per call (how
-    /// the `arenaprove` binary installs it: only the commands that count arm it).
-    armed: AtomicBool,
 }
 
 thread_local! {
@@ -97,31 +99,9 @@ fn thread_add(f: impl FnOnce(&mut AllocSnapshot)) {
 }
 
 impl CountingAlloc {
-    /// Counting from the first call (tests and benches).
+    /// Counting from the first call.
     pub const fn new() -> Self {
-        Self::with_armed(true)
-    }
-
-    /// Installed but not counting until [`CountingAlloc::arm`]: a binary whose other
-    /// commands should not pay for counting.
-    pub const fn disarmed() -> Self {
-        Self::with_armed(false)
-    }
-
-    /// Starts counting (one-way). Frees of memory allocated before are counted as frees;
-    /// `live_bytes` saturates at 0 rather than going negative.
-    pub fn arm(&self) {
-        self.armed.store(true, Ordering::Relaxed);
-    }
-
-    #[inline]
-    fn is_armed(&self) -> bool {
-        self.armed.load(Ordering::Relaxed)
-    }
-
-    const fn with_armed(armed: bool) -> Self {
         CountingAlloc {
-            armed: AtomicBool::new(armed),
             allocs: AtomicU64::new(0),
             deallocs: AtomicU64::new(0),
             reallocs: AtomicU64::new(0),
@@ -172,7 +152,8 @@ impl CountingAlloc {
         (r, Self::thread_snapshot().since(&before))
     }
 
-    /// `live_bytes -= bytes`, saturating (memory from before [`CountingAlloc::arm`]).
+    /// `live_bytes -= bytes`, saturating (a block freed here that was not counted in: one
+    /// allocated through another `CountingAlloc` value, as the unit tests do).
     fn live_sub(&self, bytes: u64) {
         let _ = self
             .live_bytes
@@ -235,7 +216,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract (non-zero size).
         let p = unsafe { System.alloc(layout) };
-        if !p.is_null() && self.is_armed() {
+        if !p.is_null() {
             self.on_alloc(layout.size());
         }
         p
@@ -244,7 +225,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as for `alloc`.
         let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() && self.is_armed() {
+        if !p.is_null() {
             self.on_alloc(layout.size());
         }
         p
@@ -254,16 +235,14 @@ unsafe impl GlobalAlloc for CountingAlloc {
         // SAFETY: the caller passes a block this allocator (i.e. System) handed out, with
         // its layout.
         unsafe { System.dealloc(ptr, layout) };
-        if self.is_armed() {
-            self.on_dealloc(layout.size());
-        }
+        self.on_dealloc(layout.size());
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: the caller upholds `GlobalAlloc::realloc`'s contract; the block came from
         // System through this wrapper.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() && self.is_armed() {
+        if !p.is_null() {
             self.on_realloc(layout.size(), new_size);
         }
         p
@@ -307,23 +286,5 @@ mod tests {
         assert_eq!(s.bytes_freed, 64 + 128);
         assert_eq!(c.live_bytes(), 0);
         assert_eq!(c.live_bytes_peak(), 128);
-    }
-
-    #[test]
-    fn disarmed_counts_nothing_until_armed() {
-        let c = CountingAlloc::disarmed();
-        let layout = Layout::from_size_align(64, 8).unwrap();
-        // SAFETY: non-zero size; each block is freed with its layout.
-        unsafe {
-            let early = c.alloc(layout);
-            assert_eq!(c.snapshot(), AllocSnapshot::default(), "disarmed: nothing counted");
-            c.arm();
-            let p = c.alloc(layout);
-            c.dealloc(p, layout);
-            c.dealloc(early, layout); // allocated before arming: live bytes saturate at 0
-        }
-        let s = c.snapshot();
-        assert_eq!((s.allocs, s.deallocs), (1, 2));
-        assert_eq!(c.live_bytes(), 0);
     }
 }

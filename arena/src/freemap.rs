@@ -13,7 +13,7 @@
 //! and far fewer on huge-page-backed memory). With the bits here, a handback writes one word in the
 //! pool's own region (after the last slab: pre-faulted, huge-page backed) and the ledger's
 //! counters, and the per-slab handback p99 fell from up to 131 µs to 0.5-4 µs
-//! (BENCHMARKS.md, issue 5).
+//! (BENCHMARKS.md, "Handback stalls found and removed").
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,4 +1,4 @@
-//! Done-when of issue 3: for every test circuit (and bellpepper's own SHA-256 gadget), the
+//! For every test circuit (and bellpepper's own SHA-256 gadget), the
 //! arena assignment is satisfied row by row and equals the heap baseline exactly: a, b, c,
 //! input and aux assignments and the three density bitmaps. Both arena paths are checked:
 //! through the bellpepper-core trait and (where the circuit has one) the native path.

@@ -1,4 +1,4 @@
-//! Precompiled constraints (issue 12): synthesis through recorded matrices is byte-identical
+//! Precompiled constraints: synthesis through recorded matrices is byte-identical
 //! to `ArenaAssignment`'s (a, b, c, inputs, aux, densities) for every test circuit, on both
 //! the bellpepper-core and the native path and for several witnesses of one recording; the
 //! file round-trips through a read-only map; a file of another circuit, of another shape,

@@ -8,7 +8,11 @@
 //! G2 sizes above 2^22 reuse the 2^22 bases four times over (inputs take long to make on
 //! the CPU) and have no CPU baseline.
 //!
-//! Exits 0 with a printed reason when there is no GPU.
+//! Exits 0 with a printed reason when there is no GPU, and fails instead under
+//! `ARENAPROVE_REQUIRE_GPU=1` (the GPU tests' rule, tests/common).
+
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 use std::time::Instant;
 
@@ -130,13 +134,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let msm_logs = list(&args, "--msm", if quick { &[16] } else { &[20, 22, 24] });
     let g2_logs = list(&args, "--g2", if quick { &[14] } else { &[20, 22, 24] });
     let h2d_mib = list(&args, "--h2d-mib", &[if quick { 64 } else { 1024 }])[0] as usize;
-    let mut g = match Gpu::open(0) {
-        Ok(g) => g,
-        Err(e) => {
-            println!("SKIP kernel_bench: {e}");
-            return Ok(());
-        }
-    };
+    // The GPU tests' skip rule: no GPU here skips, unless ARENAPROVE_REQUIRE_GPU says
+    // there must be one; any other error fails.
+    let Some(mut g) = common::opened_or_skip(Gpu::open(0)) else { return Ok(()) };
     let max_log = ntt_logs.iter().copied().max().unwrap_or(1);
     let (free, total) = g.mem_info()?;
     println!(

@@ -25,6 +25,43 @@ pub struct DevSpan {
     pub len_bytes: usize,
 }
 
+impl DevSpan {
+    /// The span's start, as a kernel's pointer argument.
+    pub(crate) fn dev_ptr(&self) -> DevPtr {
+        DevPtr(self.ptr)
+    }
+
+    /// The address `offset_bytes` into the span (`offset_bytes < len_bytes`).
+    pub(crate) fn at(&self, offset_bytes: usize) -> DevPtr {
+        assert!(
+            offset_bytes < self.len_bytes,
+            "offset {offset_bytes} inside a span of {} bytes",
+            self.len_bytes
+        );
+        DevPtr(self.ptr + offset_bytes as u64)
+    }
+}
+
+/// A device address passed to a kernel's pointer parameter (`T*` in the .cu source). Made
+/// only from a [`DevSpan`] of an arena (or [`DevPtr::NULL`]), so a kernel argument cannot
+/// be a count or a host address by mistake: the typed launch wrappers (`kernels.rs`) take
+/// `DevPtr` where the kernel takes a pointer, `usize` for `size_t`, `u32` for `uint32_t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub(crate) struct DevPtr(sys::CUdeviceptr);
+
+const _: () = assert!(std::mem::size_of::<DevPtr>() == 8, "a device pointer parameter is 8 bytes");
+
+impl DevPtr {
+    /// `nullptr`, for a kernel that reads "absent" from it.
+    pub const NULL: DevPtr = DevPtr(0);
+
+    /// The raw address, for the driver's copy calls.
+    pub fn addr(self) -> sys::CUdeviceptr {
+        self.0
+    }
+}
+
 /// Sizes of the arena, for the memory plan and for tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ArenaStats {
@@ -44,6 +81,9 @@ pub struct DeviceArena {
     persistent_bytes: usize,
     scratch_high_bytes: usize,
     id: u64,
+    /// Counts scratch layouts ([`DeviceArena::scratch`]), so a handle into the scratch
+    /// ([`crate::DeviceH`]) is refused once a later operation may have overwritten it.
+    scratch_epoch: std::cell::Cell<u64>,
 }
 
 impl std::fmt::Debug for DeviceArena {
@@ -68,6 +108,7 @@ impl DeviceArena {
             reserved_bytes,
             persistent_bytes: 0,
             scratch_high_bytes: 0,
+            scratch_epoch: std::cell::Cell::new(0),
             id: NEXT_ARENA_ID.fetch_add(1, Ordering::Relaxed),
         })
     }
@@ -93,8 +134,15 @@ impl DeviceArena {
         Ok(span)
     }
 
-    /// A bump allocator over the scratch part; call [`DeviceArena::note_scratch`] after.
+    /// The current scratch epoch: how many scratch layouts have been handed out.
+    pub(crate) fn scratch_epoch(&self) -> u64 {
+        self.scratch_epoch.get()
+    }
+
+    /// A bump allocator over the scratch part (a new scratch epoch); call
+    /// [`DeviceArena::note_scratch`] after.
     pub(crate) fn scratch(&self) -> Bump {
+        self.scratch_epoch.set(self.scratch_epoch.get() + 1);
         Bump {
             base: self.base,
             cursor_bytes: self.persistent_bytes,

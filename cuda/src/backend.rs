@@ -1,17 +1,17 @@
-//! [`CudaBackend`]: the engine's [`Backend`] on one GPU, and [`CudaFactory`], the
-//! [`BackendFactory`] an engine is configured with (`EngineConfig::backend`).
+//! [`CudaOps`]: the GPU's device operations for the engine's one Groth16 prover
+//! ([`CudaBackend`] = `Prover<CudaOps>`), and [`CudaFactory`], the [`BackendFactory`] an
+//! engine is configured with (`EngineConfig::backend`).
 //!
-//! The two stages are the CPU prover's (engine/src/groth16/prover.rs), step for step, with
-//! the heavy steps on the device, so proofs are byte-identical for the same r and s:
+//! The prover (in the engine) owns the algorithm, its spans and its timings; these are only
+//! the heavy steps on the device, so proofs are byte-identical to the CPU's for the same r
+//! and s:
 //!
-//! * `prove_start`: a, b, c go to the device (from pinned regions: the factory's
+//! * `h_quotient`: a, b, c go to the device (from pinned regions: the factory's
 //!   [`CudaRegionHook`] registered them at engine start), the h pipeline runs there, h's
-//!   canonical bytes stay there for the h MSM over the resident h bases; then a, b, c are
-//!   handed back (`release_abc`).
-//! * `finalize`: L's scalars and the A and B split vectors are built on the CPU in slabs
-//!   leased from [`ProverMemory::scalars`] exactly as the CPU prover builds them (density
-//!   filtering stays on the CPU), the L, A, B_G1 and B_G2 MSMs run on the device over
-//!   resident bases, and the proof is combined by the same formula.
+//!   canonical bytes stay there; `msm_h` runs the h MSM over the resident h bases without
+//!   h leaving the device (the GPU stays held between the two calls).
+//! * `msm_g1` / `msm_g2`: the L, A, B_G1 and B_G2 MSMs over resident bases, on scalars the
+//!   prover built on the CPU (density filtering stays there).
 //!
 //! What it owns: the factory opens the device once, reserves its [`DeviceArena`] once at
 //! the first `build` (sized by [`DevicePlan`] for every shape the engine planned), computes
@@ -30,15 +30,13 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use arenaprove_arena::{SharedHook, SlabVec};
-use arenaprove_circuits::ProverWitness;
-use arenaprove_engine::deps::blstrs::{G1Projective, Scalar};
-use arenaprove_engine::deps::group::prime::PrimeCurveAffine;
-use arenaprove_engine::groth16::prover::{append_dense, combine_proof, MsmSums};
+use arenaprove_arena::SharedHook;
+use arenaprove_engine::deps::blstrs::{G1Projective, G2Projective, Scalar};
+use arenaprove_engine::groth16::domain::Domain;
 use arenaprove_engine::groth16::{
-    Groth16Error, Parameters, Proof, ProofShape, ProveStart, Prover, ProverMemory, StageTimings,
+    G1Query, G2Query, Groth16Error, Parameters, ProofShape, Prover, ProverMemory, ProverOps, ScalarBytes,
 };
 use arenaprove_engine::pipeline::{PlanTerm, Scope};
 use arenaprove_engine::{Backend, BackendFactory};
@@ -46,15 +44,12 @@ use arenaprove_engine::{Backend, BackendFactory};
 use crate::arena::ArenaStats;
 use crate::error::CudaError;
 use crate::gpu::Gpu;
-use crate::msm::{G1Bases, G2Bases, SCALAR_BYTES};
+use crate::msm::{G1Bases, G2Bases};
+use crate::ntt::DeviceH;
 use crate::pinned::CudaRegionHook;
 use crate::plan::DevicePlan;
 
-type ScalarBytes = [u8; SCALAR_BYTES];
 type Result<T, E = Groth16Error> = std::result::Result<T, E>;
-
-/// How long a lease waits for a scalar slab (as the CPU prover).
-const LEASE_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn backend_err(e: CudaError) -> Groth16Error {
     Groth16Error::Backend { backend: "cuda", source: Box::new(e) }
@@ -282,7 +277,6 @@ impl BackendFactory for CudaFactory {
     }
 
     fn build(&self, params: Arc<Parameters>, memory: ProverMemory) -> Result<Arc<dyn Backend>> {
-        let cpu = Prover::with_memory(params.clone(), memory)?;
         let shape = ProofShape::of_params(&params);
         let mut resident = self.resident.lock().unwrap_or_else(|e| e.into_inner());
         let key = Arc::downgrade(&params);
@@ -307,7 +301,8 @@ impl BackendFactory for CudaFactory {
             }
         };
         drop(resident);
-        Ok(Arc::new(CudaBackend { cpu, gpus: self.gpus.clone(), bases, next: AtomicUsize::new(0) }))
+        let ops = CudaOps { gpus: self.gpus.clone(), bases, next: AtomicUsize::new(0) };
+        Ok(Arc::new(Prover::from_ops(params, memory, ops)?))
     }
 }
 
@@ -339,10 +334,8 @@ struct ResidentBases {
     b_g2: G2Bases,
 }
 
-/// The GPU [`Backend`] for one parameter set (see the module docs).
-pub struct CudaBackend {
-    /// The CPU prover over the same params and memory: its witness checks and memory.
-    cpu: Prover,
+/// The GPU's device operations for one parameter set (see the module docs).
+pub struct CudaOps {
     gpus: Arc<[Slot]>,
     /// The parameter set's bases on each GPU (same order as `gpus`).
     bases: PerGpuBases,
@@ -350,122 +343,95 @@ pub struct CudaBackend {
     next: AtomicUsize,
 }
 
-impl std::fmt::Debug for CudaBackend {
+/// The GPU backend for one parameter set: the engine's prover on [`CudaOps`].
+pub type CudaBackend = Prover<CudaOps>;
+
+impl std::fmt::Debug for CudaOps {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CudaBackend")
-            .field("params", self.cpu.params())
+        f.debug_struct("CudaOps")
             .field("gpus", &self.gpus.iter().map(|s| s.ordinal).collect::<Vec<_>>())
             .finish()
     }
 }
 
-/// Runs `f`, adding its wall time to `slot`.
-fn timed<T>(slot: &mut Duration, f: impl FnOnce() -> T) -> T {
-    let t0 = Instant::now();
-    let out = f();
-    *slot += t0.elapsed();
-    out
+/// h left on one GPU's scratch between `h_quotient` and `msm_h`, with that GPU held.
+pub struct GpuQuotient<'a> {
+    gpu: MutexGuard<'a, Gpu>,
+    /// Which GPU of the factory (for its copy of the bases).
+    index: usize,
+    h: DeviceH,
 }
 
-impl CudaBackend {
-    fn lease(&self, count: usize) -> Result<SlabVec<ScalarBytes>> {
-        let bytes = (count * SCALAR_BYTES).max(1);
-        Ok(SlabVec::new(self.cpu.memory().scalars.lease(bytes, LEASE_TIMEOUT)?))
+impl CudaOps {
+    /// The first free GPU from a rotating start; when all are busy, waits for the one at
+    /// the start. Returns its index and the held device.
+    fn take_gpu(&self) -> (usize, MutexGuard<'_, Gpu>) {
+        let n = self.gpus.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        (0..n)
+            .map(|k| (start + k) % n)
+            .find_map(|i| try_lock(&self.gpus[i].gpu).map(|g| (i, g)))
+            .unwrap_or_else(|| (start, lock(&self.gpus[start].gpu)))
     }
 
-    /// Runs `f` on a GPU (one lock hold) with that GPU's copy of the bases, and adds the
-    /// device time it measured to `device`. The first free GPU from a rotating start; when
-    /// all are busy, waits for the one at the start.
+    /// Runs `f` on a free GPU (one lock hold) with that GPU's copy of the bases, and adds
+    /// the device time it measured to `device`.
     fn on_gpu<T>(
         &self,
         device: &mut Duration,
         f: impl FnOnce(&mut Gpu, &ResidentBases) -> std::result::Result<T, CudaError>,
     ) -> Result<T> {
-        let n = self.gpus.len();
-        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
-        let (i, mut gpu) = (0..n)
-            .map(|k| (start + k) % n)
-            .find_map(|i| try_lock(&self.gpus[i].gpu).map(|g| (i, g)))
-            .unwrap_or_else(|| (start, lock(&self.gpus[start].gpu)));
+        let (i, mut gpu) = self.take_gpu();
         let out = f(&mut gpu, &self.bases[i]).map_err(backend_err)?;
         *device += gpu.last_device_time();
         Ok(out)
     }
 }
 
-impl Backend for CudaBackend {
+impl ProverOps for CudaOps {
+    type Quotient<'a> = GpuQuotient<'a>;
+
     fn name(&self) -> &'static str {
         "cuda"
     }
 
-    fn params(&self) -> &Arc<Parameters> {
-        self.cpu.params()
+    fn h_quotient<'a>(
+        &'a self,
+        _domain: &Domain,
+        a: &'a mut [Scalar],
+        b: &'a mut [Scalar],
+        c: &'a mut [Scalar],
+        device: &mut Duration,
+    ) -> Result<GpuQuotient<'a>> {
+        // The kernels use the domain of a's length (the prover padded a, b, c to it).
+        let (index, mut gpu) = self.take_gpu();
+        let h = gpu.h_quotient_resident(a, b, c).map_err(backend_err)?;
+        *device += gpu.last_device_time();
+        Ok(GpuQuotient { gpu, index, h })
     }
 
-    fn prove_start(&self, w: &mut dyn ProverWitness) -> Result<ProveStart> {
-        let domain = self.cpu.check_witness(w)?;
-        let mut t = StageTimings::default();
-        let h = {
-            let _span = arenaprove_engine::deps::tracing::info_span!("ntt_h").entered();
-            // The padding to the domain, the h pipeline and the h MSM in one device call (h
-            // never leaves the device): its time is ntt_h; msm_h stays zero.
-            let t_pad = Instant::now();
-            let [a, b, c] = w.abc_padded_mut(domain.size)?;
-            t.ntt_h += t_pad.elapsed();
-            let device = &mut t.device.ntt_h;
-            timed(&mut t.ntt_h, || self.on_gpu(device, |g, bases| g.h_msm_resident(a, b, c, &bases.h)))?
-        };
-        w.release_abc();
-        Ok(ProveStart::new(h, t))
+    fn msm_h(&self, q: GpuQuotient<'_>, device: &mut Duration) -> Result<G1Projective> {
+        let GpuQuotient { mut gpu, index, h } = q;
+        let sum = gpu.msm_h_resident(h, &self.bases[index].h).map_err(backend_err)?;
+        *device += gpu.last_device_time();
+        Ok(sum)
     }
 
-    fn finalize(
-        &self,
-        start: ProveStart,
-        w: &dyn ProverWitness,
-        r: Scalar,
-        s: Scalar,
-    ) -> Result<(Proof, StageTimings)> {
-        let p = self.cpu.params();
-        let vk = &p.vk;
-        if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
-            return Err(Groth16Error::Degenerate("verifying key: delta is the point at infinity".into()));
-        }
-        let mut t = *start.timings();
-        let inputs = w.input_assignment();
-        let aux = w.aux_assignment();
-        // L: all aux, full density; its bytes feed the A and B split vectors. Each call's
-        // timer covers its lease and its vector's construction (as the CPU prover's).
-        let dev = &mut t.device;
-        let (l, aux_bytes) = timed(&mut t.msm_l, || -> Result<_> {
-            let mut aux_bytes = self.lease(aux.len())?;
-            aux_bytes.extend_par_map(aux, |s| s.to_bytes_le())?;
-            Ok((self.on_gpu(&mut dev.msm_l, |g, bases| g.msm_g1_resident(&bases.l, &aux_bytes))?, aux_bytes))
-        })?;
-        let input_bytes: Vec<ScalarBytes> = inputs.iter().map(|s| s.to_bytes_le()).collect();
-        // A: every input, then dense aux.
-        let a_sum = timed(&mut t.msm_a, || -> Result<G1Projective> {
-            let mut v = self.lease(p.a().len())?;
-            v.extend_from_slice(&input_bytes)?;
-            append_dense(&mut v, &aux_bytes, w.a_aux_density())?;
-            self.on_gpu(&mut dev.msm_a, |g, bases| g.msm_g1_resident(&bases.a, &v))
-        })?;
-        // B: dense inputs, then dense aux; one split vector for G1 and G2.
-        let (b1, b_vec) = timed(&mut t.msm_b_g1, || -> Result<_> {
-            let mut b_vec = self.lease(p.b_g1().len())?;
-            append_dense(&mut b_vec, &input_bytes, w.b_input_density())?;
-            append_dense(&mut b_vec, &aux_bytes, w.b_aux_density())?;
-            drop(aux_bytes);
-            Ok((self.on_gpu(&mut dev.msm_b_g1, |g, bases| g.msm_g1_resident(&bases.b_g1, &b_vec))?, b_vec))
-        })?;
-        let b2 = timed(&mut t.msm_b_g2, || {
-            self.on_gpu(&mut dev.msm_b_g2, |g, bases| g.msm_g2_resident(&bases.b_g2, &b_vec))
-        })?;
-        drop(b_vec);
+    fn msm_g1(&self, query: G1Query, scalars: &[ScalarBytes], device: &mut Duration) -> Result<G1Projective> {
+        self.on_gpu(device, |g, bases| {
+            let b = match query {
+                G1Query::L => &bases.l,
+                G1Query::A => &bases.a,
+                G1Query::BG1 => &bases.b_g1,
+            };
+            g.msm_g1_resident(b, scalars)
+        })
+    }
 
-        let sums = MsmSums { h: *start.h(), l, a: a_sum, b_g1: b1, b_g2: b2 };
-        let proof = timed(&mut t.finalize, || combine_proof(vk, &sums, r, s));
-        Ok((proof, t))
+    fn msm_g2(&self, query: G2Query, scalars: &[ScalarBytes], device: &mut Duration) -> Result<G2Projective> {
+        self.on_gpu(device, |g, bases| match query {
+            G2Query::BG2 => g.msm_g2_resident(&bases.b_g2, scalars),
+        })
     }
 }
 

@@ -1,94 +1,19 @@
-//! The thin layer over cudarc's driver API: opening a device, loading the embedded
-//! fatbins, launching kernels, async copies. Every `unsafe` block here is one driver call
-//! whose preconditions are stated next to it.
+//! The thin layer over cudarc's driver API: opening a device (its streams, events and
+//! kernels, `kernels.rs`), async copies, device timers. Every `unsafe` block here is one
+//! driver call whose preconditions are stated next to it.
 
-use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaStream};
 
 use crate::error::{CudaError, DriverContext, Result};
-
-mod embedded {
-    #[cfg(feature = "kernels")]
-    include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
-    #[cfg(not(feature = "kernels"))]
-    pub const FATBINS: &[(&str, &[u8])] = &[];
-}
-
-/// Whether this build carries compiled kernels (feature `kernels`).
-pub fn kernels_built() -> bool {
-    !embedded::FATBINS.is_empty()
-}
+use crate::kernels::{kernels_built, Kernels};
 
 /// Whether libcuda can be loaded on this host (no device is touched).
 pub fn driver_present() -> bool {
     // SAFETY: `is_culib_present` only tries to dlopen libcuda and drops the handle.
     unsafe { cudarc::driver::sys::is_culib_present() }
 }
-
-/// The names of the kernels the backend launches; each must be in one embedded module.
-macro_rules! kernels {
-    ($($name:ident),* $(,)?) => {
-        /// Function handles of every kernel, resolved once at open.
-        #[allow(non_snake_case)]
-        pub(crate) struct Kernels { $(pub $name: sys::CUfunction,)* }
-        impl Kernels {
-            fn resolve(modules: &[sys::CUmodule]) -> Result<Kernels> {
-                Ok(Kernels { $($name: find_function(modules, stringify!($name))?,)* })
-            }
-        }
-    };
-}
-
-kernels!(
-    fr_bitrev,
-    fr_ntt_shared,
-    fr_ntt_stage,
-    fr_ntt_stage2,
-    fr_powers_from_split,
-    fr_scale_powers,
-    fr_ab_minus_c_div_z,
-    fr_to_canonical,
-    msm_hist,
-    msm_scan,
-    msm_scatter,
-    msm_pieces,
-    msm_ones_g1,
-    msm_reduce_g1,
-    msm_accumulate_g1,
-    msm_buckets_g1,
-    msm_window_segments_g1,
-    msm_window_sums_g1,
-    msm_ones_g2,
-    msm_reduce_g2,
-    msm_accumulate_g2,
-    msm_buckets_g2,
-    msm_window_segments_g2,
-    msm_window_sums_g2,
-);
-
-fn find_function(modules: &[sys::CUmodule], name: &'static str) -> Result<sys::CUfunction> {
-    let c_name = CString::new(name).expect("kernel names have no NUL");
-    for &m in modules {
-        // SAFETY: `m` is a module loaded by `load_modules` and not unloaded while `Device`
-        // lives; `get_function` only looks a name up.
-        if let Ok(f) = unsafe { result::module::get_function(m, c_name.clone()) } {
-            return Ok(f);
-        }
-    }
-    Err(CudaError::NotPrepared(name))
-}
-
-/// A kernel argument, passed by value (device pointers travel as `u64`).
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Arg {
-    U32(u32),
-    U64(u64),
-}
-
-/// Most arguments any kernel here takes.
-const ARGS_MAX: usize = 8;
 
 /// Events a pipeline can hand from the copy stream to the compute stream.
 pub(crate) const COPY_EVENTS: usize = 3;
@@ -102,12 +27,12 @@ pub(crate) struct Device {
     copy_done: [CudaEvent; COPY_EVENTS],
     /// Start and stop of an operation's device time (timing-enabled events, compute stream).
     timer: [CudaEvent; 2],
-    modules: Vec<sys::CUmodule>,
+    /// Every kernel, launched on `stream`.
     pub k: Kernels,
 }
 
-/// GPUs the driver shows (0 on a driver without one). Errors as [`Device::open`] without
-/// kernels or a driver.
+/// GPUs the driver shows (0 on a driver without one). Errors as [`crate::Gpu::open`]
+/// without kernels or a driver.
 pub fn device_count() -> Result<usize> {
     if !kernels_built() {
         return Err(CudaError::NotBuilt);
@@ -136,67 +61,13 @@ impl Device {
         let copy_done = [event()?, event()?, event()?];
         let timed = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).op("cuEventCreate");
         let timer = [timed()?, timed()?];
-        let mut modules = Vec::with_capacity(embedded::FATBINS.len());
-        for (_, image) in embedded::FATBINS {
-            // The driver reads the fatbin header as 8-byte words: copy into aligned storage.
-            let mut aligned = vec![0u64; image.len().div_ceil(8)];
-            // SAFETY: `aligned` holds at least `image.len()` bytes; the ranges are disjoint.
-            unsafe {
-                std::ptr::copy_nonoverlapping(image.as_ptr(), aligned.as_mut_ptr().cast::<u8>(), image.len())
-            };
-            // SAFETY: the context is bound to this thread (CudaContext::new binds it) and
-            // `aligned` is a complete fatbin produced by nvcc; the driver copies it.
-            let m = unsafe { result::module::load_data(aligned.as_ptr().cast()) }.op("cuModuleLoadData")?;
-            modules.push(m);
-        }
-        let k = Kernels::resolve(&modules)?;
-        Ok(Device { ctx, stream, copy, copy_done, timer, modules, k })
+        let k = Kernels::load(&ctx, &stream)?;
+        Ok(Device { ctx, stream, copy, copy_done, timer, k })
     }
 
     /// Makes this device's context current on the calling thread.
     pub fn bind(&self) -> Result<()> {
         self.ctx.bind_to_thread().op("cuCtxSetCurrent")
-    }
-
-    /// Launches `f` on the compute stream with a 1- or 2-D grid.
-    pub fn launch(
-        &self,
-        f: sys::CUfunction,
-        grid: (u32, u32),
-        block: u32,
-        smem_bytes: u32,
-        args: &[Arg],
-    ) -> Result<()> {
-        assert!(args.len() <= ARGS_MAX, "a kernel here takes at most {ARGS_MAX} arguments");
-        if grid.0 == 0 || grid.1 == 0 {
-            return Ok(());
-        }
-        let mut vals = [Arg::U32(0); ARGS_MAX];
-        vals[..args.len()].copy_from_slice(args);
-        let mut ptrs = [std::ptr::null_mut::<c_void>(); ARGS_MAX];
-        for (p, v) in ptrs.iter_mut().zip(vals.iter_mut()) {
-            *p = match v {
-                Arg::U32(x) => (x as *mut u32).cast(),
-                Arg::U64(x) => (x as *mut u64).cast(),
-            };
-        }
-        // SAFETY: `f` comes from a module this device keeps loaded; `ptrs[..len]` point at
-        // values whose sizes match the kernel's parameters (u32 for uint32_t, u64 for
-        // pointers and size_t: the kernels' signatures are mirrored by each caller), and
-        // the driver copies them before returning. Device pointers in the arguments are
-        // inside the device arena, which outlives the stream's work (callers synchronize
-        // before the arena can go).
-        unsafe {
-            result::launch_kernel(
-                f,
-                (grid.0, grid.1, 1),
-                (block, 1, 1),
-                smem_bytes,
-                self.stream.cu_stream(),
-                &mut ptrs[..args.len()],
-            )
-        }
-        .op("cuLaunchKernel")
     }
 
     /// Copies `src` to device address `dst` on the compute stream, then waits for it.
@@ -291,17 +162,5 @@ impl Device {
         self.timer[1].synchronize().op("cuEventSynchronize")?;
         let ms = self.timer[0].elapsed_ms(&self.timer[1]).op("cuEventElapsedTime")?;
         Ok(std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
-    }
-}
-
-impl Drop for Device {
-    fn drop(&mut self) {
-        let _ = self.ctx.bind_to_thread();
-        for &m in &self.modules {
-            // SAFETY: each module was loaded once by `open`; no kernel of it is running
-            // (all work is synchronized before returning to the caller) and the handles
-            // in `k` die with `self`.
-            let _ = unsafe { result::module::unload(m) };
-        }
     }
 }

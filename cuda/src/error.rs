@@ -47,6 +47,9 @@ pub enum CudaError {
     /// A handle made by another arena or GPU.
     #[error("{0} belongs to another device arena")]
     ForeignHandle(&'static str),
+    /// A handle into the scratch after another operation may have overwritten it.
+    #[error("{0}: the device scratch was reused since it was written")]
+    StaleScratch(&'static str),
     /// Host memory registration (page-locking) failed.
     #[error("cuMemHostRegister of {len_bytes} bytes at {addr:#x}: {source}")]
     Register {
@@ -55,6 +58,15 @@ pub enum CudaError {
         #[source]
         source: DriverError,
     },
+}
+
+impl CudaError {
+    /// Whether this error says that the host has no GPU to offer this build (no kernels
+    /// built in, no driver, no such device) rather than that something failed: the only
+    /// errors on which a GPU test may skip (tests/common) or a caller may choose the CPU.
+    pub fn is_no_gpu(&self) -> bool {
+        matches!(self, CudaError::NotBuilt | CudaError::NoDriver | CudaError::NoDevice { .. })
+    }
 }
 
 /// Attaches the driver call's name to a [`DriverError`].

@@ -1,5 +1,6 @@
 //! [`Gpu`]: one device, its kernels, its [`DeviceArena`]. The NTT and MSM entry points
-//! live in `ntt.rs` and `msm.rs` as further `impl Gpu` blocks.
+//! live in `ntt.rs` and `msm.rs` as further `impl Gpu` blocks; this module depends on
+//! neither (the types of `Gpu`'s fields live below it: `device`, `arena`, `ntt_tables`).
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -7,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::arena::{ArenaStats, DeviceArena};
 use crate::device::Device;
 use crate::error::{CudaError, DriverContext, Result};
-use crate::ntt::NttTables;
+use crate::ntt_tables::NttTables;
 
 /// One opened GPU. Methods take `&mut self`: one operation at a time per device (one
 /// prover worker per GPU owns its `Gpu`).
@@ -20,7 +21,7 @@ pub struct Gpu {
     /// The MSM's 0/1 fast path (on by default; off only to measure it against the plain
     /// bucket method, `kernel_bench`).
     pub(crate) msm_ones: bool,
-    /// Device time of the last MSM or h pipeline + MSM call (GPU events).
+    /// Device time of the last MSM or h pipeline call (GPU events).
     pub(crate) last_device: Cell<Duration>,
 }
 
@@ -65,7 +66,7 @@ impl Gpu {
         self.msm_ones = on;
     }
 
-    /// Device time of the last MSM call (`msm_*`, `h_msm_resident`), measured by GPU
+    /// Device time of the last MSM or h call (`msm_*`, `h_quotient_resident`), measured by GPU
     /// events from before its first copy to after its last kernel: what the backend
     /// reports as kernel-level timers beside its host-clock call timers.
     pub fn last_device_time(&self) -> Duration {

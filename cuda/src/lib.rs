@@ -27,18 +27,22 @@ mod backend;
 mod device;
 mod error;
 mod gpu;
+mod kernels;
 mod msm;
 mod ntt;
+mod ntt_tables;
 mod pinned;
 mod plan;
 
 pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
-pub use backend::{device_plan, device_terms, CudaBackend, CudaFactory};
-pub use device::{device_count, driver_present, kernels_built};
+pub use backend::{device_plan, device_terms, CudaBackend, CudaFactory, CudaOps, GpuQuotient};
+pub use device::{device_count, driver_present};
 pub use error::{CudaError, Result};
 pub use gpu::Gpu;
+pub use kernels::kernels_built;
 pub use msm::{Bases, Curve, G1Bases, G2Bases, MsmPlan, MSM_POINTS_MAX, SCALAR_BYTES};
-pub use ntt::{h_scratch_bytes, ntt_tables_bytes, omega, NTT_LOG_MAX};
+pub use ntt::{h_scratch_bytes, DeviceH};
+pub use ntt_tables::{ntt_tables_bytes, omega, NTT_LOG_MAX};
 pub use pinned::{CudaRegionHook, HostRegistration};
 pub use plan::DevicePlan;
 

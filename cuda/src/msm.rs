@@ -19,13 +19,12 @@ use std::time::Duration;
 
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
 use blstrs::{G1Projective, G2Projective};
-use cudarc::driver::sys::CUfunction;
 use group::Group;
 
-use crate::arena::{Bump, DevSpan};
-use crate::device::Arg;
+use crate::arena::{Bump, DevPtr, DevSpan};
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
+use crate::kernels::{Dims, MsmAccumulate, MsmBuckets, MsmOnes, MsmReduce, MsmWindowSegments, MsmWindowSums};
 
 /// Bytes of one scalar.
 pub const SCALAR_BYTES: usize = 32;
@@ -209,7 +208,7 @@ pub(crate) enum Scalars<'a> {
     /// `n` scalars already at a device address the caller owns until the call returns
     /// (the h pipeline's output); copied device-to-device unless they already lie where
     /// the MSM's layout puts its scalars.
-    Device { ptr: u64, n: usize },
+    Device { ptr: DevPtr, n: usize },
 }
 
 impl Scalars<'_> {
@@ -222,37 +221,37 @@ impl Scalars<'_> {
 }
 
 /// The point-side kernels of one group.
-pub(crate) struct PointKernels {
+pub(crate) struct PointKernels<'k> {
     curve: Curve,
-    ones: CUfunction,
-    reduce: CUfunction,
-    accumulate: CUfunction,
-    buckets: CUfunction,
-    segments: CUfunction,
-    sums: CUfunction,
+    ones: &'k MsmOnes,
+    reduce: &'k MsmReduce,
+    accumulate: &'k MsmAccumulate,
+    buckets: &'k MsmBuckets,
+    segments: &'k MsmWindowSegments,
+    sums: &'k MsmWindowSums,
 }
 
 impl Gpu {
-    pub(crate) fn point_kernels(&self, curve: Curve) -> PointKernels {
+    pub(crate) fn point_kernels(&self, curve: Curve) -> PointKernels<'_> {
         let k = &self.dev.k;
         match curve {
             Curve::G1 => PointKernels {
                 curve,
-                ones: k.msm_ones_g1,
-                reduce: k.msm_reduce_g1,
-                accumulate: k.msm_accumulate_g1,
-                buckets: k.msm_buckets_g1,
-                segments: k.msm_window_segments_g1,
-                sums: k.msm_window_sums_g1,
+                ones: &k.msm_ones_g1,
+                reduce: &k.msm_reduce_g1,
+                accumulate: &k.msm_accumulate_g1,
+                buckets: &k.msm_buckets_g1,
+                segments: &k.msm_window_segments_g1,
+                sums: &k.msm_window_sums_g1,
             },
             Curve::G2 => PointKernels {
                 curve,
-                ones: k.msm_ones_g2,
-                reduce: k.msm_reduce_g2,
-                accumulate: k.msm_accumulate_g2,
-                buckets: k.msm_buckets_g2,
-                segments: k.msm_window_segments_g2,
-                sums: k.msm_window_sums_g2,
+                ones: &k.msm_ones_g2,
+                reduce: &k.msm_reduce_g2,
+                accumulate: &k.msm_accumulate_g2,
+                buckets: &k.msm_buckets_g2,
+                segments: &k.msm_window_segments_g2,
+                sums: &k.msm_window_sums_g2,
             },
         }
     }
@@ -289,7 +288,7 @@ impl Gpu {
         self.dev.timer_start()?;
         let mut b = arena.scratch();
         let pk = self.point_kernels(curve);
-        let r = self.msm_run(&mut b, &pk, bases.span.ptr, Scalars::Host(scalars));
+        let r = self.msm_run(&mut b, &pk, bases.span.dev_ptr(), Scalars::Host(scalars));
         self.arena_mut()?.note_scratch(&b);
         r
     }
@@ -313,7 +312,7 @@ impl Gpu {
         // MSM's download synchronizes the stream.
         unsafe { self.dev.upload_async(span.ptr, bases) }?;
         let pk = self.point_kernels(curve);
-        let r = self.msm_run(&mut b, &pk, span.ptr, Scalars::Host(scalars));
+        let r = self.msm_run(&mut b, &pk, span.dev_ptr(), Scalars::Host(scalars));
         self.arena_mut()?.note_scratch(&b);
         r
     }
@@ -374,11 +373,15 @@ impl Gpu {
     /// sum of the bases whose scalar is one (infinity when the fast path is off), and `c`.
     /// The caller started the device timer (`timer_start`) before its first copy; this
     /// stops it after the last kernel and leaves the time in `last_device`.
+    ///
+    /// Steps, all enqueued on the compute stream with no host sync until the download:
+    /// lay out the scratch, stage the scalars, sum the ones (0/1 fast path), sort point
+    /// indices into buckets, accumulate the buckets, reduce each window, download.
     pub(crate) fn msm_run<J: Copy + Default>(
         &self,
         b: &mut Bump,
-        pk: &PointKernels,
-        bases: u64,
+        pk: &PointKernels<'_>,
+        bases: DevPtr,
         scalars: Scalars<'_>,
     ) -> Result<(Vec<J>, u32)> {
         let n = scalars.len();
@@ -391,133 +394,142 @@ impl Gpu {
         }
         assert_eq!(std::mem::size_of::<J>(), pk.curve.jacobian_bytes(), "window sum type matches the curve");
         let p = MsmPlan::new(n);
-        let m = p.buckets;
-        let nseg = 1u32 << (p.c - p.seg_log);
-        let MsmSpans {
-            scalars: d_scalars,
-            counts,
-            offsets,
-            cursor,
-            poffsets,
-            idx,
-            pieces,
-            partial,
-            buckets,
-            segs,
-            ones,
-            ones_folded,
-            out,
-        } = MsmSpans::take(b, &p, pk.curve)?;
-        let k = &self.dev.k;
-        // SAFETY: spans of this call's scratch layout, sized by MsmSpans::take.
+        let s = MsmSpans::take(b, &p, pk.curve)?;
+        self.msm_stage_scalars(&s, scalars)?;
+        self.msm_ones_or_infinity(pk, &p, &s, bases)?;
+        self.msm_bucket_sort(&p, &s)?;
+        self.msm_accumulate(pk, &p, &s, bases)?;
+        self.msm_reduce_windows(pk, &p, &s)?;
+        self.msm_download(&p, &s)
+    }
+
+    /// Puts the scalars where the layout keeps them (a host copy, a device copy, or
+    /// nothing when they already lie there) and zeroes the bucket counts.
+    fn msm_stage_scalars(&self, s: &MsmSpans, scalars: Scalars<'_>) -> Result<()> {
+        // SAFETY: spans of this call's scratch layout, sized by MsmSpans::take for
+        // `scalars.len()` scalars; host scalars stay borrowed by the caller until the
+        // download synchronizes the stream.
         unsafe {
             match scalars {
-                Scalars::Host(s) => self.dev.upload_async(d_scalars.ptr, s)?,
-                Scalars::Device { ptr, n } if ptr != d_scalars.ptr => {
-                    self.dev.copy_d2d(d_scalars.ptr, ptr, n * SCALAR_BYTES)?
+                Scalars::Host(h) => self.dev.upload_async(s.scalars.ptr, h)?,
+                Scalars::Device { ptr, n } if ptr != s.scalars.dev_ptr() => {
+                    self.dev.copy_d2d(s.scalars.ptr, ptr.addr(), n * SCALAR_BYTES)?
                 }
                 Scalars::Device { .. } => {}
             }
-            self.dev.zero(counts.ptr, counts.len_bytes)?;
+            self.dev.zero(s.counts.ptr, s.counts.len_bytes)
         }
-        let (nn, c) = (Arg::U32(n as u32), Arg::U32(p.c));
-        let ones_out = out.ptr + (pk.curve.jacobian_bytes() * p.windows as usize) as u64;
+    }
+
+    /// The last point of `out`: the sum of the bases whose scalar is one (fast path on,
+    /// [`Gpu::msm_sum_ones`]), or infinity (off).
+    fn msm_ones_or_infinity(
+        &self,
+        pk: &PointKernels<'_>,
+        p: &MsmPlan,
+        s: &MsmSpans,
+        bases: DevPtr,
+    ) -> Result<()> {
+        let ones_out = s.out.at(pk.curve.jacobian_bytes() * p.windows as usize);
         if self.msm_ones {
-            self.msm_sum_ones(pk, &p, bases, d_scalars.ptr, [ones.ptr, ones_folded.ptr], ones_out)?;
+            self.msm_sum_ones(
+                pk,
+                p,
+                bases,
+                s.scalars.dev_ptr(),
+                [s.ones.dev_ptr(), s.ones_folded.dev_ptr()],
+                ones_out,
+            )
         } else {
             // SAFETY: the last Jacobian point of `out`; all-zero bytes are infinity (Z = 0).
-            unsafe { self.dev.zero(ones_out, pk.curve.jacobian_bytes()) }?;
+            unsafe { self.dev.zero(ones_out.addr(), pk.curve.jacobian_bytes()) }
         }
-        let skip_ones = Arg::U32(self.msm_ones as u32);
-        let tiles = n.div_ceil(TILE_POINTS) as u32;
-        let tile = Arg::U32(TILE_POINTS as u32);
-        let smem = 4u32 << p.c;
-        self.dev.launch(
-            k.msm_hist,
-            (tiles, p.windows),
-            THREADS,
-            smem,
-            &[Arg::U64(d_scalars.ptr), nn, c, tile, skip_ones, Arg::U64(counts.ptr)],
+    }
+
+    /// Sorts point indices into buckets: digit histograms per (tile, window), offsets by
+    /// a scan, indices scattered to their bucket's slots, then each bucket cut into
+    /// pieces of at most `piece_len` points.
+    fn msm_bucket_sort(&self, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
+        let k = &self.dev.k;
+        let (n, m) = (p.n as u32, p.buckets as u32);
+        let skip_ones = self.msm_ones as u32;
+        let tiles = Dims::blocks_2d((p.n.div_ceil(TILE_POINTS) as u32, p.windows), THREADS).smem(4 << p.c);
+        let tile = TILE_POINTS as u32;
+        let scalars = s.scalars.dev_ptr();
+        k.msm_hist.launch(tiles, scalars, n, p.c, tile, skip_ones, s.counts.dev_ptr())?;
+        k.msm_scan.launch(
+            Dims::blocks(1, 1024),
+            s.counts.dev_ptr(),
+            m,
+            p.piece_len,
+            s.offsets.dev_ptr(),
+            s.cursor.dev_ptr(),
+            s.poffsets.dev_ptr(),
         )?;
-        self.dev.launch(
-            k.msm_scan,
-            (1, 1),
-            1024,
-            0,
-            &[
-                Arg::U64(counts.ptr),
-                Arg::U32(m as u32),
-                Arg::U32(p.piece_len),
-                Arg::U64(offsets.ptr),
-                Arg::U64(cursor.ptr),
-                Arg::U64(poffsets.ptr),
-            ],
+        k.msm_scatter.launch(tiles, scalars, n, p.c, tile, skip_ones, s.cursor.dev_ptr(), s.idx.dev_ptr())?;
+        k.msm_pieces.launch(
+            Dims::per_item(p.buckets, THREADS),
+            s.counts.dev_ptr(),
+            s.offsets.dev_ptr(),
+            s.poffsets.dev_ptr(),
+            m,
+            p.piece_len,
+            s.pieces.dev_ptr(),
+        )
+    }
+
+    /// Sums each piece's points (one thread per piece), then each bucket's pieces.
+    fn msm_accumulate(&self, pk: &PointKernels<'_>, p: &MsmPlan, s: &MsmSpans, bases: DevPtr) -> Result<()> {
+        // The scan's total piece count, after the `m` per-bucket piece offsets.
+        let npieces = s.poffsets.at(4 * p.buckets);
+        pk.accumulate.launch(
+            Dims::per_item(p.pieces_max, THREADS),
+            bases,
+            s.idx.dev_ptr(),
+            s.pieces.dev_ptr(),
+            npieces,
+            s.partial.dev_ptr(),
         )?;
-        self.dev.launch(
-            k.msm_scatter,
-            (tiles, p.windows),
-            THREADS,
-            smem,
-            &[Arg::U64(d_scalars.ptr), nn, c, tile, skip_ones, Arg::U64(cursor.ptr), Arg::U64(idx.ptr)],
+        pk.buckets.launch(
+            Dims::per_item(p.buckets, THREADS),
+            s.partial.dev_ptr(),
+            s.poffsets.dev_ptr(),
+            p.buckets as u32,
+            s.buckets.dev_ptr(),
+        )
+    }
+
+    /// `sum_d d * B_d` per window: running sums over segments of `2^seg_log` buckets,
+    /// then one thread per window sums its segments into blst's Jacobian form in `out`.
+    fn msm_reduce_windows(&self, pk: &PointKernels<'_>, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
+        let nseg = 1u32 << (p.c - p.seg_log);
+        pk.segments.launch(
+            Dims::per_item((p.windows * nseg) as usize, 64),
+            s.buckets.dev_ptr(),
+            p.c,
+            p.windows,
+            p.seg_log,
+            s.segs.dev_ptr(),
         )?;
-        let grid_m = (m.div_ceil(THREADS as usize) as u32, 1);
-        self.dev.launch(
-            k.msm_pieces,
-            grid_m,
-            THREADS,
-            0,
-            &[
-                Arg::U64(counts.ptr),
-                Arg::U64(offsets.ptr),
-                Arg::U64(poffsets.ptr),
-                Arg::U32(m as u32),
-                Arg::U32(p.piece_len),
-                Arg::U64(pieces.ptr),
-            ],
-        )?;
-        let npieces = poffsets.ptr + 4 * m as u64;
-        let grid_p = (p.pieces_max.div_ceil(THREADS as usize) as u32, 1);
-        self.dev.launch(
-            pk.accumulate,
-            grid_p,
-            THREADS,
-            0,
-            &[
-                Arg::U64(bases),
-                Arg::U64(idx.ptr),
-                Arg::U64(pieces.ptr),
-                Arg::U64(npieces),
-                Arg::U64(partial.ptr),
-            ],
-        )?;
-        self.dev.launch(
-            pk.buckets,
-            grid_m,
-            THREADS,
-            0,
-            &[Arg::U64(partial.ptr), Arg::U64(poffsets.ptr), Arg::U32(m as u32), Arg::U64(buckets.ptr)],
-        )?;
-        let segs_n = (p.windows * nseg) as usize;
-        self.dev.launch(
-            pk.segments,
-            (segs_n.div_ceil(64) as u32, 1),
-            64,
-            0,
-            &[Arg::U64(buckets.ptr), c, Arg::U32(p.windows), Arg::U32(p.seg_log), Arg::U64(segs.ptr)],
-        )?;
-        self.dev.launch(
-            pk.sums,
-            (1, 1),
-            p.windows.next_multiple_of(32),
-            0,
-            &[Arg::U64(segs.ptr), Arg::U32(nseg), Arg::U32(p.windows), Arg::U64(out.ptr)],
-        )?;
+        pk.sums.launch(
+            Dims::blocks(1, p.windows.next_multiple_of(32)),
+            s.segs.dev_ptr(),
+            nseg,
+            p.windows,
+            s.out.dev_ptr(),
+        )
+    }
+
+    /// Stops the device timer after the last kernel, copies the window sums and the ones'
+    /// sum back (waiting for the stream) and records the device time.
+    fn msm_download<J: Copy + Default>(&self, p: &MsmPlan, s: &MsmSpans) -> Result<(Vec<J>, u32)> {
         self.dev.timer_stop()?;
         let mut sums = vec![J::default(); p.windows as usize + 1];
-        // SAFETY: `out` holds `windows + 1` Jacobian points of `J`'s size (asserted above),
-        // written by the window-sums kernel with reduced field elements (the last one by
-        // the 0/1 fast path, or zeroed: infinity).
-        unsafe { self.dev.download(&mut sums, out.ptr) }?;
+        assert!(std::mem::size_of_val(sums.as_slice()) <= s.out.len_bytes, "window sums fit `out`");
+        // SAFETY: `out` holds `windows + 1` Jacobian points of `J`'s size (the caller
+        // asserted `J` matches the curve), written by the window-sums kernel with reduced
+        // field elements (the last one by the 0/1 fast path, or zeroed: infinity).
+        unsafe { self.dev.download(&mut sums, s.out.ptr) }?;
         self.last_device.set(self.dev.timer_elapsed()?);
         Ok((sums, p.c))
     }
@@ -528,34 +540,23 @@ impl Gpu {
     /// fan-in [`ONES_FAN`] fold them, alternating between the two buffers.
     fn msm_sum_ones(
         &self,
-        pk: &PointKernels,
+        pk: &PointKernels<'_>,
         p: &MsmPlan,
-        bases: u64,
-        scalars: u64,
-        bufs: [u64; 2],
-        out: u64,
+        bases: DevPtr,
+        scalars: DevPtr,
+        bufs: [DevPtr; 2],
+        out: DevPtr,
     ) -> Result<()> {
-        self.dev.launch(
-            pk.ones,
-            ((p.ones_threads / THREADS as usize) as u32, 1),
-            THREADS,
-            0,
-            &[Arg::U64(bases), Arg::U64(scalars), Arg::U32(p.n as u32), Arg::U64(bufs[0])],
-        )?;
+        let ones_blocks = (p.ones_threads / THREADS as usize) as u32;
+        pk.ones.launch(Dims::blocks(ones_blocks, THREADS), bases, scalars, p.n as u32, bufs[0])?;
         let (mut src, mut dst, mut count) = (bufs[0], bufs[1], p.ones_threads);
         while count > 1 {
             let next = count.div_ceil(ONES_FAN as usize);
-            self.dev.launch(
-                pk.reduce,
-                (next.div_ceil(THREADS as usize) as u32, 1),
-                THREADS,
-                0,
-                &[Arg::U64(src), Arg::U32(count as u32), Arg::U32(ONES_FAN), Arg::U64(dst)],
-            )?;
+            pk.reduce.launch(Dims::per_item(next, THREADS), src, count as u32, ONES_FAN, dst)?;
             (src, dst, count) = (dst, src, next);
         }
         // One "window" of one segment: the xyzz sum to blst's Jacobian form.
-        self.dev.launch(pk.sums, (1, 1), 32, 0, &[Arg::U64(src), Arg::U32(1), Arg::U32(1), Arg::U64(out)])
+        pk.sums.launch(Dims::blocks(1, 32), src, 1, 1, out)
     }
 }
 

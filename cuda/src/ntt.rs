@@ -1,79 +1,33 @@
 //! NTTs and the h pipeline on the device, with the CPU engine's domain conventions
 //! (engine/src/groth16/domain.rs, bellperson 0.27): omega is `Scalar::ROOT_OF_UNITY`
 //! squared down to the domain, cosets use `Scalar::MULTIPLICATIVE_GENERATOR`, inverse
-//! transforms scale by `1/n`. Outputs equal the CPU's bit for bit (tests/gpu.rs).
-//!
-//! Tables, made once by [`Gpu::prepare_ntt`] in the arena's persistent part, for domains up
-//! to `2^max_log`: the twiddles `w_max^k` (`2^(max_log-1)` scalars; smaller domains stride
-//! through them, inverse twiddles are read as `-w^(N/2-k)`), the coset powers `g^i` and
-//! `g^-i` split as `lo[i mod 2^s] * hi[i >> s]` (2 x 2^(max_log/2) scalars each), and per
-//! domain size the constants `1/n` and `1/(g^n - 1)`.
+//! transforms scale by `1/n`. Outputs equal the CPU's bit for bit (tests/gpu.rs). The
+//! tables these read are in `ntt_tables.rs`.
 
-use blst::{blst_fr, blst_p1};
+use blst::blst_p1;
 use blstrs::{G1Projective, Scalar};
-use ff::{Field, PrimeField};
 
-use crate::arena::{Bump, DevSpan, SPAN_ALIGN_BYTES};
-use crate::device::Arg;
+use crate::arena::{Bump, DevPtr, DevSpan};
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
+use crate::kernels::Dims;
 use crate::msm::{combine, Curve, G1Bases, Scalars};
+use crate::ntt_tables::{powers, NttTables, FR_BYTES, NTT_LOG_MAX};
 
-/// Largest supported domain, log2: twiddles for 2^28 take 4 GiB of device memory, and the
-/// kernels index with 32-bit in-block offsets and 64-bit global ones.
-pub const NTT_LOG_MAX: u32 = 28;
 /// Stages done in shared memory by one block (2^10 scalars = 32 KiB).
 const SHARED_LOG: u32 = 10;
 const THREADS: u32 = 256;
-const FR_BYTES: usize = 32;
-/// Constants per domain size in the table: `1/n`, `1/(g^n - 1)`.
-const CONSTS_PER_LOG: usize = 2;
 
-pub(crate) struct NttTables {
-    pub max_log: u32,
-    tw: DevSpan,
-    coset: [DevSpan; 2],
-    coset_inv: [DevSpan; 2],
-    coset_split: u32,
-    consts: DevSpan,
-}
-
-fn to_words(s: &Scalar) -> [u64; 4] {
-    blst_fr::from(*s).l
-}
-
-/// `w^i` for `i < count`.
-fn powers(w: Scalar, count: usize) -> Vec<[u64; 4]> {
-    let mut p = Scalar::ONE;
-    (0..count)
-        .map(|_| {
-            let v = to_words(&p);
-            p *= w;
-            v
-        })
-        .collect()
-}
-
-/// The root of unity of order `2^log`, exactly as the CPU domain derives it.
-pub fn omega(log: u32) -> Scalar {
-    let mut w = Scalar::ROOT_OF_UNITY;
-    for _ in log..Scalar::S {
-        w = w.square();
-    }
-    w
-}
-
-/// Scalars in each persistent table for domains up to `2^max_log` (`max_log >= 1`):
-/// twiddles, the four coset power tables (g lo/hi, g^-1 lo/hi), the per-size constants.
-pub(crate) fn table_scalars(max_log: u32) -> [usize; 6] {
-    let coset_split = max_log.div_ceil(2);
-    let (lo_n, hi_n) = (1usize << coset_split, 1usize << (max_log - coset_split));
-    [1usize << (max_log - 1), lo_n, hi_n, lo_n, hi_n, (max_log as usize + 1) * CONSTS_PER_LOG]
-}
-
-/// Persistent device bytes of [`Gpu::prepare_ntt`]`(max_log)`.
-pub fn ntt_tables_bytes(max_log: u32) -> usize {
-    table_scalars(max_log.max(1)).iter().map(|c| (c * FR_BYTES).next_multiple_of(SPAN_ALIGN_BYTES)).sum()
+/// h's coefficients left on the device by [`Gpu::h_quotient_resident`] (canonical bytes
+/// at the start of the arena's scratch), valid until the next operation on that GPU.
+#[derive(Debug)]
+#[must_use = "h on the device is only useful to Gpu::msm_h_resident"]
+pub struct DeviceH {
+    ptr: DevPtr,
+    len: usize,
+    arena_id: u64,
+    /// The arena's scratch epoch when h was written (no scratch laid out since).
+    epoch: u64,
 }
 
 /// Scratch bytes of [`Gpu::h_pipeline`] on a domain of `2^log_n` (a, b, c on the device).
@@ -86,10 +40,6 @@ pub fn h_scratch_bytes(log_n: u32) -> usize {
 /// The h pipeline's three vectors, each `bytes` long.
 fn h_spans(b: &mut Bump, bytes: usize) -> Result<[DevSpan; 3]> {
     Ok([b.take("h pipeline: a", bytes)?, b.take("h pipeline: b", bytes)?, b.take("h pipeline: c", bytes)?])
-}
-
-fn blocks(n: usize) -> u32 {
-    n.div_ceil(THREADS as usize) as u32
 }
 
 impl Gpu {
@@ -114,76 +64,8 @@ impl Gpu {
             });
         }
         self.dev.bind()?;
-        let w = omega(max_log);
-        let g = Scalar::MULTIPLICATIVE_GENERATOR;
-        let g_inv = g.invert().expect("the generator is non-zero");
-        let tw_count = 1usize << (max_log - 1);
-        let tw_split = (max_log - 1).div_ceil(2);
-        let tw_lo = powers(w, 1 << tw_split);
-        let tw_hi = powers(w.pow_vartime([1u64 << tw_split]), 1 << (max_log - 1 - tw_split));
-        let coset_split = max_log.div_ceil(2);
-        let (lo_n, hi_n) = (1usize << coset_split, 1usize << (max_log - coset_split));
-        let tables = [
-            powers(g, lo_n),
-            powers(g.pow_vartime([lo_n as u64]), hi_n),
-            powers(g_inv, lo_n),
-            powers(g_inv.pow_vartime([lo_n as u64]), hi_n),
-        ];
-        let mut consts = Vec::with_capacity((max_log as usize + 1) * CONSTS_PER_LOG);
-        for log in 0..=max_log {
-            let n = 1u64 << log;
-            let n_inv = Scalar::from(n).invert().expect("n < r");
-            let z_inv = (g.pow_vartime([n]) - Scalar::ONE).invert().expect("g^n != 1 for the generator");
-            consts.push(to_words(&n_inv));
-            consts.push(to_words(&z_inv));
-        }
-
-        let sizes =
-            [tw_count, tables[0].len(), tables[1].len(), tables[2].len(), tables[3].len(), consts.len()];
-        assert_eq!(sizes, table_scalars(max_log), "the memory plan's NTT table sizes match what is carved");
-        let arena = self.arena_mut()?;
-        let tw = arena.carve_persistent("NTT twiddles", tw_count * FR_BYTES)?;
-        let mut spans = [tw; 4];
-        for (s, t) in spans.iter_mut().zip(&tables) {
-            *s = arena.carve_persistent("NTT coset powers", t.len() * FR_BYTES)?;
-        }
-        let consts_span = arena.carve_persistent("NTT constants", consts.len() * FR_BYTES)?;
-        let mut b = arena.scratch();
-        let lo = b.take("twiddle seeds (lo)", tw_lo.len() * FR_BYTES)?;
-        let hi = b.take("twiddle seeds (hi)", tw_hi.len() * FR_BYTES)?;
-        arena.note_scratch(&b);
-        // SAFETY (all four uploads): each destination span was carved above with exactly
-        // the source's byte length; `upload` waits for the copy.
-        unsafe {
-            for (s, t) in spans.iter().zip(&tables) {
-                self.dev.upload(s.ptr, t)?;
-            }
-            self.dev.upload(consts_span.ptr, &consts)?;
-            self.dev.upload(lo.ptr, &tw_lo)?;
-            self.dev.upload(hi.ptr, &tw_hi)?;
-        }
-        self.dev.launch(
-            self.dev.k.fr_powers_from_split,
-            (blocks(tw_count), 1),
-            THREADS,
-            0,
-            &[
-                Arg::U64(tw.ptr),
-                Arg::U64(tw_count as u64),
-                Arg::U64(lo.ptr),
-                Arg::U64(hi.ptr),
-                Arg::U32(tw_split),
-            ],
-        )?;
-        self.dev.sync()?;
-        self.ntt = Some(NttTables {
-            max_log,
-            tw,
-            coset: [spans[0], spans[1]],
-            coset_inv: [spans[2], spans[3]],
-            coset_split,
-            consts: consts_span,
-        });
+        let arena = self.arena.as_mut().ok_or(CudaError::NoArena)?;
+        self.ntt = Some(NttTables::prepare(&self.dev, arena, max_log)?);
         Ok(())
     }
 
@@ -210,61 +92,39 @@ impl Gpu {
     }
 
     /// Enqueues an unscaled NTT (root `w` or `w^-1` of order `2^log_n`) on device data.
-    fn ntt_enqueue(&self, a: u64, log_n: u32, inverse: bool) -> Result<()> {
+    fn ntt_enqueue(&self, a: DevPtr, log_n: u32, inverse: bool) -> Result<()> {
         let t = self.tables(log_n)?;
         if log_n == 0 {
             return Ok(());
         }
         let n = 1usize << log_n;
-        let (k, inv, tw) = (&self.dev.k, Arg::U32(inverse as u32), Arg::U64(t.tw.ptr));
-        let tw_log = Arg::U32(t.max_log);
-        self.dev.launch(k.fr_bitrev, (blocks(n), 1), THREADS, 0, &[Arg::U64(a), Arg::U32(log_n)])?;
+        let (k, inv, tw, tw_log) = (&self.dev.k, inverse as u32, t.twiddles(), t.max_log);
+        k.fr_bitrev.launch(Dims::per_item(n, THREADS), a, log_n)?;
         let sh = log_n.min(SHARED_LOG);
-        self.dev.launch(
-            k.fr_ntt_shared,
-            ((n >> sh) as u32, 1),
-            1 << (sh - 1),
-            0,
-            &[Arg::U64(a), tw, Arg::U32(sh), tw_log, inv],
-        )?;
+        k.fr_ntt_shared.launch(Dims::blocks((n >> sh) as u32, 1 << (sh - 1)), a, tw, sh, tw_log, inv)?;
         let mut s = sh;
         while s < log_n {
-            let args = [Arg::U64(a), tw, Arg::U32(log_n), Arg::U32(s), tw_log, inv];
             if s + 1 < log_n {
-                self.dev.launch(k.fr_ntt_stage2, (blocks(n / 4), 1), THREADS, 0, &args)?;
+                k.fr_ntt_stage2.launch(Dims::per_item(n / 4, THREADS), a, tw, log_n, s, tw_log, inv)?;
                 s += 2;
             } else {
-                self.dev.launch(k.fr_ntt_stage, (blocks(n / 2), 1), THREADS, 0, &args)?;
+                k.fr_ntt_stage.launch(Dims::per_item(n / 2, THREADS), a, tw, log_n, s, tw_log, inv)?;
                 s += 1;
             }
         }
         Ok(())
     }
 
-    /// Enqueues `a[i] *= consts[log_n][which] * (coset ? g^(+-i) : 1)`.
-    fn scale_enqueue(&self, a: u64, log_n: u32, which: usize, coset: Option<bool>) -> Result<()> {
+    /// Enqueues `a[i] *= (1/n) * (coset ? g^(+-i) : 1)`: `coset` is `None` for no coset,
+    /// `Some(inverse)` for the powers of `g` or of `g^-1`.
+    fn scale_enqueue(&self, a: DevPtr, log_n: u32, coset: Option<bool>) -> Result<()> {
         let t = self.tables(log_n)?;
         let n = 1usize << log_n;
-        let c = t.consts.ptr + ((log_n as usize * CONSTS_PER_LOG + which) * FR_BYTES) as u64;
-        let (lo, hi) = match coset {
-            None => (0, 0),
-            Some(false) => (t.coset[0].ptr, t.coset[1].ptr),
-            Some(true) => (t.coset_inv[0].ptr, t.coset_inv[1].ptr),
+        let (lo, hi, split) = match coset {
+            None => (DevPtr::NULL, DevPtr::NULL, t.coset_powers(false).2),
+            Some(inverse) => t.coset_powers(inverse),
         };
-        self.dev.launch(
-            self.dev.k.fr_scale_powers,
-            (blocks(n), 1),
-            THREADS,
-            0,
-            &[
-                Arg::U64(a),
-                Arg::U64(n as u64),
-                Arg::U64(c),
-                Arg::U64(lo),
-                Arg::U64(hi),
-                Arg::U32(t.coset_split),
-            ],
-        )
+        self.dev.k.fr_scale_powers.launch(Dims::per_item(n, THREADS), a, n, t.n_inv(log_n), lo, hi, split)
     }
 
     /// In-place NTT of `a` (a power-of-two length within the prepared tables): forward is
@@ -277,9 +137,9 @@ impl Gpu {
         let d = b.take("NTT buffer", std::mem::size_of_val(a))?;
         // SAFETY: `d` is a scratch span of exactly `a`'s size, used by this call alone.
         unsafe { self.dev.upload_async(d.ptr, a) }?;
-        self.ntt_enqueue(d.ptr, log_n, inverse)?;
+        self.ntt_enqueue(d.dev_ptr(), log_n, inverse)?;
         if inverse {
-            self.scale_enqueue(d.ptr, log_n, 0, None)?;
+            self.scale_enqueue(d.dev_ptr(), log_n, None)?;
         }
         // SAFETY: the span holds `a.len()` scalars the kernels wrote fully reduced (any
         // 4 x u64 is a valid `Scalar` bit pattern; reduced ones are also valid values).
@@ -334,29 +194,17 @@ impl Gpu {
         }
         for (slot, s) in spans.iter().enumerate() {
             self.dev.wait_upload(slot)?;
-            self.ntt_enqueue(s.ptr, log_n, true)?;
+            self.ntt_enqueue(s.dev_ptr(), log_n, true)?;
             // ifft's 1/n and coset_fft's distribute_powers(g) in one pass.
-            self.scale_enqueue(s.ptr, log_n, 0, Some(false))?;
-            self.ntt_enqueue(s.ptr, log_n, false)?;
+            self.scale_enqueue(s.dev_ptr(), log_n, Some(false))?;
+            self.ntt_enqueue(s.dev_ptr(), log_n, false)?;
         }
-        let t = self.tables(log_n)?;
-        let z_inv = t.consts.ptr + ((log_n as usize * CONSTS_PER_LOG + 1) * FR_BYTES) as u64;
-        self.dev.launch(
-            self.dev.k.fr_ab_minus_c_div_z,
-            (blocks(n), 1),
-            THREADS,
-            0,
-            &[
-                Arg::U64(spans[0].ptr),
-                Arg::U64(spans[1].ptr),
-                Arg::U64(spans[2].ptr),
-                Arg::U64(n as u64),
-                Arg::U64(z_inv),
-            ],
-        )?;
-        self.ntt_enqueue(spans[0].ptr, log_n, true)?;
+        let [d_a, d_b, d_c] = spans.map(|s| s.dev_ptr());
+        let z_inv = self.tables(log_n)?.z_inv(log_n);
+        self.dev.k.fr_ab_minus_c_div_z.launch(Dims::per_item(n, THREADS), d_a, d_b, d_c, n, z_inv)?;
+        self.ntt_enqueue(d_a, log_n, true)?;
         // icoset_fft: ifft's 1/n and distribute_powers(g^-1) in one pass.
-        self.scale_enqueue(spans[0].ptr, log_n, 0, Some(true))?;
+        self.scale_enqueue(d_a, log_n, Some(true))?;
         Ok((spans, bump))
     }
 
@@ -380,12 +228,11 @@ impl Gpu {
         }
         let log_n = self.domain_log("h pipeline: a", n)?;
         let (spans, bump) = self.h_enqueue(a, b, c, log_n)?;
-        self.dev.launch(
-            self.dev.k.fr_to_canonical,
-            (blocks(n), 1),
-            THREADS,
-            0,
-            &[Arg::U64(spans[0].ptr), Arg::U64(spans[1].ptr), Arg::U64(n as u64)],
+        self.dev.k.fr_to_canonical.launch(
+            Dims::per_item(n, THREADS),
+            spans[0].dev_ptr(),
+            spans[1].dev_ptr(),
+            n,
         )?;
         // SAFETY: spans[1] holds `n >= h.len()` canonical scalars (32 bytes each).
         unsafe { self.dev.download(h, spans[1].ptr) }?;
@@ -393,57 +240,62 @@ impl Gpu {
         Ok(())
     }
 
-    /// The h pipeline and the h MSM without h leaving the device: `sum h[i] * bases[i]`
-    /// over h's first `n - 1` coefficients (as the CPU prover: `msm_g1(params.h(),
-    /// h_bytes)`), with `bases` resident. h's canonical bytes are written in place into the
-    /// pipeline's first span, which is where the MSM's layout (laid out afresh from the
-    /// scratch's start, over the pipeline's dead spans) keeps its scalars, so nothing is
-    /// copied back or forth. One download (the window sums) per call.
-    pub fn h_msm_resident(
-        &mut self,
-        a: &[Scalar],
-        b: &[Scalar],
-        c: &[Scalar],
-        bases: &G1Bases,
-    ) -> Result<G1Projective> {
+    /// The h pipeline with h left on the device for [`Gpu::msm_h_resident`]: h's first
+    /// `n - 1` coefficients as canonical bytes, written in place into the pipeline's first
+    /// span. That span starts the scratch, which is where the MSM's layout (laid out
+    /// afresh from the scratch's start, over the pipeline's dead spans) keeps its scalars,
+    /// so nothing is copied back or forth. Waits for the device: when it returns, a, b and
+    /// c are no longer read, and [`Gpu::last_device_time`] is the pipeline's device time.
+    pub fn h_quotient_resident(&mut self, a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Result<DeviceH> {
         let n = a.len();
         let log_n = self.domain_log("h pipeline: a", n)?;
-        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
-        if bases.arena_id != arena.id() {
-            return Err(CudaError::ForeignHandle("h MSM bases"));
-        }
-        if bases.len + 1 < n {
-            return Err(CudaError::Length { what: "h MSM: bases", got: bases.len, want: n - 1 });
-        }
         self.dev.bind()?;
         self.dev.timer_start()?;
         let (spans, bump) = self.h_enqueue(a, b, c, log_n)?;
         // In place: each thread reads its element before writing it.
-        self.dev.launch(
-            self.dev.k.fr_to_canonical,
-            (blocks(n), 1),
-            THREADS,
-            0,
-            &[Arg::U64(spans[0].ptr), Arg::U64(spans[0].ptr), Arg::U64(n as u64)],
-        )?;
+        let h = spans[0].dev_ptr();
+        self.dev.k.fr_to_canonical.launch(Dims::per_item(n, THREADS), h, h, n)?;
+        self.dev.timer_stop()?;
+        // The stop follows the last kernel, which waited for every upload: once it has
+        // passed, the device reads none of a, b, c (they may go back to their pool).
+        self.last_device.set(self.dev.timer_elapsed()?);
+        let arena = self.arena_mut()?;
+        arena.note_scratch(&bump);
+        Ok(DeviceH { ptr: h, len: n - 1, arena_id: arena.id(), epoch: arena.scratch_epoch() })
+    }
+
+    /// The h MSM over h left on the device by [`Gpu::h_quotient_resident`]: `sum h[i] *
+    /// bases[i]` (as the CPU prover: `msm_g1(params.h(), h_bytes)`), with `bases` resident.
+    /// An error, never a wrong sum, when another operation has used the scratch since.
+    pub fn msm_h_resident(&mut self, h: DeviceH, bases: &G1Bases) -> Result<G1Projective> {
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
+        if bases.arena_id != arena.id() || h.arena_id != arena.id() {
+            return Err(CudaError::ForeignHandle("h MSM bases or h"));
+        }
+        if h.epoch != arena.scratch_epoch() {
+            return Err(CudaError::StaleScratch("h on the device"));
+        }
+        if bases.len < h.len {
+            return Err(CudaError::Length { what: "h MSM: bases", got: bases.len, want: h.len });
+        }
+        self.dev.bind()?;
+        self.dev.timer_start()?;
         let mut msm_bump = arena.scratch();
         let pk = self.point_kernels(Curve::G1);
         let r = self.msm_run::<blst_p1>(
             &mut msm_bump,
             &pk,
-            bases.span.ptr,
-            Scalars::Device { ptr: spans[0].ptr, n: n - 1 },
+            bases.span.dev_ptr(),
+            Scalars::Device { ptr: h.ptr, n: h.len },
         );
-        let arena = self.arena_mut()?;
-        arena.note_scratch(&bump);
-        arena.note_scratch(&msm_bump);
+        self.arena_mut()?.note_scratch(&msm_bump);
         let (sums, c) = r?;
         Ok(combine(&sums, c))
     }
 
     /// Device time of one forward NTT of `2^log_n` scalars already on the device, in
-    /// milliseconds (median of `reps`, host clock around the enqueue and a stream sync). Data is `seed`-derived.
+    /// milliseconds (median of `reps`, host clock around the enqueue and a stream sync), on
+    /// the powers of 7.
     pub fn bench_ntt_ms(&mut self, log_n: u32, reps: usize) -> Result<f64> {
         self.tables(log_n)?;
         self.dev.bind()?;
@@ -457,7 +309,7 @@ impl Gpu {
         let mut times = Vec::with_capacity(reps.max(1));
         for _ in 0..reps.max(1) {
             let t = std::time::Instant::now();
-            self.ntt_enqueue(d.ptr, log_n, false)?;
+            self.ntt_enqueue(d.dev_ptr(), log_n, false)?;
             self.dev.sync()?;
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }

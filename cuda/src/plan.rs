@@ -1,11 +1,12 @@
 //! [`DevicePlan`]: the device arena's size as a named sum of its consumers, for the
 //! engine's memory plan (`arenaprove plan` prints these terms). Every term comes from the
-//! same layout code the operations run (dry [`Bump`] layouts, the NTT table sizes that
+//! same layout code the operations run (dry `Bump` layouts, the NTT table sizes that
 //! `prepare_ntt` asserts), so a reservation of [`DevicePlan::total_bytes`] holds them.
 
 use crate::arena::SPAN_ALIGN_BYTES;
 use crate::msm::{Curve, MsmPlan};
-use crate::ntt::{h_scratch_bytes, ntt_tables_bytes};
+use crate::ntt::h_scratch_bytes;
+use crate::ntt_tables::ntt_tables_bytes;
 
 /// Bytes of one blst affine point: G1 (two Fp), G2 (two Fp2).
 const G1_AFFINE_BYTES: usize = 96;

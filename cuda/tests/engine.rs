@@ -8,12 +8,16 @@
 //! at start) stay put over the proofs after warm-up.
 //!
 //! Each test prints `SKIP: <reason>` and passes on a host without kernels, driver or GPU
-//! (CI); scripts/gpu-test.sh builds this binary for the GPU machine.
+//! (CI), unless `ARENAPROVE_REQUIRE_GPU` requires the GPUs it needs (scripts/gpu-test.sh
+//! builds this binary for the GPU machine and runs it with `ARENAPROVE_REQUIRE_GPU=1`);
+//! any other error opening a GPU fails it (tests/common `decide`).
+
+mod common;
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use arenaprove_arena::RegionConfig;
+use arenaprove_arena::{Ledger, RegionConfig};
 use arenaprove_circuits::circuits::{build, AnyCircuit, CircuitKind, SectorPartitionCircuit};
 use arenaprove_circuits::native::synthesize_bellpepper;
 use arenaprove_circuits::shape_of_native;
@@ -21,11 +25,15 @@ use arenaprove_cuda::CudaFactory;
 use arenaprove_engine::deps::bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use arenaprove_engine::deps::blstrs::Scalar;
 use arenaprove_engine::deps::ff::Field;
-use arenaprove_engine::groth16::{generate_random_parameters, Parameters, ParamsMemory};
+use arenaprove_engine::deps::tracing;
+use arenaprove_engine::groth16::{
+    generate_random_parameters, Parameters, ParamsMemory, ProofShape, ProverMemory,
+};
 use arenaprove_engine::pipeline::{
     native, AllocMode, CircuitSpec, Engine, EngineConfig, Job, JobOutput, Level, Randomness, Scope,
     ShutdownMode,
 };
+use arenaprove_engine::{prove_circuit, Backend, BackendFactory, CpuBackend};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
@@ -48,13 +56,7 @@ fn circuit(kind: CircuitKind, constraints: usize, partition: u64) -> AnyCircuit 
 }
 
 fn open_or_skip() -> Option<Arc<CudaFactory>> {
-    match CudaFactory::open(0) {
-        Ok(f) => Some(Arc::new(f)),
-        Err(e) => {
-            println!("SKIP: {e}");
-            None
-        }
-    }
+    common::opened_or_skip(CudaFactory::open(0)).map(Arc::new)
 }
 
 fn engine(
@@ -152,10 +154,25 @@ fn gpu_matches_cpu(gpu: &Arc<CudaFactory>, kind: CircuitKind, log: u32, partitio
         "{kind} 2^{log}: GPU proofs differ from the CPU backend's"
     );
     bellperson_verifies(&params, &gpu_out);
-    // Kernel-level timers: the device time of ntt_h (h pipeline + h MSM) and of the four
+    // The same calls on both backends (the one prover times them), partition by partition.
+    let calls = |out: &JobOutput, partition: u32| -> Vec<&'static str> {
+        out.spans
+            .iter()
+            .filter(|s| s.level == Level::Call && s.partition == partition)
+            .map(|s| s.name)
+            .collect()
+    };
+    for k in 0..partitions as u32 {
+        assert_eq!(
+            calls(&gpu_out, k),
+            calls(&cpu_out, k),
+            "partition {k}: the GPU's calls differ from the CPU's"
+        );
+    }
+    // Kernel-level timers: the device time of ntt_h (h pipeline), msm_h and the four
     // finalize MSMs, each nested at the end of its call; none on the CPU backend.
     let kernels: Vec<_> = gpu_out.spans.iter().filter(|s| s.level == Level::Kernel).collect();
-    assert_eq!(kernels.len(), 5 * partitions as usize, "five device timers per partition");
+    assert_eq!(kernels.len(), 6 * partitions as usize, "six device timers per partition");
     for k in &kernels {
         let call = gpu_out
             .spans
@@ -218,6 +235,58 @@ fn proofs_are_byte_identical_to_the_cpu_backend_at_2e22() {
 /// After warm-up, proofs make no device allocation (the arena's one stays one, its
 /// scratch high-water mark stays put) and no host registration (one per engine region,
 /// made at start).
+/// Records the names of the tracing spans made on the thread it is the default on.
+#[derive(Default)]
+struct SpanNames(std::sync::Mutex<Vec<&'static str>>);
+
+impl tracing::Subscriber for SpanNames {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        let mut names = self.0.lock().unwrap();
+        names.push(span.metadata().name());
+        tracing::span::Id::from_u64(names.len() as u64)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// The tracing spans of one proof on `backend` (synthesis included), in order.
+fn spans_of_one_proof(backend: &dyn Backend, circuit: AnyCircuit) -> Vec<&'static str> {
+    let names = Arc::new(SpanNames::default());
+    let (r, s) = (Scalar::from(5u64), Scalar::from(7u64));
+    tracing::subscriber::with_default(names.clone(), || {
+        prove_circuit(backend, ViaBridge(circuit), r, s).expect("proof");
+    });
+    let out = names.0.lock().unwrap().clone();
+    out
+}
+
+#[test]
+fn a_gpu_proof_shows_the_same_tracing_spans_as_a_cpu_proof() {
+    let (kind, constraints) = (CircuitKind::Chain, 1 << 12);
+    let params = params_for(kind, constraints, 3);
+    let shape = ProofShape::of_params(&params);
+    let memory =
+        || ProverMemory::reserve(&shape, 1, &Ledger::unlimited(), RegionConfig::heap()).expect("memory");
+    let cpu = CpuBackend.build(params.clone(), memory()).expect("cpu backend");
+    let cpu_spans = spans_of_one_proof(&*cpu, circuit(kind, constraints, 0));
+    assert_eq!(
+        cpu_spans,
+        ["synthesize", "ntt_h", "msm_h", "msm_l", "msm_a", "msm_b_g1", "msm_b_g2", "finalize"],
+        "the prover's stage spans, in the paper's order"
+    );
+    let Some(gpu) = open_or_skip() else { return };
+    gpu.plan_terms(&shape, 1);
+    let backend = gpu.build(params, memory()).expect("gpu backend");
+    assert_eq!(backend.name(), "cuda");
+    assert_eq!(spans_of_one_proof(&*backend, circuit(kind, constraints, 0)), cpu_spans);
+}
+
 #[test]
 fn no_device_allocation_or_registration_per_proof() {
     let Some(gpu) = open_or_skip() else { return };
@@ -282,11 +351,10 @@ fn bases_upload_once_per_params_across_fresh_mode_and_rebuilt_engines() {
 /// the CPU backend's, and each GPU made exactly one device allocation.
 #[test]
 fn two_gpus_share_the_work_and_match_the_cpu_backend() {
-    let count = match arenaprove_cuda::device_count() {
-        Ok(n) if n >= 2 => n,
-        Ok(n) => return println!("SKIP: {n} GPU(s), this test needs 2"),
-        Err(e) => return println!("SKIP: {e}"),
-    };
+    if !common::gpus_or_skip(2) {
+        return;
+    }
+    let count = arenaprove_cuda::device_count().expect("counted above");
     // One factory (one arena per GPU, sized for one kind) per kind.
     for (kind, partitions) in [(CircuitKind::Chain, 8), (CircuitKind::Sha, 6)] {
         let gpu = Arc::new(CudaFactory::open_many(&[0, 1]).expect("open GPUs 0 and 1"));

@@ -1,7 +1,8 @@
 //! The CUDA backend against the CPU engine, bit for bit: NTTs and the h pipeline against
 //! engine/src/groth16/domain.rs, G1 MSMs against blst's Pippenger (the engine's msm_g1).
 //! Each test prints `SKIP: <reason>` and passes on a host without kernels, driver or GPU
-//! (CI); scripts/gpu-test.sh runs them on the GPU machine.
+//! (CI), unless `ARENAPROVE_REQUIRE_GPU=1` (the GPU machine, scripts/gpu-test.sh): then it
+//! fails. Any other error opening the GPU fails it always (tests/common `decide`).
 
 mod common;
 
@@ -20,17 +21,40 @@ fn open_reports_a_typed_reason_or_a_device() {
     match Gpu::open(0) {
         Ok(g) => println!("opened {}", g.name()),
         Err(e) => {
-            println!("no GPU here: {e}");
             match e {
                 CudaError::NotBuilt => assert!(!kernels_built()),
                 CudaError::NoDriver => assert!(kernels_built() && !driver_present()),
                 CudaError::NoDevice { .. } => assert!(kernels_built() && driver_present()),
-                other => panic!("unexpected error opening the GPU: {other}"),
+                ref other => panic!("unexpected error opening the GPU: {other}"),
             }
+            skip_or_fail(e.is_no_gpu(), 1, &e);
         }
     }
     // An absurd ordinal is a typed error too, never a panic.
     assert!(Gpu::open(1 << 20).is_err());
+}
+
+/// The skip rule itself (no GPU needed): skip only on an absent GPU that the environment
+/// does not require.
+#[test]
+fn gpu_tests_skip_only_when_no_gpu_is_there_and_none_is_required() {
+    use common::NoGpu::{Fail, Skip};
+    assert_eq!(decide(true, 1, 0), Skip, "CI: no GPU, none required");
+    assert_eq!(decide(true, 1, 1), Fail, "ARENAPROVE_REQUIRE_GPU=1 and no GPU");
+    assert_eq!(decide(false, 1, 0), Fail, "a GPU that fails to open, never a skip");
+    assert_eq!(decide(true, 2, 1), Skip, "a two-GPU test on a host required to have one");
+    assert_eq!(decide(true, 2, 2), Fail);
+    for absent in [CudaError::NotBuilt, CudaError::NoDriver, CudaError::NoDevice { ordinal: 0, count: 0 }] {
+        assert!(absent.is_no_gpu(), "{absent}");
+    }
+    for failed in [
+        CudaError::NoArena,
+        CudaError::Devices("GPU 0 twice".into()),
+        CudaError::NotPrepared("fr_bitrev"),
+        CudaError::ArenaTooSmall { what: "msm", need_bytes: 2, free_bytes: 1, reserved_bytes: 1 },
+    ] {
+        assert!(!failed.is_no_gpu(), "{failed}");
+    }
 }
 
 #[test]
@@ -249,13 +273,7 @@ fn resident_bases_and_a_flat_arena() {
 
 #[test]
 fn arena_too_small_is_a_typed_error() {
-    let mut g = match Gpu::open(0) {
-        Ok(g) => g,
-        Err(e) => {
-            println!("SKIP: {e}");
-            return;
-        }
-    };
+    let Some(mut g) = opened_or_skip(Gpu::open(0)) else { return };
     assert!(matches!(g.prepare_ntt(10), Err(CudaError::NoArena)));
     g.reserve_arena(1 << 20).unwrap();
     assert!(matches!(g.prepare_ntt(20), Err(CudaError::ArenaTooSmall { .. })));

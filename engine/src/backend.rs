@@ -1,32 +1,46 @@
-//! The backend seam: what proves a synthesized partition. The CPU backend
-//! ([`crate::Prover`]) lives here in `engine/`; the CUDA backend in `cuda/` implements the
-//! same trait. The engine's pipeline, filecoin C2, `bench-prove` and [`prove_circuit`]
-//! all prove through it, in the same two stages:
+//! The engine's face of a prover: [`Backend`], the object the pipeline, filecoin C2,
+//! `bench-prove` and [`prove_circuit`] prove through, in two stages:
 //!
-//! * [`Backend::prove_start`] reads a, b, c (h by NTTs, the h MSM) and hands them back to
-//!   their pool before it returns (`ProverWitness::release_abc`);
+//! * [`Backend::prove_start`] reads a, b, c (h, the h MSM) and hands them back to their
+//!   pool before it returns (`ProverWitness::release_abc`);
 //! * [`Backend::finalize`] reads the assignment and densities (L, A, B MSMs) and returns
 //!   the proof, exactly as bellperson 0.27 combines it.
 //!
-//! A backend owns its resident parameters and whatever it holds beyond the engine's shared
-//! pools (device buffers, pinned staging), which it reports as [`Backend::plan_terms`], so
-//! that [`crate::pipeline::MemoryPlan`] is the whole bill.
+//! It is implemented once, by the one Groth16 prover [`Prover<O>`] over any backend's
+//! device operations `O` ([`ProverOps`]). What differs between the CPU and a GPU is only
+//! those operations and what a [`BackendFactory`] reserves for them:
 //!
-//! [`prove_circuit`]: crate::groth16::prove_circuit
+//! ```text
+//!   Engine / C2 driver / bench ──> dyn Backend ──> Prover<O>   (checks, leases, density split,
+//!                                                    │          spans, timings, proof formula)
+//!                                                    └─ O: ProverOps  h_quotient · msm_h ·
+//!                                                          msm_g1(query) · msm_g2(query)
+//!                                      CpuOps (NTT + blst)   CudaOps (kernels, resident bases)
+//! ```
+//!
+//! A factory owns its backends' resident parameters and whatever it holds beyond the
+//! engine's shared pools (device buffers, pinned staging), which it reports as
+//! [`BackendFactory::plan_terms`], so that [`crate::pipeline::MemoryPlan`] is the whole bill.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use arenaprove_arena::SharedHook;
 use arenaprove_circuits::ProverWitness;
+use bellpepper_core::Circuit;
 use blstrs::Scalar;
 
 use crate::groth16::error::Result;
-use crate::groth16::{Parameters, Proof, ProofShape, ProveStart, Prover, ProverMemory, StageTimings};
+use crate::groth16::prover::stage;
+use crate::groth16::{
+    Parameters, Proof, ProofShape, ProveStart, Prover, ProverMemory, ProverOps, StageTimings,
+};
 use crate::pipeline::PlanTerm;
 
-/// A Groth16 prover for one parameter set (see the module docs).
+/// A Groth16 prover for one parameter set, as the engine holds it (see the module docs).
+/// Object safe; its one implementation is [`Prover<O>`].
 pub trait Backend: Send + Sync + std::fmt::Debug {
-    /// `"cpu"`, `"cuda:0"`, ...
+    /// `"cpu"`, `"cuda"`.
     fn name(&self) -> &'static str;
     /// The parameters this backend proves with.
     fn params(&self) -> &Arc<Parameters>;
@@ -40,22 +54,71 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         r: Scalar,
         s: Scalar,
     ) -> Result<(Proof, StageTimings)>;
-    /// Memory this backend holds beyond the engine's shared pools (host terms and device
-    /// terms), for the memory plan. The CPU backend holds none: its scalars and twiddles
-    /// come from the plan's pools.
-    fn plan_terms(&self) -> Vec<PlanTerm> {
-        Vec::new()
-    }
     /// Both stages with the caller's randomness (bellperson's `create_proof(.., r, s)`).
     fn prove_with_randomness(
         &self,
         w: &mut dyn ProverWitness,
         r: Scalar,
         s: Scalar,
-    ) -> Result<(Proof, StageTimings)> {
-        let start = self.prove_start(w)?;
-        self.finalize(start, w, r, s)
+    ) -> Result<(Proof, StageTimings)>;
+}
+
+impl<O: ProverOps> Backend for Prover<O> {
+    fn name(&self) -> &'static str {
+        self.ops().name()
     }
+    fn params(&self) -> &Arc<Parameters> {
+        Prover::params(self)
+    }
+    fn prove_start(&self, w: &mut dyn ProverWitness) -> Result<ProveStart> {
+        Prover::prove_start(self, w)
+    }
+    fn finalize(
+        &self,
+        start: ProveStart,
+        w: &dyn ProverWitness,
+        r: Scalar,
+        s: Scalar,
+    ) -> Result<(Proof, StageTimings)> {
+        Prover::finalize(self, start, w, r, s)
+    }
+    fn prove_with_randomness(
+        &self,
+        w: &mut dyn ProverWitness,
+        r: Scalar,
+        s: Scalar,
+    ) -> Result<(Proof, StageTimings)> {
+        Prover::prove_with_randomness(self, w, r, s)
+    }
+}
+
+/// Synthesizes `circuit` (bellperson-identical heap synthesis), then proves it on `backend`.
+pub fn prove_circuit<C: Circuit<Scalar>>(
+    backend: &dyn Backend,
+    circuit: C,
+    r: Scalar,
+    s: Scalar,
+) -> Result<(Proof, StageTimings)> {
+    prove_synthesized(backend, || arenaprove_circuits::synthesize_heap(circuit), r, s)
+}
+
+/// Runs `synthesize` (span and timer `synthesize`), then proves its witness on `backend`:
+/// one proof outside the engine's pipeline, whatever the synthesis (heap, native, arena).
+pub fn prove_synthesized<W, E>(
+    backend: &dyn Backend,
+    synthesize: impl FnOnce() -> std::result::Result<W, E>,
+    r: Scalar,
+    s: Scalar,
+) -> Result<(Proof, StageTimings)>
+where
+    W: ProverWitness,
+    crate::groth16::Groth16Error: From<E>,
+{
+    let mut synth = Duration::ZERO;
+    let mut w = stage("synthesize", &mut synth, synthesize)?;
+    let (proof, mut t) = backend.prove_with_randomness(&mut w, r, s)?;
+    t.synthesize = synth;
+    Ok((proof, t))
 }
 
 /// Makes a kind's [`Backend`] at engine start: how an embedder (or the CLI's `--backend`)

@@ -1,20 +1,21 @@
 //! # arenaprove-engine
 //! Owns Groth16 over BLS12-381 (parameters in bellperson 0.27's byte format, the prover
-//! split in `prove_start` / `finalize`, the verifier), the [`Backend`] seam every prover
-//! plugs into (the CPU backend here, CUDA in `cuda/`), the [`pipeline::MemoryPlan`] that
-//! sizes and reserves every pool, and the long-lived pipeline of partition slots.
+//! written once and split in `prove_start` / `finalize`, the verifier), the device seam
+//! [`ProverOps`] every backend plugs into (the CPU's here, CUDA's in `cuda/`), the
+//! engine's [`Backend`] face of a prover, the [`pipeline::MemoryPlan`] that sizes and
+//! reserves every pool, and the long-lived pipeline of partition slots.
 #![forbid(unsafe_code)]
 
 pub mod backend;
 pub mod groth16;
 pub mod pipeline;
 
-pub use backend::{Backend, BackendFactory, CpuBackend};
+pub use backend::{prove_circuit, prove_synthesized, Backend, BackendFactory, CpuBackend};
 
 pub use groth16::{
-    generate_random_parameters, prepare_verifying_key, prove_circuit, verify_proof, verify_proofs_batch,
-    Groth16Error, Parameters, ParamsMemory, PreparedVerifyingKey, Proof, Prover, ProverMemory, StageTimings,
-    VerifyingKey,
+    generate_random_parameters, prepare_verifying_key, verify_proof, verify_proofs_batch, CpuOps, G1Query,
+    G2Query, Groth16Error, Parameters, ParamsMemory, PreparedVerifyingKey, Proof, Prover, ProverMemory,
+    ProverOps, StageTimings, VerifyingKey,
 };
 
 /// bellperson 0.27, re-exported for cross-checks and baselines (feature `peer`).

@@ -2,12 +2,14 @@
 //! slabs all back, nothing reserved after freeze.
 
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 
 use arenaprove_arena::{RegionConfig, RegionHook, SharedHook};
-use arenaprove_circuits::{shape_of, Shape};
-use arenaprove_engine::groth16::{generate_random_parameters, verify_proof, Parameters, ParamsMemory};
+use arenaprove_circuits::{shape_of, ArenaAssignment, Shape};
+use arenaprove_engine::groth16::{
+    generate_random_parameters, verify_proof, Groth16Error, Parameters, ParamsMemory,
+};
 use arenaprove_engine::pipeline::{
     generic, AllocMode, CircuitSpec, Engine, EngineConfig, EngineError, Job, JobOutput, PartitionCircuit,
     PartitionError, Scope, ShutdownMode,
@@ -273,29 +275,134 @@ fn params_for_another_shape_are_refused_at_start() {
         EngineConfig::default(),
         vec![CircuitSpec { kind: "squares".into(), shape, params: other }],
     );
-    let err = r.err().expect("must refuse").to_string();
-    assert!(err.contains("do not fit"), "{err}");
+    let err = r.err().expect("must refuse");
+    let msg = err.to_string();
+    assert!(msg.contains("do not fit"), "{msg}");
+    // The parameters' own error, typed, as the source.
+    match &err {
+        EngineError::ParamsShape { kind, source: Groth16Error::ShapeMismatch { .. } } => {
+            assert_eq!(kind, "squares")
+        }
+        other => panic!("{other:?}"),
+    }
+    let source = std::error::Error::source(&err).expect("a source");
+    assert!(source.downcast_ref::<Groth16Error>().is_some(), "{source:?}");
 }
 
-#[test]
-fn cancel_at_shutdown_fails_queued_partitions_and_returns_slabs() {
-    let (e, _) = engine(AllocMode::Slab, 1);
-    let handles: Vec<_> =
-        (0..6u64).map(|j| e.submit(Job::new("squares", vec![part(STEPS, j, Mode::Ok)])).unwrap()).collect();
-    let report = e.shutdown(ShutdownMode::Cancel);
-    assert_eq!(report.slabs_outstanding, 0);
-    let mut cancelled = 0;
-    for h in handles {
-        let out = h.wait().unwrap();
-        match &out.partitions[0] {
-            Ok(p) => assert!(p.verified),
-            Err(PartitionError::Cancelled { .. }) => cancelled += 1,
-            Err(e) => panic!("{e}"),
+/// A partition that, once its synthesis has begun (so it holds a slot), says so on
+/// `started` and waits for the gate before synthesizing `inner`.
+struct Gated {
+    started: mpsc::Sender<()>,
+    gate: mpsc::Receiver<()>,
+    inner: Box<dyn PartitionCircuit>,
+}
+
+impl PartitionCircuit for Gated {
+    fn synthesize_into(self: Box<Self>, cs: &mut ArenaAssignment) -> Result<(), SynthesisError> {
+        self.started.send(()).expect("the test waits for the start");
+        // A message opens the gate; so does the test dropping it (when it fails).
+        let _ = self.gate.recv();
+        self.inner.synthesize_into(cs)
+    }
+}
+
+/// A gated "squares" partition: the circuit, the receiver of its start, the gate.
+fn gated(x0: u64) -> (Box<dyn PartitionCircuit>, mpsc::Receiver<()>, mpsc::Sender<()>) {
+    let (started_tx, started) = mpsc::channel();
+    let (gate, gate_rx) = mpsc::channel();
+    (Box::new(Gated { started: started_tx, gate: gate_rx, inner: part(STEPS, x0, Mode::Ok) }), started, gate)
+}
+
+/// Every partition of `out` cancelled, each under its own index, none synthesized.
+fn assert_all_cancelled(out: &JobOutput) {
+    for (i, p) in out.partitions.iter().enumerate() {
+        match p {
+            Err(PartitionError::Cancelled { partition }) => assert_eq!(*partition as usize, i),
+            other => panic!("job {} partition {i}: expected Cancelled, got {other:?}", out.job_id),
         }
     }
-    assert_eq!(report.partitions_ok + report.partitions_failed, 6);
-    assert_eq!(report.partitions_failed as usize, cancelled);
-    let _ = Field::is_zero(&Scalar::ZERO);
+    assert!(!out.spans.iter().any(|s| s.name == "synthesize"), "job {} was synthesized", out.job_id);
+}
+
+/// One slot, held by a gated job; a job queued behind it is cancelled before the gate
+/// opens: each of its partitions comes back cancelled without being synthesized, the
+/// running job and the job queued after it prove, and every slab comes back.
+#[test]
+fn cancelling_a_queued_job_cancels_it_and_the_others_prove() {
+    let (e, params) = engine(AllocMode::Slab, 1);
+    let (circuit, started, gate) = gated(1);
+    let running = e.submit(Job::new("squares", vec![circuit])).unwrap();
+    started.recv().unwrap(); // it holds the only slot now
+    let cancelled =
+        e.submit(Job::new("squares", vec![part(STEPS, 2, Mode::Ok), part(STEPS, 3, Mode::Ok)])).unwrap();
+    let after = e.submit(Job::new("squares", vec![part(STEPS, 4, Mode::Ok)])).unwrap();
+    let canceller = cancelled.canceller();
+    assert!(!canceller.is_cancelled());
+    cancelled.cancel();
+    assert!(canceller.is_cancelled(), "a canceller shares its job's flag");
+    gate.send(()).unwrap();
+
+    let pvk = arenaprove_engine::groth16::prepare_verifying_key(&params.vk);
+    let cancelled = cancelled.wait().unwrap();
+    assert_eq!(cancelled.partitions.len(), 2);
+    assert_all_cancelled(&cancelled);
+    for out in [running.wait().unwrap(), after.wait().unwrap()] {
+        assert_eq!(out.partitions.len(), 1);
+        let p = out.partitions[0].as_ref().unwrap_or_else(|e| panic!("job {}: {e}", out.job_id));
+        assert!(p.verified && verify_proof(&pvk, &p.proof, &p.public_inputs).unwrap());
+    }
+    let stats = e.stats();
+    assert_eq!((stats.partitions_ok, stats.partitions_failed, stats.jobs_done), (2, 2, 3));
+    // Cancelling a finished job does nothing.
+    canceller.cancel();
+    let report = e.shutdown(ShutdownMode::Drain);
+    assert_eq!(report.slabs_outstanding, 0);
+    assert!(report.deinit.is_clean(), "{}", report.deinit);
+}
+
+/// One slot, held by a gated job, five jobs queued behind it: `shutdown(Cancel)` ends the
+/// queued jobs at once (while the slot is still held; at most the one the dispatcher holds
+/// waits for the slot), and the gated job, synthesizing when the engine was cancelled, is
+/// cancelled before it reaches the prover. Nothing proves; every slab comes back.
+#[test]
+fn cancel_at_shutdown_cancels_queued_and_synthesizing_partitions() {
+    let (e, _) = engine(AllocMode::Slab, 1);
+    let (circuit, started, gate) = gated(1);
+    let running = e.submit(Job::new("squares", vec![circuit])).unwrap();
+    started.recv().unwrap();
+    let mut queued: Vec<_> = (0..5u64)
+        .map(|j| e.submit(Job::new("squares", vec![part(STEPS, 10 + j, Mode::Ok)])).unwrap())
+        .collect();
+    let first = queued.remove(0); // the one the dispatcher may hold, waiting for the slot
+    let shutdown = std::thread::spawn(move || e.shutdown(ShutdownMode::Cancel));
+    // Were they not cancelled at once, they would wait for the slot: a watchdog opens the
+    // gate in the end, so that such a failure fails rather than hangs.
+    let watchdog_fired = Arc::new(AtomicBool::new(false));
+    let (fired, watchdog_gate) = (watchdog_fired.clone(), gate.clone());
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(30));
+        fired.store(true, Ordering::SeqCst);
+        let _ = watchdog_gate.send(());
+    });
+    // These return while the gated job still holds the slot: shutdown cancelled them.
+    for h in queued {
+        assert_all_cancelled(&h.wait().unwrap());
+    }
+    assert!(!watchdog_fired.load(Ordering::SeqCst), "the queued jobs waited for the slot");
+    gate.send(()).unwrap();
+    assert_all_cancelled(&first.wait().unwrap());
+    let running = running.wait().unwrap();
+    assert!(
+        matches!(running.partitions[0], Err(PartitionError::Cancelled { partition: 0 })),
+        "{:?}",
+        running.partitions[0]
+    );
+    assert!(running.spans.iter().any(|s| s.name == "synthesize"), "it was synthesizing");
+    assert!(!running.spans.iter().any(|s| s.name == "prove_start"), "and never reached the prover");
+    let report = shutdown.join().unwrap();
+    assert_eq!((report.partitions_ok, report.partitions_failed), (0, 6));
+    assert_eq!(report.slabs_outstanding, 0);
+    assert!(report.deinit.is_clean(), "{}", report.deinit);
 }
 
 /// The memory plan is what `Engine::new` reserves, exactly: one region per slot term (pools

@@ -4,7 +4,7 @@
 //! # The C1 formats
 //! * **filecoin-proofs-api** (what filecoin-ffi, Lotus and Curio hand around): the serde
 //!   JSON of `filecoin_proofs_api::seal::SealCommitPhase1Output` (checked against
-//!   rust-filecoin-proofs-api 19.0.0, `src/seal.rs` and `src/registry.rs`):
+//!   rust-filecoin-proofs-api 19.0.0, its `seal` and `registry` modules):
 //!   ```text
 //!   { "registered_proof": "StackedDrg2KiBV1_1",
 //!     "vanilla_proofs": { "StackedDrg2KiBV1": [ [ <stacked::Proof>, ... ], ... ] },

@@ -1,5 +1,10 @@
-//! One error type for the crate: every failure names the file, partition or limit involved.
+//! One error type for the crate: every failure names the file, partition or limit involved,
+//! and an error from a layer below (the engine, a partition, Groth16, filecoin-proofs)
+//! stays typed as its `source`, so a caller can match on it rather than on its text.
 use std::path::{Path, PathBuf};
+
+use arenaprove_engine::pipeline::{EngineError, PartitionError};
+use arenaprove_engine::Groth16Error;
 
 /// What can go wrong reading, sealing, proving or verifying a sector.
 #[derive(Debug, thiserror::Error)]
@@ -9,7 +14,11 @@ pub enum FilecoinError {
     Io { path: PathBuf, source: std::io::Error },
     /// A problem inside a named file.
     #[error("{}: {inner}", path.display())]
-    InFile { path: PathBuf, inner: Box<FilecoinError> },
+    InFile {
+        path: PathBuf,
+        #[source]
+        inner: Box<FilecoinError>,
+    },
     /// The C1 output is malformed, truncated, foreign, or inconsistent.
     #[error("bad commit-phase-1 output: {0}")]
     BadC1(String),
@@ -35,17 +44,41 @@ pub enum FilecoinError {
     )]
     MissingParams { sector_size: String, path: PathBuf, cache_dir: PathBuf },
     /// The parameter file does not fit the circuit (another sector size, a corrupted file).
-    #[error("parameters {} do not fit the {sector_size} circuit: {reason}", path.display())]
-    ParamsMismatch { sector_size: String, path: PathBuf, reason: String },
-    /// The circuit of one partition failed to synthesize.
-    #[error("partition {partition}: synthesis failed: {reason}")]
-    Synthesis { partition: usize, reason: String },
-    /// The proving engine reported an error.
+    #[error("parameters {} do not fit the {sector_size} circuit: {source}", path.display())]
+    ParamsMismatch { sector_size: String, path: PathBuf, source: Box<Groth16Error> },
+    /// A C1 output of a sector size the driver was not started for.
+    #[error("this engine proves {served} sectors; the C1 output is for a {sector_size} sector")]
+    NotServed { sector_size: String, served: String },
+    /// filecoin-proofs' circuit builder failed for one partition.
+    #[error("partition {partition}: building the circuit: {source:#}")]
+    CircuitBuild { partition: usize, source: anyhow::Error },
+    /// The public inputs the circuit computed from the vanilla proofs differ from those
+    /// the verifier derives from the C1's seed, replica id and commitments.
+    #[error(
+        "partition {partition}: the public inputs the circuit computes from the vanilla proofs differ \
+         from those the verifier derives from the C1's seed, replica id and commitments (a tampered or \
+         mixed-up C1)"
+    )]
+    InputsMismatch { partition: usize },
+    /// A partition proof came back without having been verified: never handed on.
+    #[error("partition {partition}: the engine returned a proof it did not verify")]
+    Unverified { partition: usize },
+    /// The sector was cancelled: `partitions_stopped` of its partitions had not reached the
+    /// prover and ended at once; the others finished, and their proofs were dropped.
+    #[error("cancelled ({partitions_stopped} of {partitions} partitions stopped before proving)")]
+    Cancelled { partitions_stopped: usize, partitions: usize },
+    /// The engine refused a job, or could not start.
     #[error("engine: {0}")]
-    Engine(String),
-    /// filecoin-proofs reported an error.
-    #[error("filecoin-proofs, {what}: {reason}")]
-    Proofs { what: String, reason: String },
+    Engine(#[source] Box<EngineError>),
+    /// One partition of a sector failed in the engine (synthesis, proving, verification).
+    #[error(transparent)]
+    Partition(#[from] PartitionError),
+    /// A Groth16 operation failed (reading, writing or generating parameters, counting a shape).
+    #[error("{what}: {source}")]
+    Groth16 { what: String, source: Box<Groth16Error> },
+    /// filecoin-proofs reported an error (its whole cause chain is the source).
+    #[error("filecoin-proofs, {what}: {source:#}")]
+    Proofs { what: String, source: anyhow::Error },
     /// Precompiled constraints could not be recorded, saved or mapped (names the file).
     #[error("precompiled constraints: {0}")]
     Precompiled(#[from] arenaprove_circuits::PrecompiledError),
@@ -54,15 +87,28 @@ pub enum FilecoinError {
     Internal(String),
 }
 
+// Groth16 and engine errors are large (a file name, an offset, a section); boxed, they
+// leave every `Result<_, FilecoinError>` small.
+impl From<EngineError> for FilecoinError {
+    fn from(e: EngineError) -> Self {
+        FilecoinError::Engine(Box::new(e))
+    }
+}
+
 impl FilecoinError {
     /// An I/O error on `path`.
     pub fn io(path: &Path, source: std::io::Error) -> Self {
         FilecoinError::Io { path: path.to_path_buf(), source }
     }
 
-    /// A filecoin-proofs (anyhow) error while doing `what`, with its whole cause chain.
-    pub fn proofs(what: &str, e: anyhow::Error) -> Self {
-        FilecoinError::Proofs { what: what.to_string(), reason: format!("{e:#}") }
+    /// A filecoin-proofs (anyhow) error while doing `what`.
+    pub fn proofs(what: &str, source: anyhow::Error) -> Self {
+        FilecoinError::Proofs { what: what.to_string(), source }
+    }
+
+    /// A Groth16 error while doing `what`.
+    pub fn groth16(what: impl Into<String>, source: Groth16Error) -> Self {
+        FilecoinError::Groth16 { what: what.into(), source: Box::new(source) }
     }
 
     /// Attaches the file this error was found in (not twice).

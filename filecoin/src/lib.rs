@@ -6,11 +6,12 @@
 //! * [`seal`]: sealing a real test sector with filecoin-proofs 19.1.0 up to C1;
 //! * [`params`]: the Groth16 parameter cache filecoin-proofs reads (names, presence) and
 //!   insecure development parameters from the engine's generator;
-//! * [`c2`]: the adapter: one StackedDrg circuit per partition, built exactly as
-//!   `StackedCompound::circuit_proofs` builds it, synthesized into `ArenaAssignment` and
-//!   proven by the engine, either directly ([`C2Prover`]) or on the long-lived pipeline
-//!   ([`C2Engine`]); public inputs from `StackedCompound::generate_public_inputs` (what
-//!   `get_seal_inputs` returns);
+//! * [`circuit`]: one StackedDrg circuit per partition, built exactly as
+//!   `StackedCompound::circuit_proofs` builds it, and its public inputs from
+//!   `StackedCompound::generate_public_inputs` (what `get_seal_inputs` returns);
+//! * [`c2`]: the one C2 driver, [`C2Engine`]: a sector's partitions synthesized into
+//!   `ArenaAssignment` and proven on the long-lived engine (one slot is still the engine),
+//!   with cancellation, the public-inputs check and verified proofs only;
 //! * [`pce`]: precompiled constraints of the C2 circuit, recorded once per sector size
 //!   beside the parameters and mapped by later runs (the default synthesis);
 //! * [`verify`]: filecoin-proofs' own `verify_seal`;
@@ -19,16 +20,19 @@
 //!
 //! Invariants: the PoRep config (sector size, porep id, API version, features) always comes
 //! from the input's registered proof, as filecoin-proofs does; a proof is the partition
-//! proofs (192 bytes each) concatenated in partition order; parameters are loaded once per
-//! prover and checked against the circuit's shape at load; before proving, the public
+//! proofs (192 bytes each) concatenated in partition order, each verified before it is
+//! handed out; parameters are loaded once per [`C2Circuit`] and checked against the
+//! circuit's shape at load; before proving, the public
 //! inputs the circuit computes from the vanilla proofs must equal those the verifier
 //! derives from the C1's seed, replica id and commitments (a tampered C1 fails in
 //! seconds, not after a proof); bad input is an error naming the file and the problem,
 //! never a panic.
 //!
 //! Sharp edges:
-//! * storage-proofs-core reads `FIL_PROOFS_PARAMETER_CACHE` once per process, at first use:
-//!   set it before calling anything here (the CLI's `--param-cache` does).
+//! * storage-proofs-core reads `FIL_PROOFS_PARAMETER_CACHE` once per process, at first use,
+//!   and filecoin-proofs' own `verify_seal` and `seal_commit_phase2` read parameters only
+//!   from there. This crate's own loading takes the directory explicitly
+//!   ([`params::ParamFiles::in_dir`]), so a prover never needs the variable.
 //! * Development parameters are insecure (known toxic waste). They carry the official file
 //!   names, so never put them in a cache that production verifies from; official files
 //!   load unchanged. `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` must stay off for development
@@ -38,7 +42,7 @@
 //!
 //! Testing: `tests/api.rs` (formats, sealing; seconds), `tests/shape.rs` (the 2 KiB shape
 //! from the blank circuit and its cache; 32 GiB against cuzk's figures, `#[ignore]`) and
-//! `tests/c2.rs` (2 KiB end to end against `verify_seal`). The c2 tests generate 2 KiB development parameters once into
+//! `tests/c2.rs` (2 KiB end to end against `verify_seal`, cancellation, typed errors). The c2 tests generate 2 KiB development parameters once into
 //! `<target>/tmp/filecoin-params` (1.1 GB; a few minutes on 2 cores) and reuse them in
 //! later runs. Heavier checks (8 MiB, an unchecked proof of a tampered C1) are `#[ignore]`:
 //! `cargo test --release -p arenaprove-filecoin --test c2 -- --ignored`.
@@ -46,6 +50,7 @@
 
 pub mod api;
 pub mod c2;
+pub mod circuit;
 pub mod error;
 pub mod params;
 pub mod pce;
@@ -54,7 +59,7 @@ pub mod shape;
 pub mod verify;
 
 pub use api::{C1Output, RegisteredSealProof, SectorInfo, SectorSize};
-pub use c2::{C2Engine, C2Options, C2Output, C2Pending, C2Prover, C2Stages};
+pub use c2::{C2Cancel, C2Circuit, C2Engine, C2Output, C2Pending, C2Stages, LoadOptions};
 pub use error::FilecoinError;
 pub use seal::{seal_sector, SealRequest, SealedSector};
 pub use shape::{porep_shape, CachedShape, PoRepShape};

@@ -6,7 +6,7 @@
 //! `.params` (bellperson's parameter format), `.vk` (verifying key) and `.meta`
 //! (`{"sector_size":N}`), the same names as the official trusted-setup files.
 //!
-//! What filecoin-proofs 19.1.0 requires of them (storage-proofs-core `parameter_cache.rs`):
+//! What filecoin-proofs 19.1.0 requires of them (storage-proofs-core's `parameter_cache`):
 //! * `.params` must exist: C2 (`get_stacked_params`) never generates parameters; it memory
 //!   maps the file with bellperson's `build_mapped_parameters` (unchecked).
 //! * `.vk` is read when present, else derived from `.params` and written.
@@ -15,12 +15,19 @@
 //!   when `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS=1` (default off). Development parameters
 //!   have other digests, so that setting must stay off for them; official files pass it
 //!   unchanged.
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use filecoin_proofs::constants::SectorShapeBase;
 
 use crate::api::RegisteredSealProof;
 use crate::error::FilecoinError;
+
+/// The directory filecoin-proofs itself reads parameters from: `FIL_PROOFS_PARAMETER_CACHE`
+/// as the process had it when storage-proofs-core first read its settings (once per
+/// process), else its default. `verify_seal` and `seal_commit_phase2` read only this one.
+pub fn default_cache_dir() -> PathBuf {
+    storage_proofs_core::parameter_cache::parameter_cache_dir()
+}
 
 /// Where the parameter files of one sector size live.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,27 +43,35 @@ pub struct ParamFiles {
 }
 
 impl ParamFiles {
-    /// The files filecoin-proofs looks for when proving or verifying `registered_proof`.
+    /// The files filecoin-proofs looks for when proving or verifying `registered_proof`, in
+    /// its own cache directory ([`default_cache_dir`]).
     pub fn for_proof(registered_proof: RegisteredSealProof) -> Result<Self, FilecoinError> {
+        Self::in_dir(registered_proof, &default_cache_dir())
+    }
+
+    /// The files filecoin-proofs names for `registered_proof`, in `dir`: what a caller that
+    /// was given the directory (the daemon's `srs.param_cache`, the CLI's `--param-cache`)
+    /// loads, without touching the process environment.
+    pub fn in_dir(registered_proof: RegisteredSealProof, dir: &Path) -> Result<Self, FilecoinError> {
         let config = registered_proof.porep_config()?;
         let what = "locating the parameter cache";
         // The identifier sets up the public parameters and hashes them: computed once, and
-        // the paths derived from it as filecoin-proofs' get_cache_*_path do.
+        // the names derived from it as filecoin-proofs' get_cache_*_path do.
         let cache_id =
             config.get_cache_identifier::<SectorShapeBase>().map_err(|e| FilecoinError::proofs(what, e))?;
         use storage_proofs_core::parameter_cache as pc;
         Ok(ParamFiles {
             sector_size: registered_proof.sector_size()?.name().to_string(),
-            params: pc::parameter_cache_params_path(&cache_id),
-            vk: pc::parameter_cache_verifying_key_path(&cache_id),
-            meta: pc::parameter_cache_metadata_path(&cache_id),
+            params: dir.join(pc::parameter_id(&cache_id)),
+            vk: dir.join(pc::verifying_key_id(&cache_id)),
+            meta: dir.join(pc::metadata_id(&cache_id)),
             cache_id,
-            cache_dir: storage_proofs_core::parameter_cache::parameter_cache_dir(),
+            cache_dir: dir.to_path_buf(),
         })
     }
 
     /// The same file names in another directory (a second cache, a test fixture).
-    pub fn relocated(&self, dir: &std::path::Path) -> ParamFiles {
+    pub fn relocated(&self, dir: &Path) -> ParamFiles {
         let moved = |p: &PathBuf| dir.join(p.file_name().unwrap_or_default());
         ParamFiles {
             sector_size: self.sector_size.clone(),
@@ -87,7 +102,7 @@ impl ParamFiles {
         }
     }
 
-    fn missing(&self, path: &std::path::Path) -> FilecoinError {
+    fn missing(&self, path: &Path) -> FilecoinError {
         FilecoinError::MissingParams {
             sector_size: self.sector_size.clone(),
             path: path.to_path_buf(),
@@ -105,37 +120,35 @@ pub enum ParamsStatus {
     Generated { params_bytes: u64, seconds: f64 },
 }
 
-/// Makes sure the cache holds parameters for `registered_proof`: when the `.params` file is
-/// absent, generates **insecure development parameters** (random toxic waste from `rng`)
+/// Makes sure `files` (the cache's files for `registered_proof`) hold parameters: when the
+/// `.params` file is absent, generates **insecure development parameters** (random toxic waste from `rng`)
 /// for the StackedDrg circuit with the engine's generator and writes `.params`, `.vk` and
 /// `.meta` in filecoin-proofs' format. Files are written under a temporary name and
 /// renamed, so a reader never sees a partial file. An existing file is never touched.
 pub fn ensure_params(
     registered_proof: RegisteredSealProof,
+    files: &ParamFiles,
     rng: &mut impl rand_core::RngCore,
 ) -> Result<ParamsStatus, FilecoinError> {
-    let files = ParamFiles::for_proof(registered_proof)?;
     if files.params.is_file() {
         return Ok(ParamsStatus::Present);
     }
     let started = std::time::Instant::now();
     let _span = tracing::info_span!("generate_params", sector_size = %files.sector_size).entered();
-    let circuit = crate::c2::blank_circuit(registered_proof)?;
+    let circuit = crate::circuit::blank_circuit(registered_proof)?;
     let params = arenaprove_engine::generate_random_parameters(
         circuit,
         rng,
         &arenaprove_engine::ParamsMemory::default(),
     )
-    .map_err(|e| FilecoinError::Engine(format!("generating parameters for {}: {e}", files.sector_size)))?;
+    .map_err(|e| FilecoinError::groth16(format!("generating parameters for {}", files.sector_size), e))?;
     std::fs::create_dir_all(&files.cache_dir).map_err(|e| FilecoinError::io(&files.cache_dir, e))?;
-    let tmp = |path: &std::path::Path| path.with_extension(format!("tmp-{}", std::process::id()));
-    let engine_err = |path: &std::path::Path| {
-        let path = path.display().to_string();
-        move |e: arenaprove_engine::Groth16Error| FilecoinError::Engine(format!("writing {path}: {e}"))
+    let tmp = |path: &Path| path.with_extension(format!("tmp-{}", std::process::id()));
+    let engine_err = |path: &Path| {
+        let what = format!("writing {}", path.display());
+        move |e: arenaprove_engine::Groth16Error| FilecoinError::groth16(what, e)
     };
-    let rename = |from: &std::path::Path, to: &std::path::Path| {
-        std::fs::rename(from, to).map_err(|e| FilecoinError::io(to, e))
-    };
+    let rename = |from: &Path, to: &Path| std::fs::rename(from, to).map_err(|e| FilecoinError::io(to, e));
     // The verifying key first: if the vk is present, filecoin-proofs never derives it
     // from the params, so it must never be stale. Writing it before the params means a
     // crash leaves a vk without params, which `require_params` reports.

@@ -1,4 +1,4 @@
-//! Precompiled C2 circuits (issue 12): the StackedDrg partition circuit of a sector size is
+//! Precompiled C2 circuits: the StackedDrg partition circuit of a sector size is
 //! recorded once (from the blank circuit parameter generation uses: no witness needed),
 //! saved beside the parameters as `<params file stem>.arenaprove-pce`, and mapped
 //! read-only by every later prover or process. Each partition is then synthesized as
@@ -13,14 +13,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arenaprove_circuits::precompiled::Origin;
-use arenaprove_circuits::{
-    synthesize_arena, synthesize_precompiled, ArenaAssignment, AssignmentPools, CircuitError, Precompiled,
-    Shape,
-};
+use arenaprove_circuits::{Precompiled, Shape};
 use arenaprove_engine::pipeline::{generic, precompiled, PartitionCircuit};
 
 use crate::api::RegisteredSealProof;
-use crate::c2::{blank_circuit, SealCircuit};
+use crate::circuit::{blank_circuit, SealCircuit};
 use crate::error::FilecoinError;
 use crate::params::ParamFiles;
 
@@ -99,16 +96,25 @@ impl Synthesis {
         Ok(Synthesis::Precompiled(load_or_record(registered_proof, files, shape)?.matrices))
     }
 
-    /// One partition into a new assignment.
-    pub fn synthesize(
-        &self,
-        circuit: SealCircuit,
-        pools: &AssignmentPools,
-        shape: &Shape,
-    ) -> Result<ArenaAssignment, CircuitError> {
+    /// `precompiled` or `generic`: what timings, logs and metrics call it.
+    pub fn name(&self) -> &'static str {
         match self {
-            Synthesis::Generic => synthesize_arena(circuit, pools, shape),
-            Synthesis::Precompiled(pc) => synthesize_precompiled(circuit, pc, pools, shape),
+            Synthesis::Generic => "generic",
+            Synthesis::Precompiled(_) => "precompiled",
+        }
+    }
+
+    /// One line for people: which synthesis, and for precompiled constraints where they
+    /// come from and how large they are.
+    pub fn describe(&self) -> String {
+        match self {
+            Synthesis::Precompiled(pc) => format!(
+                "precompiled constraints, {} ({:.1} MB, {})",
+                pc.source(),
+                pc.bytes() as f64 / 1e6,
+                if pc.is_mapped() { "mapped" } else { "recorded now, not saved" }
+            ),
+            Synthesis::Generic => "the bellpepper trait (generic)".to_string(),
         }
     }
 

@@ -16,7 +16,7 @@
 //! temporary name, then rename: a reader never sees half a file).
 //!
 //! Tree shapes: 2 KiB, 8 MiB and 512 MiB are `SectorShapeBase`, 32 GiB `SectorShapeSub8`,
-//! 64 GiB `SectorShapeTop2` (filecoin-proofs' `constants.rs`); the two large ones are
+//! 64 GiB `SectorShapeTop2` (filecoin-proofs' `constants`); the two large ones are
 //! monomorphised here for counting only.
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -35,7 +35,7 @@ use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound, StackedDrg};
 
 use crate::api::RegisteredSealProof;
-use crate::c2::compound_public_params;
+use crate::circuit::compound_public_params;
 use crate::error::FilecoinError;
 
 /// The filecoin-proofs release whose circuits are counted (the `=` pin in Cargo.toml; a
@@ -106,14 +106,16 @@ fn count_blank<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<
         StackedDrg<'static, Tree, DefaultPieceHasher>,
         StackedCircuit<Tree, DefaultPieceHasher>,
     >>::blank_circuit(&public_params.vanilla_params);
-    let failed = |reason: String| FilecoinError::Synthesis { partition: 0, reason };
-    let mut cs = RecordingCs::counting("porep shape count").map_err(|e| failed(e.to_string()))?;
+    let mut cs = RecordingCs::counting("porep shape count")?;
     if let Err(e) = circuit.synthesize(&mut cs) {
-        let reason = cs.take_error().map_or_else(|| e.to_string(), |r| r.to_string());
-        return Err(failed(format!("counting the blank circuit: {reason}")));
+        // The recorder's own (typed) error beats the string bellpepper carries it in.
+        return Err(match cs.take_error() {
+            Some(sticky) => sticky.into(),
+            None => FilecoinError::groth16("counting the blank circuit", e.into()),
+        });
     }
     if let Some(e) = cs.take_error() {
-        return Err(failed(format!("counting the blank circuit: {e}")));
+        return Err(e.into());
     }
     let (rows, inputs, aux) = cs.counts();
     Ok((Shape::new(rows + inputs, inputs, aux), cs.file_bytes()))

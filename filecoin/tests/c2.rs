@@ -1,27 +1,38 @@
-//! C2 end to end on real 2 KiB sectors: our proofs against filecoin-proofs' `verify_seal`.
+//! C2 end to end on real 2 KiB sectors through the one driver, [`C2Engine`]: our proofs
+//! against filecoin-proofs' `verify_seal`, cancellation, and every refusal typed.
 //!
 //! Parameters: insecure development parameters generated once with the engine's generator
 //! into `<target>/tmp/filecoin-params` (CARGO_TARGET_TMPDIR) and reused by later runs.
-use std::sync::{Once, OnceLock};
+//! One engine (one slot) serves every test in turn, so each can count what the engine did.
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard, Once, OnceLock};
 
+use arenaprove_engine::pipeline::{EngineConfig, Job, ShutdownMode};
 use arenaprove_filecoin::params::{ensure_params, ParamFiles};
 use arenaprove_filecoin::verify::PARTITION_PROOF_BYTES;
 use arenaprove_filecoin::{
-    rng_from_seed, seal_sector, verify_seal, C2Engine, C2Options, C2Prover, FilecoinError,
+    rng_from_seed, seal_sector, verify_seal, C2Circuit, C2Engine, FilecoinError, LoadOptions,
     RegisteredSealProof, SealRequest, SealedSector, SectorSize, Verdict,
 };
 
 /// The parameter cache shared by every test run in this target directory.
 const PARAM_CACHE: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/filecoin-params");
 
-/// Points filecoin-proofs at the test cache (before anything reads its settings) and
-/// generates 2 KiB parameters there when absent.
+/// The test cache's files for `proof`: the driver is given them explicitly.
+fn files(proof: RegisteredSealProof) -> ParamFiles {
+    ParamFiles::in_dir(proof, Path::new(PARAM_CACHE)).unwrap()
+}
+
+/// Generates 2 KiB parameters in the test cache when absent, and points filecoin-proofs'
+/// own `verify_seal` there (it reads only `FIL_PROOFS_PARAMETER_CACHE`, once per process:
+/// set before anything reads it).
 fn params_2kib() -> RegisteredSealProof {
     static SETUP: Once = Once::new();
     let proof = SectorSize::Kib2.default_registered_proof();
     SETUP.call_once(|| {
         std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", PARAM_CACHE);
-        let status = ensure_params(proof, &mut rng_from_seed(0xc2)).expect("2 KiB development params");
+        let status =
+            ensure_params(proof, &files(proof), &mut rng_from_seed(0xc2)).expect("2 KiB development params");
         eprintln!("2 KiB params: {status:?}");
     });
     proof
@@ -31,7 +42,7 @@ fn params_2kib() -> RegisteredSealProof {
 fn generated_params_are_read_by_filecoin_proofs() {
     let proof = params_2kib();
     let files = ParamFiles::for_proof(proof).unwrap();
-    assert!(files.params.starts_with(PARAM_CACHE), "{}", files.params.display());
+    assert_eq!(files, self::files(proof), "filecoin-proofs reads the cache the tests write");
     let name = files.params.file_name().unwrap().to_str().unwrap().to_string();
     assert!(
         name.starts_with("v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-0-0-sha256_hasher-"),
@@ -55,24 +66,56 @@ fn sealed(size: SectorSize, seed: u64) -> SealedSector {
     seal_sector(&request, &mut rng, work.path()).expect("seal")
 }
 
-/// One prover for the whole test binary: params are loaded once, as a provider would.
-fn prover_2kib() -> &'static C2Prover {
-    static PROVER: OnceLock<C2Prover> = OnceLock::new();
-    PROVER.get_or_init(|| C2Prover::load(params_2kib(), false).expect("load 2 KiB params"))
+/// The 2 KiB circuit, loaded once (parameters and precompiled constraints).
+fn circuit_2kib() -> &'static C2Circuit {
+    static CIRCUIT: OnceLock<C2Circuit> = OnceLock::new();
+    CIRCUIT.get_or_init(|| {
+        let proof = params_2kib();
+        C2Circuit::load(proof, &files(proof), LoadOptions::default()).expect("load 2 KiB params")
+    })
 }
 
+fn one_slot() -> EngineConfig {
+    EngineConfig { slots: 1, synth_workers: 1, ..Default::default() }
+}
+
+/// The one engine of this binary, held by one test at a time.
+fn engine_2kib() -> MutexGuard<'static, C2Engine> {
+    static ENGINE: OnceLock<Mutex<C2Engine>> = OnceLock::new();
+    let engine = ENGINE
+        .get_or_init(|| Mutex::new(C2Engine::new(one_slot(), vec![circuit_2kib().clone()]).expect("engine")));
+    engine.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Two sectors on one slot: the second is cancelled while the first holds the slot, so
+/// it is never synthesized; the first proves, and verify_seal accepts it (and only it).
 #[test]
-fn our_c2_is_accepted_by_verify_seal_and_tampering_is_rejected() {
-    let prover = prover_2kib();
+fn c2_is_accepted_by_verify_seal_and_a_cancelled_sector_is_not_proven() {
+    let engine = engine_2kib();
+    let before = engine.engine().stats();
     let sector = sealed(SectorSize::Kib2, 31);
-    let out = prover.prove(&sector.c1, &mut rng_from_seed(1)).expect("c2");
-    assert_eq!(out.proof.len(), PARTITION_PROOF_BYTES, "2 KiB: one partition proof");
+    let cancelled = sealed(SectorSize::Kib2, 35);
+    let pending = engine.submit(&sector.c1).expect("submit");
+    let doomed = engine.submit(&cancelled.c1).expect("submit");
+    doomed.canceller().cancel();
+    let out = pending.wait().expect("c2");
+    let err = doomed.wait().unwrap_err();
+    assert!(matches!(err, FilecoinError::Cancelled { partitions_stopped: 1, partitions: 1 }), "{err}");
+    let after = engine.engine().stats();
+    assert_eq!(after.partitions_ok - before.partitions_ok, 1, "only the first sector was proven");
+    assert_eq!(after.partitions_failed - before.partitions_failed, 1, "the cancelled one ended");
+    assert_eq!(engine.engine().slabs_outstanding(), 0);
+
+    let proof = out.proof();
+    assert_eq!(proof.len(), PARTITION_PROOF_BYTES, "2 KiB: one partition proof");
     // 2,687,921 circuit constraints plus bellperson's 40 `input_i * 0 = 0` rows.
-    assert_eq!(out.stages.constraints, 2_687_921 + 40, "the 2 KiB StackedDrg circuit");
-    assert_eq!(verify_seal(&sector.info, &out.proof).unwrap(), Verdict::Accepted);
+    assert_eq!(out.stages().constraints, 2_687_921 + 40, "the 2 KiB StackedDrg circuit");
+    assert_eq!(out.stages().synthesis_kind, "precompiled", "the default synthesis");
+    assert!(out.stages().synthesis > std::time::Duration::ZERO && out.stages().prove() > out.stages().verify);
+    assert_eq!(verify_seal(&sector.info, proof).unwrap(), Verdict::Accepted);
 
     // Public inputs agree with filecoin-proofs' get_seal_inputs.
-    let job = arenaprove_filecoin::c2::SectorJob::new(&sector.c1).unwrap();
+    let job = arenaprove_filecoin::circuit::SectorJob::new(&sector.c1).unwrap();
     let config = sector.info.registered_proof.porep_config().unwrap();
     let theirs = filecoin_proofs::get_seal_inputs::<filecoin_proofs::constants::SectorShapeBase>(
         &config,
@@ -91,23 +134,23 @@ fn our_c2_is_accepted_by_verify_seal_and_tampering_is_rejected() {
     // Another seed: the chain's challenges differ, the proof does not verify.
     let mut other_seed = sector.info.clone();
     other_seed.seed[0] ^= 0x55;
-    assert_eq!(verify_seal(&other_seed, &out.proof).unwrap(), Verdict::Rejected);
+    assert_eq!(verify_seal(&other_seed, proof).unwrap(), Verdict::Rejected);
     // Another sector id: another replica id.
     let mut other_id = sector.info.clone();
     other_id.sector_id ^= 1;
-    assert_eq!(verify_seal(&other_id, &out.proof).unwrap(), Verdict::Rejected);
+    assert_eq!(verify_seal(&other_id, proof).unwrap(), Verdict::Rejected);
 
     // A flipped byte anywhere in A, B or C: never accepted (Rejected, or Malformed when
     // the point no longer decodes).
     for index in [0, 47, 48, 100, 143, 144, 191] {
-        let mut bad = out.proof.clone();
+        let mut bad = proof.to_vec();
         bad[index] ^= 0x01;
         let verdict = verify_seal(&sector.info, &bad).unwrap();
         assert!(!verdict.is_accepted(), "byte {index} flipped: {verdict:?}");
     }
     // Truncated or padded proofs are malformed.
-    assert!(matches!(verify_seal(&sector.info, &out.proof[..191]).unwrap(), Verdict::Malformed(_)));
-    let mut long = out.proof.clone();
+    assert!(matches!(verify_seal(&sector.info, &proof[..191]).unwrap(), Verdict::Malformed(_)));
+    let mut long = proof.to_vec();
     long.push(0);
     assert!(matches!(verify_seal(&sector.info, &long).unwrap(), Verdict::Malformed(_)));
 }
@@ -124,68 +167,80 @@ fn sealed_with_tampered_seed() -> (SealedSector, [u8; 32]) {
 
 #[test]
 fn a_c1_with_a_tampered_seed_is_refused_before_proving() {
-    let prover = prover_2kib();
+    let engine = engine_2kib();
+    let before = engine.engine().stats();
     let (sector, _) = sealed_with_tampered_seed();
-
-    // With checks on (the default) the mismatch is caught before proving.
-    let err = prover.prove(&sector.c1, &mut rng_from_seed(3)).unwrap_err();
-    assert!(matches!(err, FilecoinError::Synthesis { partition: 0, .. }), "{err}");
+    let err = engine.prove(&sector.c1).unwrap_err();
+    assert!(matches!(err, FilecoinError::InputsMismatch { partition: 0 }), "{err}");
     assert!(err.to_string().contains("public inputs"), "{err}");
+    let after = engine.engine().stats();
+    assert_eq!(
+        (after.partitions_ok, after.partitions_failed),
+        (before.partitions_ok, before.partitions_failed + 1)
+    );
+    assert_eq!(engine.engine().slabs_outstanding(), 0, "the slot came back");
 }
 
-/// With checks off a tampered C1 still proves, and the proof is one for the original
-/// seed. A full extra prove (~35 s on 2 cores), so not in CI: run with
-/// `cargo test --release -p arenaprove-filecoin --test c2 -- --ignored`.
+/// With no inputs check a tampered C1 still proves (the raw engine, not the driver), and
+/// the proof is one for the original seed. A full extra prove (~35 s on 2 cores), so not
+/// in CI: `cargo test --release -p arenaprove-filecoin --test c2 -- --ignored`.
 #[test]
 #[ignore]
 fn unchecked_c2_of_a_tampered_seed_proves_only_the_original_seed() {
-    let prover = prover_2kib();
+    let circuit = circuit_2kib();
     let (sector, original_seed) = sealed_with_tampered_seed();
-    // Without it the bytes come out. The seed enters the circuit only through the public
-    // inputs (the challenges); the witness is the vanilla proofs, made for the original
-    // challenges. So the proof is one for the original seed: verify_seal accepts it with
-    // that seed and rejects it with the seed the tampered C1 claims.
-    let out = prover
-        .prove_with(&sector.c1, &mut rng_from_seed(4), C2Options { self_verify: false })
-        .expect("proving yields bytes");
+    // The seed enters the circuit only through the public inputs (the challenges); the
+    // witness is the vanilla proofs, made for the original challenges. So the proof is one
+    // for the original seed: verify_seal accepts it with that seed and rejects it with the
+    // seed the tampered C1 claims.
+    let spec = arenaprove_engine::pipeline::CircuitSpec {
+        kind: circuit.kind().to_string(),
+        shape: circuit.shape(),
+        params: circuit.params().clone(),
+    };
+    let engine = arenaprove_engine::pipeline::Engine::new(one_slot(), vec![spec]).unwrap();
+    let job = arenaprove_filecoin::circuit::SectorJob::new(&sector.c1).unwrap();
+    let partition = circuit.synthesis().partition(job.circuit(0).unwrap());
+    let out = engine.prove(Job::new(circuit.kind(), vec![partition])).unwrap();
+    let proof = out.partitions[0].as_ref().expect("proven").proof.to_bytes();
     let mut with_claimed_seed = sector.info.clone();
     with_claimed_seed.seed = sector.c1.seed();
-    assert_eq!(verify_seal(&with_claimed_seed, &out.proof).unwrap(), Verdict::Rejected);
+    assert_eq!(verify_seal(&with_claimed_seed, &proof).unwrap(), Verdict::Rejected);
     assert_eq!(sector.info.seed, original_seed);
-    assert_eq!(verify_seal(&sector.info, &out.proof).unwrap(), Verdict::Accepted);
+    assert_eq!(verify_seal(&sector.info, &proof).unwrap(), Verdict::Accepted);
+    assert_eq!(engine.shutdown(ShutdownMode::Drain).slabs_outstanding, 0);
 }
 
 #[test]
-fn missing_or_foreign_params_are_clear_errors() {
+fn missing_or_foreign_params_and_unserved_sizes_are_typed_errors() {
     let proof_2kib = params_2kib();
-    let files_2kib = ParamFiles::for_proof(proof_2kib).unwrap();
+    let files_2kib = files(proof_2kib);
     let proof_8mib = SectorSize::Mib8.default_registered_proof();
-    let files_8mib = ParamFiles::for_proof(proof_8mib).unwrap();
+    let files_8mib = files(proof_8mib);
     assert_ne!(files_8mib.params, files_2kib.params, "the sizes have their own files");
+    let options = LoadOptions::default();
 
     // An empty directory laid out like the cache: nothing there.
     let empty = tempfile::tempdir().unwrap();
-    let in_empty = files_8mib.relocated(empty.path());
-    let err = C2Prover::load_from(proof_8mib, &in_empty, false).unwrap_err();
+    let in_empty = ParamFiles::in_dir(proof_8mib, empty.path()).unwrap();
+    assert_eq!(in_empty, files_8mib.relocated(empty.path()));
+    let err = C2Circuit::load(proof_8mib, &in_empty, options).unwrap_err();
     assert!(matches!(err, FilecoinError::MissingParams { .. }), "{err}");
     let text = err.to_string();
     assert!(text.contains(in_empty.params.to_str().unwrap()) && text.contains("8MiB"), "{text}");
 
-    // The 2 KiB file under the 8 MiB name: refused at load, naming the section.
+    // The 2 KiB file under the 8 MiB name: refused at load, naming the section, the
+    // Groth16 error kept as the source.
     let foreign = tempfile::tempdir().unwrap();
     let in_foreign = files_8mib.relocated(foreign.path());
     std::fs::hard_link(&files_2kib.params, &in_foreign.params)
         .or_else(|_| std::os::unix::fs::symlink(&files_2kib.params, &in_foreign.params))
         .unwrap();
-    let err = C2Prover::load_from(proof_8mib, &in_foreign, false).unwrap_err();
-    assert!(matches!(err, FilecoinError::ParamsMismatch { .. }), "{err}");
+    let err = C2Circuit::load(proof_8mib, &in_foreign, options).unwrap_err();
     assert!(err.to_string().contains("8MiB"), "{err}");
-
-    // A C1 for 8 MiB given to the 2 KiB prover.
-    let sector_8mib = sealed(SectorSize::Mib8, 33);
-    let err = prover_2kib().prove(&sector_8mib.c1, &mut rng_from_seed(5)).unwrap_err();
-    assert!(matches!(err, FilecoinError::ParamsMismatch { .. }), "{err}");
-    assert!(err.to_string().contains("8MiB"), "{err}");
+    let FilecoinError::ParamsMismatch { source, .. } = &err else { panic!("{err}") };
+    assert!(matches!(**source, arenaprove_engine::Groth16Error::ShapeMismatch { .. }), "{source}");
+    assert!(std::error::Error::source(&err).is_some(), "the chain goes on below");
 
     // A truncated params file: an error naming the file, no panic.
     let truncated = tempfile::tempdir().unwrap();
@@ -193,8 +248,19 @@ fn missing_or_foreign_params_are_clear_errors() {
     let bytes = std::fs::read(&files_2kib.params).unwrap();
     std::fs::write(&in_truncated.params, &bytes[..bytes.len() / 3]).unwrap();
     drop(bytes);
-    let err = C2Prover::load_from(proof_2kib, &in_truncated, false).unwrap_err();
+    let err = C2Circuit::load(proof_2kib, &in_truncated, options).unwrap_err();
     assert!(err.to_string().contains(in_truncated.params.to_str().unwrap()), "{err}");
+
+    // An engine that would not verify is refused: the driver hands back verified proofs only.
+    let unverified = EngineConfig { verify: false, ..one_slot() };
+    let err = C2Engine::new(unverified, vec![circuit_2kib().clone()]).unwrap_err();
+    assert!(matches!(err, FilecoinError::BadArgument(_)) && err.to_string().contains("verify"), "{err}");
+
+    // A C1 for 8 MiB given to the 2 KiB engine, before anything is built.
+    let sector_8mib = sealed(SectorSize::Mib8, 33);
+    let err = engine_2kib().submit(&sector_8mib.c1).unwrap_err();
+    assert!(matches!(err, FilecoinError::NotServed { .. }), "{err}");
+    assert!(err.to_string().contains("8MiB") && err.to_string().contains("2KiB"), "{err}");
 }
 
 /// 8 MiB end to end: needs ~2 GB of development parameters (generated on first run) and
@@ -205,39 +271,18 @@ fn missing_or_foreign_params_are_clear_errors() {
 fn our_c2_for_8mib_is_accepted_by_verify_seal() {
     params_2kib(); // sets the cache directory
     let proof = SectorSize::Mib8.default_registered_proof();
-    ensure_params(proof, &mut rng_from_seed(0x8)).expect("8 MiB development params");
-    let prover = C2Prover::load(proof, false).expect("load 8 MiB params");
+    ensure_params(proof, &files(proof), &mut rng_from_seed(0x8)).expect("8 MiB development params");
+    let engine = C2Engine::start(proof, &files(proof), one_slot(), LoadOptions::default()).expect("engine");
     let sector = sealed(SectorSize::Mib8, 34);
-    let out = prover.prove(&sector.c1, &mut rng_from_seed(6)).expect("c2");
-    assert_eq!(out.stages.constraints, 3_844_929 + prover.shape().inputs, "the 8 MiB StackedDrg circuit");
-    assert_eq!(verify_seal(&sector.info, &out.proof).unwrap(), Verdict::Accepted);
+    let out = engine.prove(&sector.c1).expect("c2");
+    let inputs = engine.circuits()[0].shape().inputs;
+    assert_eq!(out.stages().constraints, 3_844_929 + inputs, "the 8 MiB StackedDrg circuit");
+    assert_eq!(verify_seal(&sector.info, out.proof()).unwrap(), Verdict::Accepted);
     let mut other_seed = sector.info.clone();
     other_seed.seed[0] ^= 0x55;
-    assert_eq!(verify_seal(&other_seed, &out.proof).unwrap(), Verdict::Rejected);
-    let mut bad = out.proof.clone();
+    assert_eq!(verify_seal(&other_seed, out.proof()).unwrap(), Verdict::Rejected);
+    let mut bad = out.into_proof();
     bad[150] ^= 0x01;
     assert!(!verify_seal(&sector.info, &bad).unwrap().is_accepted());
-}
-
-/// C2 through the long-lived engine (issue 5's pipeline): accepted by verify_seal, every
-/// slab back at shutdown. (`arenaprove filecoin soak` runs many sectors back to back.)
-#[test]
-fn c2_on_the_engine_is_accepted_by_verify_seal() {
-    let proof = params_2kib();
-    let config =
-        arenaprove_engine::pipeline::EngineConfig { slots: 1, synth_workers: 1, ..Default::default() };
-    let engine = C2Engine::start(proof, config, false).expect("engine");
-    let sectors = [sealed(SectorSize::Kib2, 41)];
-    let pending: Vec<_> = sectors.iter().map(|s| engine.submit(&s.c1).expect("submit")).collect();
-    for (sector, pending) in sectors.iter().zip(pending) {
-        let (proof, out) = pending.wait().expect("engine C2");
-        assert!(out.is_ok());
-        assert_eq!(verify_seal(&sector.info, &proof).unwrap(), Verdict::Accepted);
-        let mut other_seed = sector.info.clone();
-        other_seed.seed[1] ^= 0x10;
-        assert_eq!(verify_seal(&other_seed, &proof).unwrap(), Verdict::Rejected);
-    }
-    let report = engine.shutdown();
-    assert_eq!(report.slabs_outstanding, 0);
-    assert_eq!(report.partitions_ok, 1);
+    assert_eq!(engine.shutdown(ShutdownMode::Drain).slabs_outstanding, 0);
 }

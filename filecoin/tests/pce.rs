@@ -1,4 +1,4 @@
-//! Issue 12 on real circuits: precompiled synthesis of PoRep C2 partitions is byte-identical
+//! Precompiled constraints on real circuits: precompiled synthesis of PoRep C2 partitions is byte-identical
 //! to `ArenaAssignment`'s through the bellpepper trait (a, b, c, inputs, aux, densities) for
 //! two different sectors, recorded once from the blank circuit; the recording is saved
 //! beside the parameters and mapped by the next load; a recording of another sector size is

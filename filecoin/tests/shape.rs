@@ -19,7 +19,7 @@ fn the_2kib_shape_is_counted_from_the_blank_circuit_then_cached() {
     assert_eq!(s.domain_size, 1 << 22);
     assert_eq!(first.porep.partitions, 1);
     assert_eq!(first.porep.registered_proof, RegisteredSealProof::StackedDrg2KiBV1_1);
-    // The counted file size is the recorded file's (issue 12: `plan` shows it).
+    // The counted file size is the recorded file's (`plan` shows it).
     let recorded = arenaprove_circuits::record(
         arenaprove_filecoin::c2::blank_circuit(RegisteredSealProof::StackedDrg2KiBV1_1).unwrap(),
         "2 KiB",

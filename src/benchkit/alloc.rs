@@ -1,4 +1,4 @@
-//! The allocation-strategy benchmark (issue 2): one partition-shaped working set acquired,
+//! The allocation-strategy benchmark: one partition-shaped working set acquired,
 //! written once and released, by six strategies side by side.
 //!
 //! A working set is three vectors `a`, `b`, `c` of `n` 32-byte elements plus an `aux`

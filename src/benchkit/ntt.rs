@@ -1,4 +1,4 @@
-//! The h stage's NTTs on the CPU (issue 10): `Domain::quotient_in_place` (three vectors
+//! The h stage's NTTs on the CPU: `Domain::quotient_in_place` (three vectors
 //! to the coset side by side, `a b - c`, divided by z, back), exactly as `prove_start` runs
 //! it, over two twiddle layouts and two backings, alternated rep by rep in one run.
 //!

@@ -1,4 +1,4 @@
-//! The prove benchmark (issue 4): our CPU prover against bellperson 0.27's
+//! The prove benchmark: our CPU prover against bellperson 0.27's
 //! `create_random_proof`, same parameters, same circuit, same process, alternating sample
 //! by sample. Also parameter generation (ours vs bellperson's `generate_random_parameters`)
 //! and checked parameter loading (ours vs bellperson's `Parameters::read(.., true)` on the
@@ -18,10 +18,10 @@ use crate::engine::deps::ff::Field;
 use crate::engine::deps::rand_chacha::ChaCha8Rng;
 use crate::engine::deps::rand_core::SeedableRng;
 use crate::engine::groth16::{
-    generate_random_parameters, prove_circuit, Parameters, ParamsMemory, ProofShape, Prover, StageTimings,
+    generate_random_parameters, Parameters, ParamsMemory, ProofShape, Prover, StageTimings,
 };
 use crate::engine::pipeline::MemoryPlan;
-use crate::engine::Backend;
+use crate::engine::{prove_circuit, prove_synthesized, Backend};
 
 /// Limits of the benchmark.
 pub const CONSTRAINTS_MAX: usize = 1 << 22;
@@ -137,18 +137,13 @@ impl Ours {
             Synthesis::Heap => {
                 prove_circuit(&*self.backend, circuit.clone(), r, s).map_err(|e| e.to_string())?
             }
-            Synthesis::Native => {
-                let t_syn = Instant::now();
-                let mut w = {
-                    let _span = crate::engine::deps::tracing::info_span!("synthesize").entered();
-                    synthesize_native(circuit, &self.pools, &self.shape).map_err(|e| e.to_string())?
-                };
-                let synth = t_syn.elapsed();
-                let (p, mut t) =
-                    self.backend.prove_with_randomness(&mut w, r, s).map_err(|e| e.to_string())?;
-                t.synthesize = synth;
-                (p, t)
-            }
+            Synthesis::Native => prove_synthesized(
+                &*self.backend,
+                || synthesize_native(circuit, &self.pools, &self.shape),
+                r,
+                s,
+            )
+            .map_err(|e| e.to_string())?,
         };
         Ok((proof, t0.elapsed(), t))
     }

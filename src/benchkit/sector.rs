@@ -1,4 +1,4 @@
-//! Sector throughput (issue 11): sectors of `partitions` partition circuits proved one
+//! Sector throughput: sectors of `partitions` partition circuits proved one
 //! after another by one long-lived engine (any backend), in steady state. The GPU
 //! comparison against bellperson 0.27 + supraseal-c2's `create_random_proof_batch` (how
 //! filecoin-proofs proves a sector) runs this as "ours" and the batch as the baseline, in

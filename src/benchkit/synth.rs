@@ -1,5 +1,4 @@
-//! Synthesis benchmark (issues 3 and 12), shared by `benches/synth.rs` and
-//! `arenaprove bench-synth`.
+//! Synthesis benchmark, shared by `benches/synth.rs` and `arenaprove bench-synth`.
 //!
 //! The same circuit is synthesized by every path in one run:
 //! * `heap`: the baseline, [`HeapAssignment`], which mirrors bellperson 0.27's private
@@ -8,8 +7,8 @@
 //! * `arena_bellpepper`: [`ArenaAssignment`] through the bellpepper-core trait, same
 //!   circuit code (for `sha`: bellpepper 0.2's own SHA-256 gadget, in both of these);
 //! * `arena_native`: the native gadgets straight into [`ArenaAssignment`] (test circuits);
-//! * `arena_precompiled`: the same bellpepper-core circuit through precompiled constraints
-//!   (issue 12): witness-only synthesis, then the sparse products a = A·w, b = B·w,
+//! * `arena_precompiled`: the same bellpepper-core circuit through precompiled constraints:
+//!   witness-only synthesis, then the sparse products a = A·w, b = B·w,
 //!   c = C·w in parallel. Reported split into `witness` and `products`. The recording is
 //!   made once before the runs (timed as `record_s`, not part of the path's time).
 //!

@@ -1,5 +1,7 @@
 //! The GPU backend's factory for the CLI and the daemon: the CUDA backend on a named GPU
-//! or on every visible one, or the CPU backend (said once on stderr) where the binary or the host has none.
+//! (an error when it does not open: the daemon's choice), or on every visible one, or the
+//! CPU backend (said once on stderr) where the binary or the host has none (the CLI's
+//! `--backend gpu`).
 
 use std::sync::Arc;
 
@@ -16,25 +18,23 @@ pub struct GpuInfo {
     pub mem: Arc<dyn Fn() -> Option<(u64, u64)> + Send + Sync>,
 }
 
-/// GPU `ordinal`'s backend and its description, or the CPU backend (said once on stderr)
-/// on a binary built without the `cuda` feature or a host without that GPU.
+/// GPU `ordinal`'s backend and its description, or why it does not open (the caller
+/// decides whether the CPU may stand in: the daemon only with `gpus.fallback = "cpu"`).
 #[cfg(feature = "cuda")]
-pub fn gpu_factory(ordinal: u32) -> (Arc<dyn BackendFactory>, Option<GpuInfo>) {
-    match opened(arenaprove::cuda::CudaFactory::open(ordinal as usize), &format!("GPU {ordinal}")) {
-        Some(f) => {
-            let weak = Arc::downgrade(&f);
-            let mem = move || weak.upgrade().and_then(|f| f.mem_info()).map(|(a, b)| (a as u64, b as u64));
-            let info = GpuInfo { ordinal, name: f.name(), mem: Arc::new(mem) };
-            (f, Some(info))
-        }
-        None => (Arc::new(CpuBackend), None),
-    }
+pub fn open_gpu(ordinal: u32) -> Result<(Arc<dyn BackendFactory>, GpuInfo), String> {
+    let factory = Arc::new(arenaprove::cuda::CudaFactory::open(ordinal as usize).map_err(|e| e.to_string())?);
+    tracing::info!(ordinal, gpu = %factory.describe(), "GPU backend");
+    let weak = Arc::downgrade(&factory);
+    let mem =
+        move || weak.upgrade().and_then(|f| f.mem_info()).map(|(free, total)| (free as u64, total as u64));
+    let info = GpuInfo { ordinal, name: factory.name(), mem: Arc::new(mem) };
+    let factory: Arc<dyn BackendFactory> = factory;
+    Ok((factory, info))
 }
 
 #[cfg(not(feature = "cuda"))]
-pub fn gpu_factory(ordinal: u32) -> (Arc<dyn BackendFactory>, Option<GpuInfo>) {
-    eprintln!("backend: built without the `cuda` feature (GPU {ordinal} asked for); using the CPU backend");
-    (Arc::new(CpuBackend), None)
+pub fn open_gpu(_ordinal: u32) -> Result<(Arc<dyn BackendFactory>, GpuInfo), String> {
+    Err("this binary was built without the `cuda` feature".into())
 }
 
 /// The CUDA backend on every GPU the driver shows (`CUDA_VISIBLE_DEVICES` picks them), or

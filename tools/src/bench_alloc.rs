@@ -1,4 +1,4 @@
-//! `arenaprove bench-alloc` (issue 2): allocation strategies side by side on a
+//! `arenaprove bench-alloc`: allocation strategies side by side on a
 //! partition-shaped working set. See `arenaprove::benchkit::alloc` for what is measured.
 use anyhow::{bail, Context};
 use arenaprove::benchkit::alloc::{self, Config, Strategy, StrategyReport};
@@ -21,14 +21,6 @@ pub struct Args {
     /// Print one JSON object per strategy per line instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-/// MemAvailable from /proc/meminfo, bytes (None where unknown).
-fn mem_available_bytes() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = s.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 fn json_line(r: &StrategyReport) -> serde_json::Value {
@@ -56,7 +48,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let shape = alloc::Shape::for_size_mib(cfg.size_mib).map_err(anyhow::Error::msg)?;
     // async_drop can hold two working sets at once (one being dropped, one being filled).
     let need = 2 * shape.bytes() as u64;
-    if let Some(avail) = mem_available_bytes() {
+    if let Some(avail) = crate::common::mem_available_bytes() {
         if need > avail {
             bail!(
                 "--size-mib {}: up to {} MiB may be live at once, but only {} MiB are available",

@@ -1,4 +1,4 @@
-//! `arenaprove bench-ntt` (issue 10): the h stage's NTTs over the strided twiddle table
+//! `arenaprove bench-ntt`: the h stage's NTTs over the strided twiddle table
 //! (baseline) and the compact copy, on heap and slab memory, alternated in one run; then the
 //! bit reversal alone, serial (baseline) against parallel. See `arenaprove::benchkit::ntt`
 //! for what is measured.

@@ -1,4 +1,4 @@
-//! `arenaprove bench-prove` (issue 4): our CPU Groth16 prover against bellperson 0.27's
+//! `arenaprove bench-prove`: our CPU Groth16 prover against bellperson 0.27's
 //! `create_random_proof` on the same parameters in the same run; optionally parameter
 //! generation and checked loading against bellperson's. See `arenaprove::benchkit::prove`.
 use anyhow::anyhow;

@@ -1,4 +1,4 @@
-//! `arenaprove bench-synth` (issues 3 and 12): synthesis into the heap baseline, into the
+//! `arenaprove bench-synth`: synthesis into the heap baseline, into the
 //! arena through bellpepper-core, through the native gadgets (test circuits) and through
 //! precompiled constraints (witness + products), same run. See
 //! `arenaprove::benchkit::synth` for what is measured.

@@ -8,21 +8,31 @@
 //! * `bench`: our C2 against filecoin-proofs' `seal_commit_phase2`, same C1, same params;
 //! * `pce`: map, or record and save, the precompiled constraints of a sector size's circuit.
 //!
-//! `c2`, `bench` and `soak` synthesize through the precompiled constraints (recorded on
-//! first use, beside the parameters); `--no-precompiled` goes through the bellpepper trait.
+//! `c2`, `bench` and `soak` prove through the one C2 driver, `C2Engine` (`c2` and `bench`
+//! on one slot), on the backend `--backend` picks, and synthesize through the precompiled
+//! constraints (recorded on first use, beside the parameters); `--no-precompiled` goes
+//! through the bellpepper trait.
+//!
+//! The parameter cache (`--param-cache`, else filecoin-proofs' own) is handed to every step
+//! of ours explicitly. filecoin-proofs' own `verify_seal` and `seal_commit_phase2` read
+//! parameters only from `FIL_PROOFS_PARAMETER_CACHE`, once per process, so for them
+//! `--param-cache` also sets that variable: first thing, while the process runs one thread.
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use arenaprove::engine::pipeline::{EngineConfig, ShutdownMode};
+use arenaprove::filecoin::params::ParamFiles;
 use arenaprove::filecoin::{self as fc, C1Output, RegisteredSealProof, SectorInfo, SectorSize};
 use clap::{Args as ClapArgs, Subcommand};
 
-use crate::common::{self, MemoryLimit, ParamsEstimate, ResolvedLimit};
+use crate::common::{self, BackendChoice, MemoryLimit, ParamsEstimate, ResolvedLimit};
 
 #[derive(ClapArgs)]
 pub struct Args {
-    /// Groth16 parameter cache directory (sets FIL_PROOFS_PARAMETER_CACHE; default: that
-    /// variable, else /var/tmp/filecoin-proof-parameters/).
+    /// Groth16 parameter cache directory (also sets FIL_PROOFS_PARAMETER_CACHE for
+    /// filecoin-proofs' own verify_seal; default: that variable, else
+    /// /var/tmp/filecoin-proof-parameters/).
     #[arg(long, global = true, value_name = "DIR")]
     param_cache: Option<PathBuf>,
     /// Memory a command may use (engine slabs + params): bytes (or with KiB/MiB/GiB), or
@@ -63,21 +73,38 @@ struct PceArgs {
 
 #[derive(ClapArgs)]
 struct SoakArgs {
-    /// Sector size: 2KiB or 8MiB.
-    #[arg(long, default_value = "2KiB")]
-    sector_size: String,
     /// Sectors to seal and prove.
     #[arg(long, default_value_t = 20)]
     sectors: usize,
     /// Partition slots of the engine (each a full working set).
     #[arg(long, default_value_t = 2)]
     slots: usize,
-    /// Seed for the sectors (default 1).
+    #[command(flatten)]
+    run: SealAndProveArgs,
+}
+
+/// What `bench` and `soak`, which seal sectors and prove them, share.
+#[derive(ClapArgs)]
+struct SealAndProveArgs {
+    /// Sector size: 2KiB or 8MiB.
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    /// Seed for the sectors sealed (default 1).
     #[arg(long, default_value_t = 1)]
     rng_seed: u64,
     /// One final JSON object on stdout instead of the human report.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    prover: ProverArgs,
+}
+
+/// How the commands that prove (`c2`, `bench`, `soak`) prove.
+#[derive(ClapArgs)]
+struct ProverArgs {
+    /// Prover backend: cpu, or gpu (CUDA; falls back to cpu, saying so, without a GPU).
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendChoice,
     /// Synthesize through the bellpepper trait instead of the precompiled constraints
     /// (which are recorded on first use and cached beside the parameters).
     #[arg(long)]
@@ -119,10 +146,8 @@ struct C2Args {
     /// Validate every parameter point while loading (slower).
     #[arg(long)]
     checked: bool,
-    /// Synthesize through the bellpepper trait instead of the precompiled constraints
-    /// (which are recorded on first use and cached beside the parameters).
-    #[arg(long)]
-    no_precompiled: bool,
+    #[command(flatten)]
+    prover: ProverArgs,
 }
 
 #[derive(ClapArgs)]
@@ -143,38 +168,91 @@ struct VerifyArgs {
 
 #[derive(ClapArgs)]
 struct BenchArgs {
-    /// Sector size: 2KiB or 8MiB.
-    #[arg(long, default_value = "2KiB")]
-    sector_size: String,
     /// Runs of each side (median reported).
     #[arg(long, default_value_t = 1)]
     runs: usize,
-    /// Seed for the sector (default 1).
-    #[arg(long, default_value_t = 1)]
-    rng_seed: u64,
-    /// Print one JSON object at the end.
-    #[arg(long)]
-    json: bool,
-    /// Synthesize through the bellpepper trait instead of the precompiled constraints
-    /// (which are recorded on first use and cached beside the parameters).
-    #[arg(long)]
-    no_precompiled: bool,
+    #[command(flatten)]
+    run: SealAndProveArgs,
 }
 
 pub fn run(args: Args) -> Result<()> {
-    if let Some(dir) = &args.param_cache {
-        // storage-proofs-core reads its settings once, at first use: set it before that.
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
-    }
+    let cache = param_cache(args.param_cache.as_deref())?;
     let limit = args.memory_limit;
     match args.cmd {
-        Cmd::Seal(a) => seal(a, limit),
-        Cmd::C2(a) => c2(a, limit),
+        Cmd::Seal(a) => seal(a, &cache, limit),
+        Cmd::C2(a) => c2(a, &cache, limit),
         Cmd::Verify(a) => verify(a),
-        Cmd::Bench(a) => bench(a, limit),
-        Cmd::Soak(a) => soak(a, limit),
-        Cmd::Pce(a) => pce(a),
+        Cmd::Bench(a) => bench(a, &cache, limit),
+        Cmd::Soak(a) => soak(a, &cache, limit),
+        Cmd::Pce(a) => pce(a, &cache),
     }
+}
+
+const PARAM_CACHE_VAR: &str = "FIL_PROOFS_PARAMETER_CACHE";
+
+/// The parameter cache every step of ours is given: `--param-cache`, else the directory
+/// filecoin-proofs reads. With `--param-cache`, filecoin-proofs' own steps (`verify_seal`,
+/// `seal_commit_phase2`), which read only `FIL_PROOFS_PARAMETER_CACHE`, are pointed there
+/// too, by setting it now: only while this process runs a single thread, since the
+/// environment must not change once another thread may read it.
+fn param_cache(flag: Option<&Path>) -> Result<PathBuf> {
+    let Some(dir) = flag else { return Ok(fc::params::default_cache_dir()) };
+    if std::env::var_os(PARAM_CACHE_VAR).as_deref() != Some(dir.as_os_str()) {
+        let threads = threads_now();
+        if threads != Some(1) {
+            bail!(
+                "--param-cache: this process already runs {} threads, so it cannot set {PARAM_CACHE_VAR}                  for filecoin-proofs; set {PARAM_CACHE_VAR}={} in the environment instead",
+                threads.map_or("several".to_string(), |n| n.to_string()),
+                dir.display()
+            );
+        }
+        std::env::set_var(PARAM_CACHE_VAR, dir);
+    }
+    Ok(dir.to_path_buf())
+}
+
+/// Threads of this process (Linux `/proc/self/status`).
+fn threads_now() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Threads:"))?.trim().parse().ok()
+}
+
+/// The files of `registered_proof`'s parameters in `cache`.
+fn files_in(cache: &Path, registered_proof: RegisteredSealProof) -> Result<ParamFiles> {
+    Ok(ParamFiles::in_dir(registered_proof, cache)?)
+}
+
+/// The C2 driver on `slots` partition slots and the backend `--backend` picks, with the
+/// parameters (and precompiled constraints) of `files`; says on stderr how long loading
+/// took and which synthesis runs.
+fn start_engine(
+    registered_proof: RegisteredSealProof,
+    files: &ParamFiles,
+    slots: usize,
+    limit: &ResolvedLimit,
+    prover: &ProverArgs,
+    checked: bool,
+) -> Result<fc::C2Engine> {
+    let mut config =
+        EngineConfig { slots, synth_workers: common::synth_workers(slots), ..Default::default() };
+    config.memory_limit_bytes = usize::try_from(limit.bytes).unwrap_or(usize::MAX);
+    config.backend = common::backend_factory(prover.backend);
+    common::region_flags(&mut config.region);
+    let started = Instant::now();
+    let options = fc::LoadOptions { checked, precompiled: !prover.no_precompiled };
+    let c2 = fc::C2Engine::start(registered_proof, files, config, options)?;
+    let synthesis = c2.circuits().iter().map(|c| c.synthesis().describe()).collect::<Vec<_>>().join("; ");
+    eprintln!("params load {:.2} s; synthesis: {synthesis}", started.elapsed().as_secs_f64());
+    Ok(c2)
+}
+
+/// Stops the engine; an error unless every slab came back.
+fn stop_engine(c2: fc::C2Engine) -> Result<()> {
+    let report = c2.shutdown(ShutdownMode::Drain);
+    if report.slabs_outstanding != 0 {
+        bail!("{} slabs still leased at shutdown", report.slabs_outstanding);
+    }
+    Ok(())
 }
 
 /// The memory guard for `registered_proof`'s C2 (common::refuse_unless_fits), before any
@@ -182,6 +260,7 @@ pub fn run(args: Args) -> Result<()> {
 /// generates parameters, and only when they are absent) and `params_copies` of the file.
 fn guard(
     what: &str,
+    files: &ParamFiles,
     registered_proof: RegisteredSealProof,
     slots: Option<usize>,
     params_copies: usize,
@@ -189,7 +268,6 @@ fn guard(
 ) -> Result<ResolvedLimit> {
     let shape =
         fc::shape::porep_shape(registered_proof.sector_size_bytes(), &common::cache_dir())?.porep.shape;
-    let files = fc::params::ParamFiles::for_proof(registered_proof)?;
     let params = ParamsEstimate::for_file(Some(&files.params), &shape);
     match slots {
         Some(slots) => {
@@ -209,8 +287,7 @@ fn clock_seed() -> u64 {
     (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32)
 }
 
-fn ensure_params(registered_proof: RegisteredSealProof, seed: u64) -> Result<()> {
-    let files = fc::params::ParamFiles::for_proof(registered_proof)?;
+fn ensure_params(registered_proof: RegisteredSealProof, files: &ParamFiles, seed: u64) -> Result<()> {
     if files.params.is_file() {
         eprintln!("params: {} (present)", files.params.display());
         return Ok(());
@@ -221,7 +298,7 @@ fn ensure_params(registered_proof: RegisteredSealProof, seed: u64) -> Result<()>
         files.cache_dir.display()
     );
     let mut rng = fc::rng_from_seed(seed ^ 0x7061_7261_6d73);
-    match fc::params::ensure_params(registered_proof, &mut rng)? {
+    match fc::params::ensure_params(registered_proof, files, &mut rng)? {
         fc::params::ParamsStatus::Generated { params_bytes, seconds } => {
             eprintln!("params: wrote {} ({params_bytes} bytes) in {seconds:.1} s", files.params.display())
         }
@@ -230,14 +307,15 @@ fn ensure_params(registered_proof: RegisteredSealProof, seed: u64) -> Result<()>
     Ok(())
 }
 
-fn seal(a: SealArgs, limit: MemoryLimit) -> Result<()> {
+fn seal(a: SealArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     let size: SectorSize = a.sector_size.parse()?;
     let seed = a.rng_seed.unwrap_or_else(clock_seed);
     let mut rng = fc::rng_from_seed(seed);
     let request = fc::SealRequest::random(size, &mut rng);
     if !a.no_params {
-        guard("filecoin seal (generating params)", request.registered_proof, None, 1, limit)?;
-        ensure_params(request.registered_proof, seed)?;
+        let files = files_in(cache, request.registered_proof)?;
+        guard("filecoin seal (generating params)", &files, request.registered_proof, None, 1, limit)?;
+        ensure_params(request.registered_proof, &files, seed)?;
     }
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let sealed = fc::seal_sector(&request, &mut rng, &a.out)?;
@@ -271,27 +349,24 @@ fn plain_as(
     })
 }
 
-fn c2(a: C2Args, limit: MemoryLimit) -> Result<()> {
+fn c2(a: C2Args, cache: &Path, limit: MemoryLimit) -> Result<()> {
     let plain = plain_as(a.sector_size.as_deref(), a.registered_proof.as_deref())?;
     let c1 = C1Output::read(&a.c1, plain)?;
-    guard("filecoin c2", c1.registered_proof, Some(1), 1, limit)?;
-    let started = Instant::now();
-    let files = fc::params::ParamFiles::for_proof(c1.registered_proof)?;
-    let prover = fc::C2Prover::load_with(c1.registered_proof, &files, a.checked, !a.no_precompiled)?;
-    let load_s = started.elapsed().as_secs_f64();
-    print_synthesis(prover.synthesis());
-    let mut rng = fc::rng_from_seed(clock_seed());
-    let out = prover.prove(&c1, &mut rng)?;
-    write_file(&a.out, &out.proof)?;
-    eprintln!("params load {load_s:.2} s; {}", out.stages);
+    let files = files_in(cache, c1.registered_proof)?;
+    let limit = guard("filecoin c2", &files, c1.registered_proof, Some(1), 1, limit)?;
+    let engine = start_engine(c1.registered_proof, &files, 1, &limit, &a.prover, a.checked)?;
+    let out = engine.prove(&c1)?;
+    write_file(&a.out, out.proof())?;
+    eprintln!("{}", out.stages());
+    stop_engine(engine)?;
     println!("{}", a.out.display());
     Ok(())
 }
 
-fn pce(a: PceArgs) -> Result<()> {
+fn pce(a: PceArgs, cache: &Path) -> Result<()> {
     let size: SectorSize = a.sector_size.parse()?;
     let proof = size.default_registered_proof();
-    let files = fc::params::ParamFiles::for_proof(proof)?;
+    let files = files_in(cache, proof)?;
     let started = Instant::now();
     let shape = arenaprove::circuits::shape_of(fc::c2::blank_circuit(proof)?)
         .map_err(|e| anyhow::anyhow!("counting the {size} circuit: {e}"))?;
@@ -341,19 +416,6 @@ fn pce(a: PceArgs) -> Result<()> {
     Ok(())
 }
 
-/// Says how partitions are synthesized (to stderr).
-fn print_synthesis(synthesis: &fc::pce::Synthesis) {
-    match synthesis.matrices() {
-        Some(pc) => eprintln!(
-            "synthesis: precompiled constraints, {} ({:.1} MB, {})",
-            pc.source(),
-            pc.bytes() as f64 / 1e6,
-            if pc.is_mapped() { "mapped" } else { "recorded now, not saved" }
-        ),
-        None => eprintln!("synthesis: bellpepper trait (--no-precompiled)"),
-    }
-}
-
 fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
 }
@@ -385,40 +447,40 @@ fn verify(a: VerifyArgs) -> Result<()> {
     }
 }
 
-fn bench(a: BenchArgs, limit: MemoryLimit) -> Result<()> {
+fn bench(a: BenchArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     if a.runs == 0 {
         bail!("--runs must be at least 1");
     }
-    let size: SectorSize = a.sector_size.parse()?;
+    let size: SectorSize = a.run.sector_size.parse()?;
+    let registered_proof = size.default_registered_proof();
+    let files = files_in(cache, registered_proof)?;
     // Ours holds one slot and the params; seal_commit_phase2 maps the same file beside it.
-    guard("filecoin bench", size.default_registered_proof(), Some(1), 2, limit)?;
-    let mut rng = fc::rng_from_seed(a.rng_seed);
+    let limit = guard("filecoin bench", &files, registered_proof, Some(1), 2, limit)?;
+    let mut rng = fc::rng_from_seed(a.run.rng_seed);
     let request = fc::SealRequest::random(size, &mut rng);
-    ensure_params(request.registered_proof, a.rng_seed)?;
+    ensure_params(registered_proof, &files, a.run.rng_seed)?;
     let work = tempfile_dir()?;
     let sealed = fc::seal_sector(&request, &mut rng, &work)?;
     let _ = std::fs::remove_dir_all(&work);
 
     let started = Instant::now();
-    let files = fc::params::ParamFiles::for_proof(request.registered_proof)?;
-    let prover = fc::C2Prover::load_with(request.registered_proof, &files, false, !a.no_precompiled)?;
+    let engine = start_engine(registered_proof, &files, 1, &limit, &a.run.prover, false)?;
     let ours_load_s = started.elapsed().as_secs_f64();
-    print_synthesis(prover.synthesis());
     // One untimed run per side: seal_commit_phase2 maps and caches its parameters on first
     // use (and faults them in during its first MSMs), while ours were loaded above.
-    prover.prove(&sealed.c1, &mut rng)?;
+    engine.prove(&sealed.c1)?;
     fc::c2::reference_c2(&sealed.c1, &sealed.info)?;
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     let mut stages = Vec::new();
     for run in 0..a.runs {
         let started = Instant::now();
-        let out = prover.prove(&sealed.c1, &mut rng)?;
+        let out = engine.prove(&sealed.c1)?;
         ours.push(started.elapsed().as_secs_f64());
-        if !fc::verify_seal(&sealed.info, &out.proof)?.is_accepted() {
+        if !fc::verify_seal(&sealed.info, out.proof())?.is_accepted() {
             bail!("run {run}: our proof was rejected by verify_seal");
         }
-        eprintln!("ours   run {run}: {:.2} s ({})", ours[run], out.stages);
-        stages.push(out.stages);
+        eprintln!("ours   run {run}: {:.2} s ({})", ours[run], out.stages());
+        stages.push(out.stages().clone());
 
         let started = Instant::now();
         let proof = fc::c2::reference_c2(&sealed.c1, &sealed.info)?;
@@ -430,11 +492,13 @@ fn bench(a: BenchArgs, limit: MemoryLimit) -> Result<()> {
     }
     let (ours_s, theirs_s) =
         (arenaprove::benchkit::upper_median(&ours), arenaprove::benchkit::upper_median(&theirs));
+    stop_engine(engine)?;
     let mid = &stages[stages.len() / 2];
     let speedup = theirs_s / ours_s;
-    if a.json {
+    if a.run.json {
         let obj = serde_json::json!({
             "sector_size": size.name(),
+            "backend": format!("{:?}", a.run.prover.backend).to_lowercase(),
             "runs": a.runs,
             "constraints": mid.constraints,
             "partitions": mid.partitions,
@@ -462,9 +526,9 @@ fn tempfile_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-fn soak(a: SoakArgs, limit: MemoryLimit) -> Result<()> {
+fn soak(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     use arenaprove::arena::ledger::rss_bytes;
-    use arenaprove::engine::pipeline::{EngineConfig, SLOTS_MAX};
+    use arenaprove::engine::pipeline::SLOTS_MAX;
 
     if a.sectors == 0 {
         bail!("--sectors must be at least 1");
@@ -472,22 +536,16 @@ fn soak(a: SoakArgs, limit: MemoryLimit) -> Result<()> {
     if a.slots == 0 || a.slots > SLOTS_MAX {
         bail!("--slots {} not in 1..={SLOTS_MAX}", a.slots);
     }
-    let size: SectorSize = a.sector_size.parse()?;
+    let size: SectorSize = a.run.sector_size.parse()?;
     let registered_proof = size.default_registered_proof();
-    let limit = guard("filecoin soak", registered_proof, Some(a.slots), 1, limit)?;
-    ensure_params(registered_proof, a.rng_seed)?;
+    let files = files_in(cache, registered_proof)?;
+    let limit = guard("filecoin soak", &files, registered_proof, Some(a.slots), 1, limit)?;
+    ensure_params(registered_proof, &files, a.run.rng_seed)?;
     let rss_start = rss_bytes();
-    let mut config = EngineConfig {
-        slots: a.slots,
-        synth_workers: common::synth_workers(a.slots),
-        memory_limit_bytes: usize::try_from(limit.bytes).unwrap_or(usize::MAX),
-        ..EngineConfig::default()
-    };
-    common::region_flags(&mut config.region);
-    let c2 = fc::C2Engine::start_with(registered_proof, config, false, !a.no_precompiled)?;
+    let c2 = start_engine(registered_proof, &files, a.slots, &limit, &a.run.prover, false)?;
     let partitions = usize::from(registered_proof.porep_config()?.partitions);
     let work = tempfile_dir()?;
-    let mut rng = fc::rng_from_seed(a.rng_seed);
+    let mut rng = fc::rng_from_seed(a.run.rng_seed);
 
     let mut rec = crate::soak::SoakRecorder::new(a.sectors, partitions, rss_start);
     let mut seal_s = 0.0f64;
@@ -500,14 +558,14 @@ fn soak(a: SoakArgs, limit: MemoryLimit) -> Result<()> {
         seal_s += started.elapsed().as_secs_f64();
         Ok((sealed.info, c2.submit(&sealed.c1)?))
     };
-    crate::soak::drive(&mut rec, a.sectors, a.json, submit, |(info, pending), rec| {
+    crate::soak::drive(&mut rec, a.sectors, a.run.json, submit, |(info, pending), rec| {
         match pending.wait() {
-            Ok((proof, out)) => {
-                if fc::verify_seal(&info, &proof)?.is_accepted() {
-                    rec.sector_done(all, 0, &out.spans);
+            Ok(out) => {
+                if fc::verify_seal(&info, out.proof())?.is_accepted() {
+                    rec.sector_done(all, 0, &out.job().spans);
                 } else {
                     eprintln!("sector {}: proof rejected by verify_seal", info.sector_id);
-                    rec.sector_done(0, all, &out.spans);
+                    rec.sector_done(0, all, &out.job().spans);
                 }
             }
             Err(e) => {
@@ -519,13 +577,10 @@ fn soak(a: SoakArgs, limit: MemoryLimit) -> Result<()> {
     })?;
     let _ = std::fs::remove_dir_all(&work);
     let ledger = c2.engine().ledger();
-    let constraints = c2.shape().constraints;
-    let shutdown = c2.shutdown();
+    let constraints = c2.circuits()[0].shape().constraints;
+    stop_engine(c2)?;
     let report = rec.report(format!("stacked-drg-{size}"), "slab".into(), constraints, &ledger);
-    if shutdown.slabs_outstanding != 0 {
-        bail!("{} slabs still leased at shutdown", shutdown.slabs_outstanding);
-    }
-    if a.json {
+    if a.run.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
         let r = &report;

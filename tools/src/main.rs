@@ -1,11 +1,15 @@
 //! `arenaprove`: the command-line program.
+//!
+//! It installs no global allocator: every command here, `serve` included, allocates through
+//! the system allocator untouched. The `bench-*` commands run in `arenaprove-bench`
+//! (src/bench_main.rs), a binary of their own whose global allocator counts; the commands
+//! below only hand their arguments over to it ([`run_bench`]).
+use std::ffi::OsString;
+
+use anyhow::Context;
+use arenaprove_tools::common;
 use clap::{Parser, Subcommand};
 
-mod bench_alloc;
-mod bench_ntt;
-mod bench_prove;
-mod bench_synth;
-mod common;
 #[cfg(feature = "filecoin")]
 mod filecoin;
 mod params;
@@ -13,12 +17,6 @@ mod plan;
 mod probe_stalls;
 mod prove;
 mod soak;
-
-/// Counts heap allocations, but only for the commands that report counts (`bench-synth`
-/// arms it); every other command pays one relaxed load per allocation.
-#[global_allocator]
-static ALLOC: arenaprove::arena::count_alloc::CountingAlloc =
-    arenaprove::arena::count_alloc::CountingAlloc::disarmed();
 
 #[derive(Parser)]
 #[command(name = "arenaprove", version, about = "Memory-arena-centric Groth16 proving engine")]
@@ -47,14 +45,18 @@ enum Cmd {
     Params(params::Args),
     /// The memory plan for a circuit (or a Filecoin partition) and slot count; reserves nothing.
     Plan(plan::Args),
-    /// Allocation strategies side by side on a partition-shaped working set.
-    BenchAlloc(bench_alloc::Args),
-    /// The h stage's NTTs: strided twiddles (baseline) against the compact copy, heap and slab.
-    BenchNtt(bench_ntt::Args),
-    /// Our CPU Groth16 prover against bellperson 0.27 on the same parameters (issue 4).
-    BenchProve(bench_prove::Args),
-    /// Synthesis: heap baseline vs ArenaAssignment (bellpepper-core and native gadgets).
-    BenchSynth(bench_synth::Args),
+    /// Allocation strategies side by side on a partition-shaped working set (runs
+    /// `arenaprove-bench bench-alloc`).
+    BenchAlloc(BenchArgs),
+    /// The h stage's NTTs: strided twiddles (baseline) against the compact copy, heap and
+    /// slab (runs `arenaprove-bench bench-ntt`).
+    BenchNtt(BenchArgs),
+    /// Our CPU Groth16 prover against bellperson 0.27 on the same parameters (runs
+    /// `arenaprove-bench bench-prove`).
+    BenchProve(BenchArgs),
+    /// Synthesis: heap baseline vs ArenaAssignment, with allocations counted (runs
+    /// `arenaprove-bench bench-synth`).
+    BenchSynth(BenchArgs),
     /// How often one plain memory write stalls on this machine (heap vs arena regions).
     ProbeStalls(probe_stalls::Args),
     /// Real Filecoin sectors: seal (to C1), c2, verify, bench.
@@ -80,13 +82,17 @@ fn main() {
         Cmd::Soak(a) => soak::run(a),
         Cmd::Params(a) => params::run(a),
         Cmd::Plan(a) => plan::run(a),
-        Cmd::BenchAlloc(a) => bench_alloc::run(a),
-        Cmd::BenchNtt(a) => bench_ntt::run(a),
-        Cmd::BenchProve(a) => bench_prove::run(a),
-        Cmd::BenchSynth(a) => {
-            ALLOC.arm();
-            bench_synth::run(a)
+        Cmd::BenchAlloc(_) | Cmd::BenchNtt(_) | Cmd::BenchProve(_) | Cmd::BenchSynth(_)
+            if cli.mlock || cli.no_huge_pages =>
+        {
+            Err(anyhow::anyhow!(
+                "--mlock and --no-huge-pages apply to prove, soak and filecoin soak; the bench commands do not take them"
+            ))
         }
+        Cmd::BenchAlloc(a) => run_bench("bench-alloc", a),
+        Cmd::BenchNtt(a) => run_bench("bench-ntt", a),
+        Cmd::BenchProve(a) => run_bench("bench-prove", a),
+        Cmd::BenchSynth(a) => run_bench("bench-synth", a),
         Cmd::ProbeStalls(a) => probe_stalls::run(a),
         #[cfg(feature = "filecoin")]
         Cmd::Filecoin(a) => filecoin::run(a),
@@ -100,5 +106,48 @@ fn main() {
     if let Err(e) = result {
         eprintln!("error: {e:#}");
         std::process::exit(1);
+    }
+}
+
+/// A bench command's arguments, handed to `arenaprove-bench` as they are (`--help`
+/// included: `arenaprove bench-synth --help` prints the bench's own help).
+#[derive(clap::Args)]
+#[command(disable_help_flag = true)]
+struct BenchArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<OsString>,
+}
+
+/// The file name of the bench binary, next to this one.
+const BENCH_BIN: &str = "arenaprove-bench";
+
+/// Runs `arenaprove-bench <command> <args>` in place of this process (exec: its output and
+/// exit status are the command's). Cargo builds both binaries for `cargo build` and for the
+/// tests; `cargo run --bin arenaprove` builds only this one, so a missing bench binary is
+/// an error that says how to build it (and one left from an older build would run stale).
+fn run_bench(command: &str, a: BenchArgs) -> anyhow::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().context("locating the arenaprove binary")?;
+    let bench = exe.with_file_name(BENCH_BIN);
+    if !bench.is_file() {
+        anyhow::bail!(
+            "{command} runs in {}, which is not built: cargo build --release -p arenaprove-tools --bin {BENCH_BIN}",
+            bench.display()
+        );
+    }
+    let err = std::process::Command::new(&bench).arg(command).args(a.args).exec();
+    Err(err).with_context(|| format!("running {}", bench.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use arenaprove::arena::CountingAlloc;
+
+    /// This binary allocates through the system allocator: nothing counts its allocations.
+    #[test]
+    fn no_counting_allocator_here() {
+        let (b, counted) = CountingAlloc::measure_thread(|| Box::new([7u8; 64]));
+        assert_eq!(b[0], 7);
+        assert_eq!(counted.allocs, 0, "a counting global allocator is installed");
     }
 }

@@ -50,7 +50,7 @@ struct Subject {
     precompiled_bytes: Option<u64>,
 }
 
-/// cuzk's figures for one 32 GiB PoRep partition (../shared/ANCHORS.md).
+/// cuzk's figures for one 32 GiB PoRep partition (their published figures, quoted in the README).
 #[derive(Clone, Copy)]
 struct Cuzk {
     constraints: u64,
@@ -130,7 +130,7 @@ pub fn run(a: Args) -> Result<()> {
             "memory_limit_source": limit.source,
             "fits": fits,
             "cuzk": subject.cuzk.map(|c| json!({
-                "source": "../shared/ANCHORS.md (cuzk, 32 GiB PoRep)",
+                "source": "cuzk published figures, 32 GiB PoRep",
                 "constraints": c.constraints,
                 "inputs": c.inputs,
                 "aux": c.aux,
@@ -188,7 +188,7 @@ pub fn run(a: Args) -> Result<()> {
         if fits { "fits" } else { "does NOT fit: proving commands refuse this plan" }
     );
     if let (Some(c), Some(rss)) = (subject.cuzk, cuzk_rss_bytes) {
-        println!("cuzk, beside it (anchor: ../shared/ANCHORS.md, 32 GiB PoRep partition):");
+        println!("cuzk, beside it (published figures, 32 GiB PoRep partition):");
         println!("  shape          {} constraints, {} inputs, {} aux", c.constraints, c.inputs, c.aux);
         println!(
             "  per partition  {:>10.2} GiB working set (a, b, c, aux); ~{:.0} GiB in flight by its RSS rule",

@@ -1,8 +1,10 @@
 //! `arenaprove serve` in-process, driven over gRPC by a tonic client generated from our
-//! `proto/cuzk/v1/proving.proto`: real 2 KiB PoRep C2 proofs that filecoin-proofs'
-//! `verify_seal` accepts, idempotent resubmission, every bad input with its typed status,
-//! PreloadSRS / EvictSRS, priorities, queue full, await timeout, cancel (queued and
-//! running), and the SIGTERM drain.
+//! `proto/cuzk/v1/proving.proto`: real 2 KiB PoRep C2 proofs, through the precompiled
+//! synthesis, that filecoin-proofs' `verify_seal` accepts, idempotent resubmission, every
+//! bad input with its typed status, PreloadSRS / EvictSRS, a job whose circuit panics
+//! (a typed failure, and the next job proves), priorities, queue full, await timeout,
+//! cancel (queued and running), and the SIGTERM drain. Also: a configured GPU that does
+//! not open stops the start, naming it, unless `gpus.fallback = "cpu"`.
 //!
 //! One daemon (one parameter load, one engine with one slot) serves the whole scenario, in
 //! order: the queue tests need a known queue. Four 2 KiB proofs in all (~1-2 min on 2
@@ -16,11 +18,15 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use arenaprove::filecoin::{verify_seal, SealedSector, Verdict};
+use arenaprove_tools::serve::daemon::StartError;
+use arenaprove_tools::serve::jobs::JobError;
 use arenaprove_tools::serve::pb::await_proof_response::Status as JobStatus;
 use arenaprove_tools::serve::pb::proving_engine_client::ProvingEngineClient;
 use arenaprove_tools::serve::pb::*;
-use arenaprove_tools::serve::{start, Overrides, ServeConfig};
+use arenaprove_tools::serve::{start_with, Daemon, Overrides, ServeConfig, TestHooks};
 use common::{envelope, params_2kib, porep, sealed, PARAM_CACHE};
 use tonic::transport::Channel;
 use tonic::Code;
@@ -38,6 +44,11 @@ async fn await_job(
     timeout_ms: u64,
 ) -> AwaitProofResponse {
     c.await_proof(AwaitProofRequest { job_id: job_id.into(), timeout_ms }).await.expect("await").into_inner()
+}
+
+/// Asserts that the metrics text has this line (name, labels and value).
+fn has_line(metrics: &str, line: &str) {
+    assert!(metrics.lines().any(|l| l == line), "no `{line}` in:\n{metrics}");
 }
 
 /// Asserts the refusal's code and that its message names the problem.
@@ -74,7 +85,14 @@ async fn the_daemon_serves_curio_requests() {
         sock.display()
     );
     let config = ServeConfig::from_toml(&toml, &Overrides::default()).unwrap();
-    let running = start(config).await.expect("daemon starts");
+    assert!(config.precompiled, "precompiled synthesis is the default");
+    // The one way into a job's thread: a panic where filecoin-proofs builds the circuits.
+    let hooks = TestHooks {
+        before_circuits: Some(Arc::new(|request_id: &str| {
+            assert_ne!(request_id, PANICS, "the circuit builder panicked (injected)");
+        })),
+    };
+    let running = start_with(config, hooks).await.expect("daemon starts");
     let mut c = ProvingEngineClient::connect(format!("http://{}", running.tcp[0])).await.unwrap();
 
     // --- Status over the unix socket: parameters loaded, queues empty, memory reserved.
@@ -88,6 +106,7 @@ async fn the_daemon_serves_curio_requests() {
 
     bad_inputs(&mut c, &sector).await;
     preload_and_evict(&mut c, &sector).await;
+    a_panicking_job_fails_alone(&mut c, &running.daemon, &sector).await;
     let first = end_to_end(&mut c, &sector).await;
     queue_priorities_cancel(&mut c, &sector, first, running).await;
 }
@@ -170,8 +189,8 @@ async fn bad_inputs(c: &mut ProvingEngineClient<Channel>, sector: &SealedSector)
     let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
     assert!(status.queues.iter().all(|q| q.pending == 0 && q.in_progress == 0), "nothing queued: {status:?}");
     let metrics = c.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
-    assert!(metrics.contains("arenaprove_requests_refused_total{code=\"INVALID_ARGUMENT\"} 13"), "{metrics}");
-    assert!(metrics.contains("arenaprove_requests_refused_total{code=\"UNIMPLEMENTED\"} 4"), "{metrics}");
+    has_line(&metrics, "arenaprove_requests_refused_total{code=\"INVALID_ARGUMENT\"} 13");
+    has_line(&metrics, "arenaprove_requests_refused_total{code=\"UNIMPLEMENTED\"} 4");
 }
 
 /// PreloadSRS and EvictSRS: the engine is rebuilt without, then with, the 2 KiB circuit.
@@ -208,6 +227,28 @@ async fn preload_and_evict(c: &mut ProvingEngineClient<Channel>, sector: &Sealed
     assert!(status.pinned_memory_bytes > 0);
 }
 
+/// The request id whose job panics in its circuit builder.
+const PANICS: &str = "panics-in-circuit";
+
+/// A job whose circuit building panics: FAILED with the panic as its typed error, its slot
+/// back, nothing left running; the next job (`end_to_end`) proves.
+async fn a_panicking_job_fails_alone(
+    c: &mut ProvingEngineClient<Channel>,
+    daemon: &Daemon,
+    sector: &SealedSector,
+) {
+    let request = porep(PANICS, sector, Priority::Normal);
+    let result = c.prove(ProveRequest { submit: Some(request) }).await.unwrap().into_inner().result.unwrap();
+    assert_eq!(result.status(), JobStatus::Failed, "{result:?}");
+    assert!(result.error_message.contains("panicked") && result.proof.is_empty(), "{result:?}");
+    let outcome = daemon.outcome(&result.job_id).expect("an outcome");
+    let error = outcome.error.as_deref().expect("an error");
+    assert!(matches!(error, JobError::Panicked { reason } if reason.contains("injected")), "{error:?}");
+    let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
+    assert!(status.queues.iter().all(|q| q.pending == 0 && q.in_progress == 0), "{status:?}");
+    assert_eq!(daemon.pending(), 0, "its slot came back");
+}
+
 /// Prove as Curio calls it; verify_seal accepts; the same request id returns the same job.
 async fn end_to_end(c: &mut ProvingEngineClient<Channel>, sector: &SealedSector) -> Vec<u8> {
     let request = porep("porep-1000-1", sector, Priority::Normal);
@@ -217,6 +258,11 @@ async fn end_to_end(c: &mut ProvingEngineClient<Channel>, sector: &SealedSector)
     assert_eq!(result.proof.len(), 192, "2 KiB: one partition proof");
     assert_eq!(verify_seal(&sector.info, &result.proof).unwrap(), Verdict::Accepted);
     assert!(result.synthesis_ms > 0 && result.gpu_compute_ms > 0, "{result:?}");
+    let synthesized = c.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
+    has_line(
+        &synthesized,
+        "arenaprove_proofs_synthesized_total{circuit=\"porep-2k\",synthesis=\"precompiled\"} 1",
+    );
     assert!(result.total_ms >= result.synthesis_ms + result.gpu_compute_ms, "{result:?}");
 
     // Idempotent: the same request id and content is the same (finished) job.
@@ -320,15 +366,15 @@ async fn queue_priorities_cancel(
     assert_eq!(verify_seal(&sector.info, &r.proof).unwrap(), Verdict::Accepted);
     // The listeners close once the last job is answered: read the metrics in-process.
     let metrics = daemon.metrics_text();
-    assert!(
-        metrics.contains("arenaprove_proofs_total{circuit=\"porep-2k\",outcome=\"completed\"} 3"),
-        "{metrics}"
+    has_line(&metrics, "arenaprove_proofs_total{circuit=\"porep-2k\",outcome=\"completed\"} 3");
+    has_line(&metrics, "arenaprove_proofs_total{circuit=\"porep-2k\",outcome=\"cancelled\"} 3");
+    has_line(&metrics, "arenaprove_proofs_total{circuit=\"porep-2k\",outcome=\"failed\"} 1");
+    has_line(
+        &metrics,
+        "arenaprove_proofs_synthesized_total{circuit=\"porep-2k\",synthesis=\"precompiled\"} 3",
     );
-    assert!(
-        metrics.contains("arenaprove_proofs_total{circuit=\"porep-2k\",outcome=\"cancelled\"} 3"),
-        "{metrics}"
-    );
-    assert!(metrics.contains("arenaprove_job_seconds_count{stage=\"queue_wait\"} 3"), "{metrics}");
+    has_line(&metrics, "arenaprove_job_seconds_count{stage=\"queue_wait\"} 3");
+    has_line(&metrics, "arenaprove_slabs_outstanding 0");
     let report = tokio::time::timeout(Duration::from_secs(120), drain)
         .await
         .expect("drain ends")
@@ -338,4 +384,28 @@ async fn queue_priorities_cancel(
     assert_eq!(report.slabs_outstanding, 0);
     // E2E, low-1 (cancelled while running: its started partition still ends), critical, low-2.
     assert_eq!(report.partitions_ok + report.partitions_failed, 4, "{report:?}");
+}
+
+/// A GPU named in the configuration that does not open stops the start, naming the GPU and
+/// why (GPU 99 exists on no machine); `gpus.fallback = "cpu"` starts on the CPU instead.
+/// An empty parameter cache: nothing is loaded, so the start is quick.
+#[tokio::test]
+async fn a_configured_gpu_that_does_not_open_stops_the_start() {
+    let cache = tempfile::tempdir().unwrap();
+    let toml = |fallback: &str| {
+        format!("[srs]\nparam_cache = \"{}\"\n[gpus]\ndevices = [99]\n{fallback}", cache.path().display())
+    };
+    let config = ServeConfig::from_toml(&toml(""), &Overrides::default()).unwrap();
+    let err = Daemon::start(config).err().expect("the start is refused");
+    assert!(matches!(err, StartError::Gpu { ordinal: 99, .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("GPU 99") && text.contains("does not open") && text.contains("gpus.fallback"),
+        "{text}"
+    );
+
+    let config = ServeConfig::from_toml(&toml("fallback = \"cpu\""), &Overrides::default()).unwrap();
+    let daemon = Daemon::start(config).expect("the CPU is allowed");
+    assert!(daemon.status().await.gpus.is_empty(), "no GPU: the CPU backend");
+    assert!(daemon.shutdown().is_none(), "nothing loaded: no engine to stop");
 }

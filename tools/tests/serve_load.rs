@@ -1,4 +1,4 @@
-//! The daemon under load (issue 13's "done when"), not in CI: 8 concurrent clients x 5
+//! The daemon under load, not in CI: 8 concurrent clients x 5
 //! `Prove` calls of real 2 KiB sectors, with 200 bad requests of every kind interleaved.
 //! Every good proof must be accepted by `verify_seal`, every bad request must get its
 //! typed status, and the resident set at the end must be within 2% of the one after the

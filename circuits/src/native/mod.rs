@@ -1,7 +1,7 @@
 //! The native synthesis path: [`NativeCs`], the small constraint-system trait our gadgets
 //! are written against, and [`NativeCircuit`], a circuit written with them.
 //!
-//! Design (decided for issue 3):
+//! Design:
 //! * Gadgets carry their own witness values (a `Bit` knows its bool, a `UInt32` its u32),
 //!   so `alloc_aux(value)` takes a value, not a closure, and nothing reads the assignment
 //!   back during synthesis.

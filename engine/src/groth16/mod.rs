@@ -5,8 +5,9 @@
 //! * [`generator`]: an insecure development parameter generator;
 //! * [`domain`]: radix-2 domains and in-place NTTs with bellperson's conventions;
 //! * [`msm`]: blst Pippenger over affine bases and little-endian scalar split vectors;
-//! * [`prover`]: `prove_start` (NTTs for h, the h MSM) and `finalize` (L, A, B MSMs, the
-//!   proof), the CPU backend; every buffer from [`prover::ProverMemory`];
+//! * [`prover`]: the one Groth16 prover, `prove_start` (h, the h MSM) and `finalize` (L, A,
+//!   B MSMs, the proof), every buffer from [`prover::ProverMemory`];
+//! * [`ops`]: the device seam the prover runs on ([`ProverOps`]) and the CPU's operations;
 //! * [`verifier`]: prepared verifying key, single and batch verification;
 //! * [`proof`]: the 192-byte compressed proof encoding.
 
@@ -14,6 +15,7 @@ pub mod domain;
 pub mod error;
 pub mod generator;
 pub mod msm;
+pub mod ops;
 pub mod params;
 pub mod proof;
 pub mod prover;
@@ -22,10 +24,11 @@ pub mod verifier;
 pub use domain::Twiddles;
 pub use error::{Groth16Error, PointFault};
 pub use generator::{generate_parameters, generate_random_parameters, ToxicWaste};
+pub use ops::{CpuOps, G1Query, G2Query, ProverOps, ScalarBytes};
 pub use params::{Parameters, ParamsMemory, VerifyingKey};
 pub use proof::{Proof, PROOF_BYTES};
 pub use prover::{
-    prove_circuit, reserve_twiddles, twiddle_bytes, DeviceTimings, ProofShape, ProveStart, Prover,
-    ProverMemory, StageTimings, SCALAR_SLABS_PER_PROOF,
+    reserve_twiddles, twiddle_bytes, DeviceTimings, ProofShape, ProveStart, Prover, ProverMemory,
+    StageTimings, SCALAR_SLABS_PER_PROOF,
 };
 pub use verifier::{prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey};

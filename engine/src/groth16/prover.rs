@@ -1,11 +1,15 @@
-//! The Groth16 prover, reading like the paper, in two stages as the GPU backend needs them:
+//! The Groth16 prover, written once and reading like the paper, in two stages as the
+//! pipeline runs them. A backend supplies only its device operations ([`ProverOps`]: the
+//! h quotient, the G1 and G2 MSMs over its resident bases); this file owns the rest for
+//! every backend: the witness checks, leases, density split vectors, the proof formula, the
+//! tracing spans and the stage timings.
 //!
-//! 1. [`Prover::prove_start`] reads a, b, c: `h = (a * b - c) / z` by NTTs on a coset, in
-//!    place in the witness's own slabs, over the domain's shared twiddle table; h's scalars
-//!    become the MSM's byte strings in place, in `a`'s slab; then the h MSM, and the a, b, c
-//!    slabs go back (`release_abc`).
+//! 1. [`Prover::prove_start`] reads a, b, c: `h = (a * b - c) / z` by NTTs on a coset
+//!    (span `ntt_h`), then the h MSM (span `msm_h`); the a, b, c slabs go back
+//!    (`release_abc`).
 //! 2. [`Prover::finalize`]: the L, A, B_G1, B_G2 MSMs over density-filtered split vectors
-//!    and the proof, exactly as bellperson 0.27 combines them (with a, b1, b2 the raw sums):
+//!    (spans `msm_l` .. `msm_b_g2`) and the proof (span `finalize`), exactly as bellperson
+//!    0.27 combines them (with a, b1, b2 the raw sums):
 //!    `A = alpha + a + r delta`, `B = beta + b2 + s delta`,
 //!    `C = s A + r (beta + b1 + s delta) - r s delta + H + L`.
 //!
@@ -15,14 +19,14 @@
 //! partition's own a, b, c slabs are back, so the split vectors cost no memory of their
 //! own. Nothing large is allocated per proof.
 //!
-//! [`Prover`] is the CPU implementation of the engine's [`Backend`] seam.
+//! [`Prover<CpuOps>`] (the default type) is the CPU backend; the CUDA backend is
+//! `Prover<CudaOps>`. Both are the engine's [`crate::Backend`].
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arenaprove_arena::{map_in_place, Ledger, RegionConfig, SlabPool, SlabPoolConfig, SlabVec};
-use arenaprove_circuits::{synthesize_heap, Density, ProverWitness, Shape};
-use bellpepper_core::Circuit;
+use arenaprove_arena::{Ledger, RegionConfig, SlabPool, SlabPoolConfig, SlabVec};
+use arenaprove_circuits::{Density, ProverWitness, Shape};
 use blstrs::{G1Projective, G2Projective, Scalar};
 use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve};
@@ -31,11 +35,9 @@ use rayon::prelude::*;
 
 use super::domain::{Domain, Twiddles};
 use super::error::{Groth16Error, Result};
-use super::msm::{msm_g1, msm_g2, SCALAR_BYTES};
+use super::msm::SCALAR_BYTES;
+use super::ops::{CpuOps, G1Query, G2Query, ProverOps, ScalarBytes};
 use super::{Parameters, Proof};
-use crate::backend::Backend;
-
-type ScalarBytes = [u8; SCALAR_BYTES];
 
 /// How long a lease waits for a slab before the proof fails (a slab that does not come
 /// back within this is a leak or an over-committed pipeline, not contention).
@@ -201,10 +203,6 @@ pub struct ProveStart {
 }
 
 impl ProveStart {
-    /// What a backend's `prove_start` hands on: the h MSM's sum and the stage times so far.
-    pub fn new(h: G1Projective, timings: StageTimings) -> ProveStart {
-        ProveStart { h, timings }
-    }
     pub fn h(&self) -> &G1Projective {
         &self.h
     }
@@ -214,7 +212,7 @@ impl ProveStart {
 }
 
 /// Runs `f` inside a tracing span named `name`, adding its wall time to `slot`.
-fn stage<T>(name: &'static str, slot: &mut Duration, f: impl FnOnce() -> T) -> T {
+pub(crate) fn stage<T>(name: &'static str, slot: &mut Duration, f: impl FnOnce() -> T) -> T {
     let t0 = Instant::now();
     let out = match name {
         // One static span per stage name (tracing needs literal names).
@@ -231,40 +229,25 @@ fn stage<T>(name: &'static str, slot: &mut Duration, f: impl FnOnce() -> T) -> T
     out
 }
 
-/// A CPU Groth16 prover over one parameter set: the CPU [`Backend`].
-pub struct Prover {
+/// The Groth16 prover over one parameter set, on a backend's operations `O` (the CPU's by
+/// default). See the module docs.
+pub struct Prover<O: ProverOps = CpuOps> {
     params: Arc<Parameters>,
     memory: ProverMemory,
+    ops: O,
 }
 
-impl std::fmt::Debug for Prover {
+impl<O: ProverOps> std::fmt::Debug for Prover<O> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Prover")
-            .field("params", &self.params)
-            .field("twiddles", &self.memory.twiddles)
-            .finish()
+        f.debug_struct("Prover").field("params", &self.params).field("ops", &self.ops).finish()
     }
 }
 
-impl Prover {
-    /// A prover over `params` whose buffers come from `memory` (checked to fit the params).
+impl Prover<CpuOps> {
+    /// A CPU prover over `params` whose buffers come from `memory` (checked to fit the params).
     pub fn with_memory(params: Arc<Parameters>, memory: ProverMemory) -> Result<Prover> {
-        let shape = ProofShape::of_params(&params);
-        if memory.twiddles.domain_size() != shape.domain_size {
-            return Err(Groth16Error::ShapeMismatch {
-                section: "twiddles",
-                params_len: shape.domain_size,
-                circuit_len: memory.twiddles.domain_size(),
-            });
-        }
-        if memory.scalars.slab_bytes() < shape.scalar_slab_bytes() {
-            return Err(Groth16Error::ShapeMismatch {
-                section: "scalar slabs (bytes)",
-                params_len: shape.scalar_slab_bytes(),
-                circuit_len: memory.scalars.slab_bytes(),
-            });
-        }
-        Ok(Prover { params, memory })
+        let ops = CpuOps::new(params.clone(), memory.twiddles.clone())?;
+        Prover::from_ops(params, memory, ops)
     }
 
     /// Reserves the prover's own memory (charged to `ledger`) for `proofs_in_flight` proofs.
@@ -283,12 +266,32 @@ impl Prover {
     pub fn with_heap_pool(params: Arc<Parameters>) -> Result<Prover> {
         Prover::new(params, &Ledger::unlimited(), RegionConfig::heap(), 1)
     }
+}
+
+impl<O: ProverOps> Prover<O> {
+    /// A prover on a backend's operations `ops` (made for `params`), its split vectors
+    /// leased from `memory` (checked to fit the params).
+    pub fn from_ops(params: Arc<Parameters>, memory: ProverMemory, ops: O) -> Result<Prover<O>> {
+        let shape = ProofShape::of_params(&params);
+        if memory.scalars.slab_bytes() < shape.scalar_slab_bytes() {
+            return Err(Groth16Error::ShapeMismatch {
+                section: "scalar slabs (bytes)",
+                params_len: shape.scalar_slab_bytes(),
+                circuit_len: memory.scalars.slab_bytes(),
+            });
+        }
+        Ok(Prover { params, memory, ops })
+    }
 
     pub fn params(&self) -> &Arc<Parameters> {
         &self.params
     }
     pub fn memory(&self) -> &ProverMemory {
         &self.memory
+    }
+    /// The backend's operations.
+    pub fn ops(&self) -> &O {
+        &self.ops
     }
 
     fn lease<T: arenaprove_arena::Plain>(&self, count: usize) -> Result<SlabVec<T>> {
@@ -323,24 +326,20 @@ impl Prover {
         Ok(domain)
     }
 
-    /// Stage 1: h by NTTs in place, converted in place to the MSM's bytes, the h MSM; then
-    /// a, b, c go back.
+    /// Stage 1: the h quotient (a, b, c padded to the domain), the h MSM; then a, b, c go
+    /// back.
     pub fn prove_start(&self, w: &mut dyn ProverWitness) -> Result<ProveStart> {
         let domain = self.check_witness(w)?;
-        let tw = &*self.memory.twiddles;
         let mut t = StageTimings::default();
-        let m = domain.size;
         let h = {
             // The padding to the domain (zeros past the constraints) counts as ntt_h.
             let t_pad = Instant::now();
-            let [a, b, c] = w.abc_padded_mut(m)?;
+            let [a, b, c] = w.abc_padded_mut(domain.size)?;
             t.ntt_h += t_pad.elapsed();
-            let h_bytes = stage("ntt_h", &mut t.ntt_h, || {
-                domain.quotient_in_place(a, b, c, tw);
-                // The top coefficient is zero for a satisfied circuit; h has m - 1 terms.
-                map_in_place(&mut a[..m - 1], |s: Scalar| -> ScalarBytes { s.to_bytes_le() })
-            });
-            stage("msm_h", &mut t.msm_h, || msm_g1(self.params.h(), h_bytes))
+            let dev = &mut t.device;
+            let quotient =
+                stage("ntt_h", &mut t.ntt_h, || self.ops.h_quotient(&domain, a, b, c, &mut dev.ntt_h))?;
+            stage("msm_h", &mut t.msm_h, || self.ops.msm_h(quotient, &mut dev.msm_h))?
         };
         w.release_abc();
         Ok(ProveStart { h, timings: t })
@@ -360,6 +359,8 @@ impl Prover {
             return Err(Groth16Error::Degenerate("verifying key: delta is the point at infinity".into()));
         }
         let mut t = start.timings;
+        let dev = &mut t.device;
+        let ops = &self.ops;
         let inputs = w.input_assignment();
         let aux = w.aux_assignment();
         // L: all aux, full density. Its bytes are reused for the A and B split vectors.
@@ -368,7 +369,7 @@ impl Prover {
         let (l, aux_bytes) = stage("msm_l", &mut t.msm_l, || -> Result<_> {
             let mut aux_bytes = self.lease::<ScalarBytes>(aux.len())?;
             aux_bytes.extend_par_map(aux, |s| s.to_bytes_le())?;
-            Ok((msm_g1(p.l(), &aux_bytes), aux_bytes))
+            Ok((ops.msm_g1(G1Query::L, &aux_bytes, &mut dev.msm_l)?, aux_bytes))
         })?;
         // Public inputs are few (PoRep: 328): a small heap Vec, one per proof.
         let input_bytes: Vec<ScalarBytes> = inputs.iter().map(|s| s.to_bytes_le()).collect();
@@ -378,7 +379,7 @@ impl Prover {
             let mut v = self.lease::<ScalarBytes>(p.a().len())?;
             v.extend_from_slice(&input_bytes)?;
             append_dense(&mut v, &aux_bytes, w.a_aux_density())?;
-            Ok(msm_g1(p.a(), &v))
+            ops.msm_g1(G1Query::A, &v, &mut dev.msm_a)
         })?;
         // B: dense inputs, then dense aux; one split vector for G1 and G2.
         let (b1, b_vec) = stage("msm_b_g1", &mut t.msm_b_g1, || -> Result<_> {
@@ -386,9 +387,9 @@ impl Prover {
             append_dense(&mut b_vec, &input_bytes, w.b_input_density())?;
             append_dense(&mut b_vec, &aux_bytes, w.b_aux_density())?;
             drop(aux_bytes);
-            Ok((msm_g1(p.b_g1(), &b_vec), b_vec))
+            Ok((ops.msm_g1(G1Query::BG1, &b_vec, &mut dev.msm_b_g1)?, b_vec))
         })?;
-        let b2 = stage("msm_b_g2", &mut t.msm_b_g2, || msm_g2(p.b_g2(), &b_vec));
+        let b2 = stage("msm_b_g2", &mut t.msm_b_g2, || ops.msm_g2(G2Query::BG2, &b_vec, &mut dev.msm_b_g2))?;
         drop(b_vec);
 
         let sums = MsmSums { h: start.h, l, a: a_sum, b_g1: b1, b_g2: b2 };
@@ -415,30 +416,30 @@ impl Prover {
     }
 
     /// Synthesizes `circuit` (bellperson-identical heap synthesis), then proves it.
-    pub fn prove_circuit<C: Circuit<Scalar>>(
+    pub fn prove_circuit<C: bellpepper_core::Circuit<Scalar>>(
         &self,
         circuit: C,
         r: Scalar,
         s: Scalar,
     ) -> Result<(Proof, StageTimings)> {
-        prove_circuit(self, circuit, r, s)
+        crate::backend::prove_circuit(self, circuit, r, s)
     }
 }
 
-/// The five MSM sums of one proof, however a backend computed them.
+/// The five MSM sums of one proof.
 #[derive(Clone, Copy, Debug)]
-pub struct MsmSums {
-    pub h: G1Projective,
-    pub l: G1Projective,
-    pub a: G1Projective,
-    pub b_g1: G1Projective,
-    pub b_g2: G2Projective,
+struct MsmSums {
+    h: G1Projective,
+    l: G1Projective,
+    a: G1Projective,
+    b_g1: G1Projective,
+    b_g2: G2Projective,
 }
 
-/// The proof from the MSM sums, exactly as bellperson 0.27 combines them (every backend
-/// ends here): `A = alpha + a + r delta`, `B = beta + b2 + s delta`,
+/// The proof from the MSM sums, exactly as bellperson 0.27 combines them:
+/// `A = alpha + a + r delta`, `B = beta + b2 + s delta`,
 /// `C = s A + r (beta + b1 + s delta) - r s delta + H + L`.
-pub fn combine_proof(vk: &super::VerifyingKey, m: &MsmSums, r: Scalar, s: Scalar) -> Proof {
+fn combine_proof(vk: &super::VerifyingKey, m: &MsmSums, r: Scalar, s: Scalar) -> Proof {
     let delta_g1 = G1Projective::from(vk.delta_g1);
     let g_a = G1Projective::from(vk.alpha_g1) + m.a + delta_g1 * r;
     let g_b = G2Projective::from(vk.beta_g2) + m.b_g2 + G2Projective::from(vk.delta_g2) * s;
@@ -449,46 +450,10 @@ pub fn combine_proof(vk: &super::VerifyingKey, m: &MsmSums, r: Scalar, s: Scalar
     Proof { a: aff[0], b: g_b.to_affine(), c: aff[1] }
 }
 
-/// Synthesizes `circuit` (bellperson-identical heap synthesis), then proves it on `backend`.
-pub fn prove_circuit<C: Circuit<Scalar>>(
-    backend: &dyn Backend,
-    circuit: C,
-    r: Scalar,
-    s: Scalar,
-) -> Result<(Proof, StageTimings)> {
-    let mut synth = Duration::ZERO;
-    let mut w = stage("synthesize", &mut synth, || synthesize_heap(circuit))?;
-    let start = backend.prove_start(&mut w)?;
-    let (proof, mut t) = backend.finalize(start, &w, r, s)?;
-    t.synthesize = synth;
-    Ok((proof, t))
-}
-
-impl Backend for Prover {
-    fn name(&self) -> &'static str {
-        "cpu"
-    }
-    fn params(&self) -> &Arc<Parameters> {
-        &self.params
-    }
-    fn prove_start(&self, w: &mut dyn ProverWitness) -> Result<ProveStart> {
-        Prover::prove_start(self, w)
-    }
-    fn finalize(
-        &self,
-        start: ProveStart,
-        w: &dyn ProverWitness,
-        r: Scalar,
-        s: Scalar,
-    ) -> Result<(Proof, StageTimings)> {
-        Prover::finalize(self, start, w, r, s)
-    }
-}
-
 /// Appends `src[i]` for every set bit `i` of `density`, in parallel over word-aligned chunks:
-/// the density filter of the A and B split vectors, shared by every backend (the caller has
-/// checked the densities against the witness, `Prover::check_witness`).
-pub fn append_dense(dst: &mut SlabVec<ScalarBytes>, src: &[ScalarBytes], density: Density<'_>) -> Result<()> {
+/// the density filter of the A and B split vectors (the caller has checked the densities
+/// against the witness, `Prover::check_witness`).
+fn append_dense(dst: &mut SlabVec<ScalarBytes>, src: &[ScalarBytes], density: Density<'_>) -> Result<()> {
     assert_eq!(src.len(), density.len(), "density covers {} variables, {} scalars", density.len(), src.len());
     let chunks = src.len().div_ceil(FILTER_CHUNK_BITS);
     let counts: Vec<usize> = (0..chunks)

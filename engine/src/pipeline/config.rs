@@ -3,8 +3,18 @@
 use std::sync::Arc;
 
 use arenaprove_arena::RegionConfig;
+use arenaprove_circuits::Shape;
 
 use crate::backend::{BackendFactory, CpuBackend};
+use crate::groth16::Parameters;
+
+/// A circuit kind the engine serves: its name, its shape and its parameters.
+#[derive(Clone)]
+pub struct CircuitSpec {
+    pub kind: String,
+    pub shape: Shape,
+    pub params: Arc<Parameters>,
+}
 
 /// Where a partition's large vectors come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,15 +27,20 @@ pub enum AllocMode {
 }
 
 impl std::str::FromStr for AllocMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownAllocMode;
+    fn from_str(s: &str) -> Result<Self, UnknownAllocMode> {
         match s {
             "slab" => Ok(AllocMode::Slab),
             "fresh" => Ok(AllocMode::Fresh),
-            _ => Err(format!("unknown alloc mode '{s}' (slab|fresh)")),
+            _ => Err(UnknownAllocMode(s.to_string())),
         }
     }
 }
+
+/// A name that is not an [`AllocMode`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown alloc mode '{0}' (slab|fresh)")]
+pub struct UnknownAllocMode(pub String);
 
 /// Limits of the engine. Defaults suit the 2-core development machine.
 #[derive(Clone, Debug)]
@@ -44,7 +59,20 @@ pub struct EngineConfig {
     pub job_queue_max: usize,
     /// Partitions one job may carry (PoRep: 10).
     pub partitions_per_job_max: usize,
-    /// Total bytes the engine may reserve (parameters excluded: they are loaded by the caller).
+    /// Host bytes the engine may hold: every region it reserves (slabs rounded as the pools
+    /// carve them, with their free bitmaps: [`MemoryPlan::region_bytes`]) plus the
+    /// resident parameters of every kind ([`MemoryPlan::resident_bytes`]), though the caller
+    /// loads those. [`Engine::new`] refuses a plan over it before reserving anything
+    /// ([`MemoryPlan::check_fits`]). Not counted: the CPU MSMs' transient heap
+    /// ([`Scope::Heap`]) and device memory ([`Scope::Device`]). The slot pools are also
+    /// charged to a ledger with this limit.
+    ///
+    /// [`MemoryPlan::region_bytes`]: super::MemoryPlan::region_bytes
+    /// [`MemoryPlan::resident_bytes`]: super::MemoryPlan::resident_bytes
+    /// [`MemoryPlan::check_fits`]: super::MemoryPlan::check_fits
+    /// [`Engine::new`]: super::Engine::new
+    /// [`Scope::Heap`]: super::Scope::Heap
+    /// [`Scope::Device`]: super::Scope::Device
     pub memory_limit_bytes: usize,
     pub region: RegionConfig,
     pub alloc: AllocMode,

@@ -10,57 +10,30 @@ use std::time::Instant;
 
 use arenaprove_arena::{deinit_check, DeinitReport, Ledger, LedgerSnapshot};
 use arenaprove_circuits::Shape;
-use crossbeam::channel::{bounded, Sender};
+use crossbeam::channel::{bounded, Receiver, Sender};
 use rand_core::{RngCore, SeedableRng};
 
-use super::config::{AllocMode, EngineConfig, SLOTS_MAX};
-use super::job::{Job, JobHandle, JobOutput};
-use super::plan::{MemoryPlan, PlanError};
+use super::config::{AllocMode, CircuitSpec, EngineConfig, SLOTS_MAX};
+use super::error::EngineError;
+use super::job::{Job, JobCanceller, JobHandle, JobOutput};
+use super::plan::MemoryPlan;
 use super::reserve::{Kind, SlotMemory};
 use super::stages::{
-    dispatcher, finalizer_loop, prover_loop, JobState, Partition, Shared, Started, Synthesized, WorkItem,
+    cancel_queued, dispatcher, finalizer_loop, prover_loop, JobState, Partition, Shared, Started,
+    Synthesized, WorkItem,
 };
 use super::timeline::Timeline;
 use crate::backend::Backend;
-use crate::groth16::{prepare_verifying_key, Parameters, ProofShape};
-
-/// A circuit kind the engine serves: its name, its shape and its parameters.
-#[derive(Clone)]
-pub struct CircuitSpec {
-    pub kind: String,
-    pub shape: Shape,
-    pub params: Arc<Parameters>,
-}
-
-/// Why the engine refused something (a job's own failures are [`PartitionError`]s).
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error("invalid engine configuration: {0}")]
-    Config(String),
-    #[error("unknown circuit kind '{kind}' (the engine serves: {known})")]
-    UnknownKind { kind: String, known: String },
-    #[error("job has {partitions} partitions; limit is {limit} (partitions_per_job_max)")]
-    TooManyPartitions { partitions: usize, limit: usize },
-    #[error("job has no partitions")]
-    NoPartitions,
-    #[error("job gives {got} randomness pairs for {partitions} partitions")]
-    Randomness { got: usize, partitions: usize },
-    #[error("parameters for '{kind}' do not fit its shape: {reason}")]
-    ParamsShape { kind: String, reason: String },
-    #[error("reserving engine memory: {0}")]
-    Memory(#[from] crate::groth16::Groth16Error),
-    #[error("{0}")]
-    Plan(#[from] PlanError),
-    #[error("the engine is shut down")]
-    ShutDown,
-}
+use crate::groth16::{prepare_verifying_key, ProofShape};
 
 /// How [`Engine::shutdown`] treats jobs still queued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ShutdownMode {
     /// Finish every accepted job.
     Drain,
-    /// Fail partitions not yet started with [`PartitionError::Cancelled`]; let running ones end.
+    /// Fail every partition that has not reached the prover with
+    /// [`PartitionError::Cancelled`](super::PartitionError::Cancelled) (queued ones at once);
+    /// let those proving end.
     Cancel,
 }
 
@@ -91,6 +64,8 @@ pub struct Engine {
     kinds: HashMap<String, Arc<Kind>>,
     plan: MemoryPlan,
     dispatch_tx: Option<Sender<WorkItem>>,
+    /// The dispatcher's queue, for [`ShutdownMode::Cancel`] to empty at once.
+    dispatch_rx: Receiver<WorkItem>,
     threads: Vec<JoinHandle<()>>,
     next_job: AtomicU64,
 }
@@ -159,7 +134,9 @@ impl Engine {
                 if region.hook.is_none() {
                     region.hook = config.backend.region_hook();
                 }
-                SlotMemory::Slab(plan.reserve(&ledger, &region)?)
+                SlotMemory::Slab(
+                    plan.reserve(&ledger, &region).map_err(|source| EngineError::Reserve { source })?,
+                )
             }
             AllocMode::Fresh => SlotMemory::Fresh,
         };
@@ -174,7 +151,8 @@ impl Engine {
                             shape.domain_size, spec.kind
                         ))
                     })?;
-                    Some(config.backend.build(spec.params.clone(), pm)?)
+                    let backend = config.backend.build(spec.params.clone(), pm);
+                    Some(backend.map_err(|source| EngineError::Backend { kind: spec.kind.clone(), source })?)
                 }
                 SlotMemory::Fresh => None,
             };
@@ -208,8 +186,7 @@ impl Engine {
         let synth_pool = rayon::ThreadPoolBuilder::new()
             .num_threads(config.synth_workers)
             .thread_name(|i| format!("arenaprove-synth-{i}"))
-            .build()
-            .map_err(|e| EngineError::Config(format!("synthesis pool: {e}")))?;
+            .build()?;
         let n_synth = config.synth_workers as u32;
         let n_prove = config.backend.prover_workers().clamp(1, config.slots.max(1));
         let tid_prover = n_synth + 1;
@@ -217,8 +194,8 @@ impl Engine {
         let n_final = config.finalize_workers();
 
         let mut threads = Vec::new();
-        let sh = shared.clone();
-        threads.push(spawn("arenaprove-dispatch", move || dispatcher(sh, dispatch_rx, synth_pool, prove_tx)));
+        let (sh, rx) = (shared.clone(), dispatch_rx.clone());
+        threads.push(spawn("arenaprove-dispatch", move || dispatcher(sh, rx, synth_pool, prove_tx)));
         for i in 0..n_prove {
             let (sh, rx, tx) = (shared.clone(), prove_rx.clone(), fin_tx.clone());
             let tid = tid_prover + i as u32;
@@ -237,6 +214,7 @@ impl Engine {
             kinds,
             plan,
             dispatch_tx: Some(dispatch_tx),
+            dispatch_rx,
             threads,
             next_job: AtomicU64::new(1),
         })
@@ -299,6 +277,7 @@ impl Engine {
         }
         let tx = self.dispatch_tx.as_ref().ok_or(EngineError::ShutDown)?;
         let (out_tx, out_rx) = bounded(1);
+        let cancel = JobCanceller::new();
         let id = self.next_job.fetch_add(1, Ordering::SeqCst);
         let state = Arc::new(JobState {
             id,
@@ -308,6 +287,7 @@ impl Engine {
             remaining: AtomicUsize::new(n),
             timeline: Timeline::new(),
             tx: out_tx,
+            cancel: cancel.clone(),
         });
         let randomness = job.randomness;
         for (i, circuit) in job.partitions.into_iter().enumerate() {
@@ -322,7 +302,7 @@ impl Engine {
             };
             tx.send(item).map_err(|_| EngineError::ShutDown)?;
         }
-        Ok(JobHandle { job_id: id, rx: out_rx })
+        Ok(JobHandle { job_id: id, rx: out_rx, cancel })
     }
 
     /// Submits a job and waits for it.
@@ -355,6 +335,13 @@ impl Engine {
             self.shared.cancel.store(true, Ordering::SeqCst);
         }
         self.dispatch_tx.take();
+        if mode == ShutdownMode::Cancel {
+            // Queued partitions end now, not once the dispatcher gets to them (it may be
+            // waiting for a slot): their jobs' handles return at once.
+            while let Ok(work) = self.dispatch_rx.try_recv() {
+                cancel_queued(&self.shared, work);
+            }
+        }
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -378,7 +365,5 @@ fn os_seed() -> [u8; 32] {
 }
 
 fn check_params_fit(s: &CircuitSpec) -> Result<(), EngineError> {
-    s.params
-        .check_fits(&s.shape)
-        .map_err(|e| EngineError::ParamsShape { kind: s.kind.clone(), reason: e.to_string() })
+    s.params.check_fits(&s.shape).map_err(|source| EngineError::ParamsShape { kind: s.kind.clone(), source })
 }

@@ -1,11 +1,13 @@
 //! Jobs, their circuits, and what comes back.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bellpepper_core::{Circuit, SynthesisError};
 use blstrs::Scalar;
 
+use super::error::EngineError;
 use super::timeline::{Span, StageGap};
 use crate::groth16::{Groth16Error, Proof};
 use arenaprove_circuits::ArenaAssignment;
@@ -72,7 +74,9 @@ pub enum PartitionError {
     /// Verification could not run (not the same as a rejected proof).
     #[error("partition {partition}: verification failed to run: {source}")]
     Verify { partition: u32, source: Arc<Groth16Error> },
-    #[error("partition {partition}: cancelled at shutdown")]
+    /// Its job was cancelled ([`JobHandle::cancel`]) or the engine shut down with
+    /// [`super::ShutdownMode::Cancel`] before the partition reached the prover.
+    #[error("partition {partition}: cancelled")]
     Cancelled { partition: u32 },
 }
 
@@ -116,19 +120,50 @@ impl JobOutput {
     }
 }
 
-/// Waits for a submitted job.
+/// Waits for a submitted job, or cancels it.
 pub struct JobHandle {
     pub(crate) job_id: u64,
     pub(crate) rx: crossbeam::channel::Receiver<JobOutput>,
+    pub(crate) cancel: JobCanceller,
 }
 
 impl JobHandle {
     pub fn id(&self) -> u64 {
         self.job_id
     }
-    /// Blocks until the job ends (successfully or not).
-    pub fn wait(self) -> Result<JobOutput, super::EngineError> {
-        self.rx.recv().map_err(|_| super::EngineError::ShutDown)
+    /// Blocks until the job ends (successfully, failed or cancelled).
+    pub fn wait(self) -> Result<JobOutput, EngineError> {
+        self.rx.recv().map_err(|_| EngineError::ShutDown)
+    }
+    /// Cancels the job; see [`JobCanceller::cancel`].
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+    /// A handle that cancels this job from elsewhere (another thread, a job table) while
+    /// [`JobHandle::wait`] blocks.
+    pub fn canceller(&self) -> JobCanceller {
+        self.cancel.clone()
+    }
+}
+
+/// Cancels one job. Clones share the job's flag.
+#[derive(Clone, Debug)]
+pub struct JobCanceller(Arc<AtomicBool>);
+
+impl JobCanceller {
+    pub(crate) fn new() -> JobCanceller {
+        JobCanceller(Arc::new(AtomicBool::new(false)))
+    }
+    /// The job's partitions that have not reached the prover end with
+    /// [`PartitionError::Cancelled`] and give their slot back: those queued or waiting for
+    /// a slot at once, one being synthesized when its synthesis ends. Those already
+    /// proving finish. The job still ends as usual: [`JobHandle::wait`] returns its
+    /// output. Cancelling twice, or a finished job, does nothing.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
     }
 }
 

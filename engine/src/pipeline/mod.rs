@@ -16,10 +16,17 @@
 //!
 //! Faults stay inside their job: a circuit that errors, panics (caught) or is unsatisfiable
 //! (its proof fails verification) ends that partition with a [`PartitionError`]; its
-//! slabs come back through their lease guards and the next job runs.
+//! slabs come back through their lease guards and the next job runs. A job can be
+//! cancelled ([`JobHandle::cancel`]): its partitions that have not reached the prover end
+//! with [`PartitionError::Cancelled`] and give their slots back.
+//!
+//! Modules, each using only those listed after it: `engine` (start-up, submit, shutdown),
+//! `stages` (the loops), `reserve` (where a partition's memory comes from), `precompiled`,
+//! `job`, `error`, `plan`, `config`, `timeline`.
 
 mod config;
 mod engine;
+mod error;
 mod job;
 mod plan;
 mod precompiled;
@@ -27,11 +34,12 @@ mod reserve;
 mod stages;
 pub mod timeline;
 
-pub use config::{AllocMode, EngineConfig, SLOTS_MAX};
-pub use engine::{CircuitSpec, Engine, EngineError, EngineStats, ShutdownMode, ShutdownReport};
+pub use config::{AllocMode, CircuitSpec, EngineConfig, UnknownAllocMode, SLOTS_MAX};
+pub use engine::{Engine, EngineStats, ShutdownMode, ShutdownReport};
+pub use error::EngineError;
 pub use job::{
-    generic, native, Generic, Job, JobHandle, JobOutput, Native, PartitionCircuit, PartitionError,
-    PartitionOutput, Randomness,
+    generic, native, Generic, Job, JobCanceller, JobHandle, JobOutput, Native, PartitionCircuit,
+    PartitionError, PartitionOutput, Randomness,
 };
 pub use plan::{blst_msm_scratch_bytes, msm_heap_term, EngineMemory, MemoryPlan, PlanError, PlanTerm, Scope};
 pub use precompiled::{precompiled, PrecompiledCircuit};

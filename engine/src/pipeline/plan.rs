@@ -441,7 +441,7 @@ mod tests {
     /// The sector circuit at 2^22 constraints (domain 2^23; B query ~41% of aux, ~1.7M
     /// points): the G2 scratch follows the B query's length (window 16 on 16 workers),
     /// not H's (window 18 on 15 workers, 755 MB). Charging G2 at H's length over-predicted
-    /// the measured peak RSS by 13.6% (BENCHMARKS.md, issue 10 re-run).
+    /// the measured peak RSS by 13.6% (BENCHMARKS.md, "The heap term, corrected").
     #[test]
     fn g2_scratch_follows_the_b_query_not_the_domain() {
         assert_eq!(blst_msm_scratch_bytes((1 << 23) - 1, 16, G1_XYZZ_BYTES), 15 * 192 * (1 << 17));

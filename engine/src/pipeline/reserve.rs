@@ -6,8 +6,7 @@ use std::sync::Arc;
 use arenaprove_arena::{Ledger, RegionConfig};
 use arenaprove_circuits::{ArenaAssignment, AssignmentPools};
 
-use super::config::EngineConfig;
-use super::engine::CircuitSpec;
+use super::config::{CircuitSpec, EngineConfig};
 use super::plan::EngineMemory;
 use crate::backend::Backend;
 use crate::groth16::{Groth16Error, PreparedVerifyingKey, ProofShape, ProverMemory};

@@ -13,7 +13,7 @@ use crossbeam::channel::{Receiver, Sender};
 use ff::Field;
 
 use super::config::EngineConfig;
-use super::job::{JobOutput, PartitionCircuit, PartitionError, PartitionOutput, Randomness};
+use super::job::{JobCanceller, JobOutput, PartitionCircuit, PartitionError, PartitionOutput, Randomness};
 use super::reserve::{Held, Kind, SlotMemory};
 use super::timeline::{Level, Timeline, Who};
 use crate::groth16::{Groth16Error, ProveStart};
@@ -43,6 +43,16 @@ pub(super) struct JobState {
     pub remaining: AtomicUsize,
     pub timeline: Timeline,
     pub tx: Sender<JobOutput>,
+    /// Set by [`super::JobHandle::cancel`].
+    pub cancel: JobCanceller,
+}
+
+impl JobState {
+    /// Whether this job's partitions that have not reached the prover are to be cancelled:
+    /// the job was, or the engine is shutting down with `ShutdownMode::Cancel`.
+    fn cancelled(&self, sh: &Shared) -> bool {
+        self.cancel.is_cancelled() || sh.cancel.load(Ordering::SeqCst)
+    }
 }
 
 /// Which partition of which job, as it travels through the stages.
@@ -122,6 +132,12 @@ fn end_early(
     complete(sh, job, partition, Err(error));
 }
 
+/// Ends a partition that never got a slot (its job or the engine was cancelled).
+pub(super) fn cancel_queued(sh: &Shared, work: WorkItem) {
+    let p = work.item.partition;
+    complete(sh, &work.item.job, p, Err(PartitionError::Cancelled { partition: p }));
+}
+
 pub(super) fn dispatcher(
     sh: Arc<Shared>,
     rx: Receiver<WorkItem>,
@@ -130,9 +146,8 @@ pub(super) fn dispatcher(
 ) {
     for work in rx.iter() {
         let item = &work.item;
-        if sh.cancel.load(Ordering::SeqCst) {
-            let p = item.partition;
-            complete(&sh, &item.job, p, Err(PartitionError::Cancelled { partition: p }));
+        if item.job.cancelled(&sh) {
+            cancel_queued(&sh, work);
             continue;
         }
         let t0 = Instant::now();
@@ -144,6 +159,12 @@ pub(super) fn dispatcher(
             t0,
             t0.elapsed(),
         );
+        // Cancelled while it waited for the slot: the slot goes straight back.
+        if item.job.cancelled(&sh) {
+            free_slot(&sh, slot);
+            cancel_queued(&sh, work);
+            continue;
+        }
         let sh2 = sh.clone();
         let tx = prove_tx.clone();
         pool.spawn(move || synthesize(sh2, work, slot, tx));
@@ -232,7 +253,7 @@ pub(super) fn prover_loop(sh: Arc<Shared>, rx: Receiver<Synthesized>, tx: Sender
         let p = item.partition;
         let who = Who { job_id: job.id, partition: p, thread: tid };
         job.timeline.record_interval("wait_prove", Level::Stage, who, enqueued, enqueued.elapsed());
-        if sh.cancel.load(Ordering::SeqCst) {
+        if job.cancelled(&sh) {
             end_early(&sh, &job, held, slot, p, PartitionError::Cancelled { partition: p });
             continue;
         }

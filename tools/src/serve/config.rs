@@ -17,6 +17,8 @@
 //! slots = 2                          # partitions in flight, each a full working set
 //! synth_workers = 1                  # threads synthesizing (1..=slots)
 //! memory_limit = "16GiB"             # what the engine may reserve (parameters excluded)
+//! synthesis = "precompiled"          # or "generic" (the bellpepper trait); precompiled
+//!                                    # constraints are recorded once beside the parameters
 //!
 //! [queue]
 //! pending_max = 64                   # jobs queued or running; RESOURCE_EXHAUSTED beyond
@@ -25,6 +27,8 @@
 //! [gpus]
 //! devices = []                       # [] proves on the CPU; [N] on GPU N (one GPU per
 //!                                    # daemon: run one daemon per GPU)
+//! fallback = "none"                  # a GPU that does not open stops the daemon at start;
+//!                                    # "cpu": prove on the CPU instead (said in the log)
 //! ```
 use std::path::{Path, PathBuf};
 
@@ -133,6 +137,7 @@ struct EngineSection {
     slots: Option<usize>,
     synth_workers: Option<usize>,
     memory_limit: Option<toml::Value>,
+    synthesis: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -146,6 +151,16 @@ struct QueueSection {
 #[serde(deny_unknown_fields)]
 struct GpusSection {
     devices: Option<Vec<u32>>,
+    fallback: Option<String>,
+}
+
+/// What the daemon does when its configured GPU does not open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuFallback {
+    /// Refuse to start (the default): a GPU daemon proving on the CPU is a silent slowdown.
+    None,
+    /// Prove on the CPU, saying so in the log.
+    Cpu,
 }
 
 /// Flags that override the file (all optional).
@@ -176,9 +191,13 @@ pub struct ServeConfig {
     pub memory_limit_bytes: usize,
     pub pending_max: usize,
     pub finished_keep: usize,
-    /// The GPU the engine proves on (`None`: the CPU backend). A binary built without the
-    /// `cuda` feature, or a host without that GPU, says so once and proves on the CPU.
+    /// The GPU the engine proves on (`None`: the CPU backend).
     pub gpu: Option<u32>,
+    /// When `gpu` does not open (a binary built without the `cuda` feature, a host without
+    /// that GPU): refuse to start, or prove on the CPU.
+    pub gpu_fallback: GpuFallback,
+    /// Synthesis through precompiled constraints (the default), else the bellpepper trait.
+    pub precompiled: bool,
 }
 
 /// Slots at most (the engine's own limit is checked again when it starts).
@@ -289,6 +308,18 @@ impl ServeConfig {
             (None, [n]) => Some(*n),
             (None, many) => return Err(invalid("gpus.devices", format!("{many:?}: {ONE_GPU}"))),
         };
+        let gpu_fallback = match file.gpus.fallback.as_deref() {
+            None | Some("none") => GpuFallback::None,
+            Some("cpu") => GpuFallback::Cpu,
+            Some(other) => return Err(invalid("gpus.fallback", format!("`{other}`: \"none\" or \"cpu\""))),
+        };
+        let precompiled = match file.engine.synthesis.as_deref() {
+            None | Some("precompiled") => true,
+            Some("generic") => false,
+            Some(other) => {
+                return Err(invalid("engine.synthesis", format!("`{other}`: \"precompiled\" or \"generic\"")))
+            }
+        };
         Ok(ServeConfig {
             listen,
             message_bytes_max,
@@ -301,6 +332,8 @@ impl ServeConfig {
             pending_max,
             finished_keep,
             gpu,
+            gpu_fallback,
+            precompiled,
         })
     }
 }
@@ -375,6 +408,8 @@ mod tests {
             ("[srs]\npreload = [\"porep-3k\"]", "srs.preload"),
             ("[queue]\npending_max = 0", "queue.pending_max"),
             ("[gpus]\ndevices = [0, 1]", "gpus.devices"),
+            ("[gpus]\nfallback = \"gpu\"", "gpus.fallback"),
+            ("[engine]\nsynthesis = \"fast\"", "engine.synthesis"),
             ("[engine]\nslotz = 1", "slotz"),
         ];
         for (text, key) in cases {
@@ -385,7 +420,14 @@ mod tests {
         assert_eq!(one.gpu, Some(1));
         let flag = Overrides { gpu: Some(0), ..Overrides::default() };
         assert_eq!(ServeConfig::from_toml("[gpus]\ndevices = [1]", &flag).unwrap().gpu, Some(0));
-        assert_eq!(ServeConfig::from_toml("", &Overrides::default()).unwrap().gpu, None);
+        let defaults = ServeConfig::from_toml("", &Overrides::default()).unwrap();
+        assert_eq!(
+            (defaults.gpu, defaults.gpu_fallback, defaults.precompiled),
+            (None, GpuFallback::None, true)
+        );
+        let relaxed = "[gpus]\nfallback = \"cpu\"\n[engine]\nsynthesis = \"generic\"";
+        let relaxed = ServeConfig::from_toml(relaxed, &Overrides::default()).unwrap();
+        assert_eq!((relaxed.gpu_fallback, relaxed.precompiled), (GpuFallback::Cpu, false));
         assert_eq!(parse_bytes("64MiB"), Ok(64 << 20));
         assert!(parse_bytes("0").is_err());
     }

@@ -33,6 +33,8 @@ struct Data {
     refused: BTreeMap<&'static str, u64>,
     /// stage -> seconds.
     stages: BTreeMap<&'static str, Histogram>,
+    /// (circuit, synthesis) -> proofs completed.
+    synthesized: BTreeMap<(String, &'static str), u64>,
 }
 
 /// Everything `GetMetrics` reports besides the live gauges.
@@ -70,11 +72,18 @@ impl Metrics {
         self.data.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A job ended: `outcome` is completed, failed or cancelled.
-    pub fn job_done(&self, circuit: &str, outcome: &'static str, seconds: Option<JobSeconds>) {
+    /// A job ended: `outcome` is completed, failed or cancelled; a completed one with its
+    /// durations and which synthesis ran (`precompiled`, `generic`).
+    pub fn job_done(
+        &self,
+        circuit: &str,
+        outcome: &'static str,
+        completed: Option<(JobSeconds, &'static str)>,
+    ) {
         let mut d = self.lock();
         *d.proofs.entry((circuit.to_string(), outcome)).or_default() += 1;
-        if let Some(s) = seconds {
+        if let Some((s, synthesis)) = completed {
+            *d.synthesized.entry((circuit.to_string(), synthesis)).or_default() += 1;
             d.stages.entry("queue_wait").or_default().observe(s.queue_wait);
             d.stages.entry("synthesis").or_default().observe(s.synthesis);
             d.stages.entry("prove").or_default().observe(s.prove);
@@ -103,6 +112,17 @@ impl Metrics {
         let _ = writeln!(w, "# TYPE arenaprove_proofs_total counter");
         for ((circuit, outcome), n) in &d.proofs {
             let _ = writeln!(w, "arenaprove_proofs_total{{circuit=\"{circuit}\",outcome=\"{outcome}\"}} {n}");
+        }
+        let _ = writeln!(
+            w,
+            "# HELP arenaprove_proofs_synthesized_total Proofs completed, by circuit and the synthesis that ran."
+        );
+        let _ = writeln!(w, "# TYPE arenaprove_proofs_synthesized_total counter");
+        for ((circuit, synthesis), n) in &d.synthesized {
+            let _ = writeln!(
+                w,
+                "arenaprove_proofs_synthesized_total{{circuit=\"{circuit}\",synthesis=\"{synthesis}\"}} {n}"
+            );
         }
         let _ =
             writeln!(w, "# HELP arenaprove_requests_refused_total Requests refused, by gRPC status code.");
@@ -197,7 +217,7 @@ mod tests {
     fn exposition_has_counters_and_cumulative_buckets() {
         let m = Metrics::default();
         let s = JobSeconds { queue_wait: 0.02, synthesis: 3.0, prove: 7.0, total: 10.0 };
-        m.job_done("porep-2k", "completed", Some(s));
+        m.job_done("porep-2k", "completed", Some((s, "precompiled")));
         m.job_done("porep-2k", "failed", None);
         m.refused(tonic::Code::InvalidArgument);
         let g = Gauges {
@@ -218,6 +238,12 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("arenaprove_requests_refused_total{code=\"INVALID_ARGUMENT\"} 1"), "{text}");
+        assert!(
+            text.contains(
+                "arenaprove_proofs_synthesized_total{circuit=\"porep-2k\",synthesis=\"precompiled\"} 1"
+            ),
+            "{text}"
+        );
         assert!(text.contains("arenaprove_job_seconds_bucket{stage=\"prove\",le=\"5\"} 0"), "{text}");
         assert!(text.contains("arenaprove_job_seconds_bucket{stage=\"prove\",le=\"10\"} 1"), "{text}");
         assert!(text.contains("arenaprove_queue_jobs{priority=\"critical\",state=\"pending\"} 1"), "{text}");

@@ -4,15 +4,24 @@
 //!
 //! * [`config`]: the TOML file and the flags over it;
 //! * [`request`]: a request checked and parsed, each problem a typed gRPC status;
-//! * [`daemon`]: the job table, the bounded priority queue and the engine;
+//! * [`daemon`]: the calls the service makes (submit, await, cancel, preload, evict, drain);
+//! * [`jobs`]: the job table and how each job ended ([`jobs::JobError`], typed);
+//! * [`queue`]: the bounded priority queue and the jobs running;
+//! * [`lifecycle`]: loading circuits, opening the GPU, building and stopping the engine;
+//! * [`worker`]: the dispatcher and the job threads, each job under a guard;
+//! * [`status`]: GetStatus and GetMetrics;
+//! * [`state`]: what they share, under one lock;
 //! * [`service`]: the gRPC methods over the daemon;
 //! * [`metrics`]: Prometheus text.
 //!
 //! Invariants: a request is checked (kind, sizes, parameters, the C1's vanilla proofs)
-//! before it is queued, so a queued job fails only when proving itself fails; every proof
-//! handed back was verified by the engine against the public inputs filecoin-proofs
-//! derives; a failed or cancelled job hands its slabs back like any other; the daemon
-//! never panics on a request (bad input is a status).
+//! before it is queued, so a queued job fails only when proving itself fails; every job
+//! proves through the one C2 driver, `C2Engine` (precompiled synthesis by default), and
+//! every proof handed back was verified by it against the public inputs filecoin-proofs
+//! derives; a failed, cancelled or panicking job hands its slabs back like any other and
+//! the daemon goes on with the next; the daemon never panics on a request (bad input is a
+//! status); a configured GPU that does not open stops the daemon at start, unless
+//! `gpus.fallback = "cpu"`; the process environment is never changed.
 // tonic::Status (the error of every gRPC call, ~176 bytes) is returned by value as tonic
 // itself does; boxing it would only add an allocation per refusal.
 #![allow(clippy::result_large_err)]
@@ -28,12 +37,20 @@ use tokio::sync::watch;
 pub mod circuits;
 pub mod config;
 pub mod daemon;
+pub mod jobs;
+pub mod lifecycle;
 pub mod metrics;
+pub mod queue;
 pub mod request;
 pub mod service;
+pub mod state;
+pub mod status;
+pub mod worker;
 
 pub use config::{Listen, Overrides, ServeConfig};
 pub use daemon::Daemon;
+#[doc(hidden)]
+pub use state::TestHooks;
 
 /// The code generated from `proto/cuzk/v1/proving.proto`.
 #[allow(clippy::all, missing_docs)]
@@ -58,6 +75,7 @@ Configuration file (TOML; every key optional, flags override it):
   slots = 2                          # partitions in flight (each a full working set)
   synth_workers = 1                  # synthesis threads, 1..=slots
   memory_limit = \"16GiB\"             # what the engine may reserve (params excluded)
+  synthesis = \"precompiled\"          # or \"generic\" (the bellpepper trait)
 
   [queue]
   pending_max = 64                   # jobs queued or running; RESOURCE_EXHAUSTED beyond
@@ -65,8 +83,9 @@ Configuration file (TOML; every key optional, flags override it):
 
   [gpus]
   devices = []                       # []: the CPU backend; [N]: GPU N (binary built with
-                                     # --features cuda; one GPU per daemon). Without the
-                                     # feature, a driver or that GPU: says so, proves on CPU
+                                     # --features cuda; one GPU per daemon)
+  fallback = \"none\"                  # a GPU that does not open is a startup error naming
+                                     # it; \"cpu\": prove on the CPU instead
 
 Signals: SIGTERM or SIGINT drains (running and queued jobs finish, new ones are refused
 with UNAVAILABLE, then exit 0); a second signal cancels what is left.";
@@ -134,10 +153,17 @@ pub struct Running {
 
 /// Starts the daemon (parameters loaded, engine reserved) and serves on every listener.
 pub async fn start(config: ServeConfig) -> Result<Running> {
+    start_with(config, TestHooks::default()).await
+}
+
+/// [`start`] with hooks (tests).
+#[doc(hidden)]
+pub async fn start_with(config: ServeConfig, hooks: TestHooks) -> Result<Running> {
     let listen = config.listen.clone();
     let message_bytes_max = config.message_bytes_max;
-    let daemon =
-        tokio::task::spawn_blocking(move || Daemon::start(config)).await.context("starting the daemon")??;
+    let daemon = tokio::task::spawn_blocking(move || Daemon::start_with(config, hooks))
+        .await
+        .context("starting the daemon")??;
     let svc = pb::proving_engine_server::ProvingEngineServer::new(service::Service::new(daemon.clone()))
         .max_decoding_message_size(message_bytes_max)
         .max_encoding_message_size(message_bytes_max);
@@ -287,7 +313,7 @@ fn check_config(config: ServeConfig) -> Result<()> {
         config.pending_max,
         config.message_bytes_max >> 20
     );
-    let preload = daemon::preload_list(&config)?;
+    let preload = lifecycle::preload_list(&config)?;
     println!("circuits: {}", preload.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "));
     if preload.is_empty() {
         anyhow::bail!(

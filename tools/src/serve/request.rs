@@ -1,7 +1,7 @@
 //! A `SubmitProofRequest` checked and parsed: every way it can be wrong becomes a gRPC
 //! status whose code says what kind of problem it is and whose message names it.
 //!
-//! PoRep C2 input, as Curio sends it (`lib/ffi/cuzk_funcs.go`): `vanilla_proof` is the JSON
+//! PoRep C2 input, as Curio's cuzk client sends it: `vanilla_proof` is the JSON
 //! envelope `{"SectorNum": n, "Phase1Out": "<base64>", "SectorSize": bytes}` whose
 //! `Phase1Out` is the base64 (Go's encoding of `[]byte`) of filecoin-proofs-api's
 //! `SealCommitPhase1Output` JSON, and `registered_proof` is the numeric
@@ -9,7 +9,7 @@
 use std::hash::{Hash, Hasher};
 
 use arenaprove::filecoin::api::RegisteredSealProof;
-use arenaprove::filecoin::c2::SectorJob;
+use arenaprove::filecoin::circuit::SectorJob;
 use arenaprove::filecoin::{C1Output, FilecoinError};
 use base64::Engine as _;
 use serde::Deserialize;

@@ -71,7 +71,7 @@ impl ProvingEngine for Service {
     }
 
     async fn get_status(&self, _: Request<GetStatusRequest>) -> Result<Response<GetStatusResponse>, Status> {
-        Ok(Response::new(self.daemon.status()))
+        Ok(Response::new(self.daemon.status().await))
     }
 
     async fn get_metrics(

@@ -2,7 +2,7 @@
 //! requests built as Curio builds them.
 use std::sync::Once;
 
-use arenaprove::filecoin::params::ensure_params;
+use arenaprove::filecoin::params::{ensure_params, ParamFiles};
 use arenaprove::filecoin::{rng_from_seed, seal_sector, SealRequest, SealedSector, SectorSize};
 use arenaprove_tools::serve::pb::*;
 use base64::Engine as _;
@@ -10,14 +10,17 @@ use base64::Engine as _;
 /// The parameter cache every test binary of this target directory shares.
 pub const PARAM_CACHE: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/filecoin-params");
 
-/// Points filecoin-proofs at [`PARAM_CACHE`] and makes the 2 KiB development parameters
-/// there when absent (once per process).
+/// Makes the 2 KiB development parameters in [`PARAM_CACHE`] when absent, and points
+/// filecoin-proofs' own `verify_seal` there (it reads only `FIL_PROOFS_PARAMETER_CACHE`,
+/// once per process). The daemon itself is given the directory in its configuration.
 pub fn params_2kib() {
     static SETUP: Once = Once::new();
     SETUP.call_once(|| {
         std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", PARAM_CACHE);
         let proof = SectorSize::Kib2.default_registered_proof();
-        let status = ensure_params(proof, &mut rng_from_seed(0xc2)).expect("2 KiB development params");
+        let files = ParamFiles::in_dir(proof, std::path::Path::new(PARAM_CACHE)).expect("2 KiB files");
+        let status =
+            ensure_params(proof, &files, &mut rng_from_seed(0xc2)).expect("2 KiB development params");
         eprintln!("2 KiB params: {status:?}");
     });
 }
@@ -30,7 +33,7 @@ pub fn sealed(seed: u64) -> SealedSector {
     seal_sector(&request, &mut rng, work.path()).expect("seal")
 }
 
-/// Curio's envelope around a C1 output (lib/ffi/cuzk_funcs.go).
+/// Curio's envelope around a C1 output, as its cuzk client builds it.
 pub fn envelope(c1_json: &[u8], sector_num: u64, sector_size: u64) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({
         "SectorNum": sector_num,

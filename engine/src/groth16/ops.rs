@@ -1,0 +1,167 @@
+//! The device seam: the few operations a backend supplies to the one Groth16 prover
+//! ([`super::Prover`]). Everything else (the witness checks, leases, density filtering, the
+//! proof formula, tracing spans and timings) is the prover's, written once.
+//!
+//! An operation runs over the parameter set's bases wherever the backend keeps them (the
+//! CPU: the resident parameter slabs; a GPU: copies in its device arena) and adds the time
+//! the device spent on it, if it measures one, to the `device` timer it is given.
+//!
+//! [`CpuOps`] is the CPU's implementation: in-place NTTs over the domain's twiddle table and
+//! blst's Pippenger.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arenaprove_arena::map_in_place;
+use blstrs::{G1Projective, G2Projective, Scalar};
+
+use super::domain::{Domain, Twiddles};
+use super::error::{Groth16Error, Result};
+use super::msm::{msm_g1, msm_g2, SCALAR_BYTES};
+use super::Parameters;
+
+/// One scalar of an MSM: canonical little-endian bytes (blst's and the kernels' input).
+pub type ScalarBytes = [u8; SCALAR_BYTES];
+
+/// The G1 queries of a parameter set, the bases of the prover's G1 MSMs (the h query is
+/// read only through [`ProverOps::msm_h`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum G1Query {
+    /// The aux variables' L query (all aux, full density).
+    L,
+    /// The A query (every input, then dense aux).
+    A,
+    /// The B query in G1 (dense inputs, then dense aux).
+    BG1,
+}
+
+/// The G2 queries of a parameter set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum G2Query {
+    /// The B query in G2 (the same split vector as [`G1Query::BG1`]).
+    BG2,
+}
+
+impl G1Query {
+    /// The query's bases in the parameters.
+    pub fn bases(self, p: &Parameters) -> &[blst::blst_p1_affine] {
+        match self {
+            G1Query::L => p.l(),
+            G1Query::A => p.a(),
+            G1Query::BG1 => p.b_g1(),
+        }
+    }
+}
+
+impl G2Query {
+    /// The query's bases in the parameters.
+    pub fn bases(self, p: &Parameters) -> &[blst::blst_p2_affine] {
+        match self {
+            G2Query::BG2 => p.b_g2(),
+        }
+    }
+}
+
+/// What a backend supplies to the Groth16 prover (see the module docs). Implementations
+/// hold their parameter set's bases; every call is for that parameter set.
+pub trait ProverOps: Send + Sync + std::fmt::Debug + 'static {
+    /// h's coefficients between [`ProverOps::h_quotient`] and [`ProverOps::msm_h`],
+    /// wherever the backend leaves them (the CPU: canonical bytes in `a`'s slab; a GPU:
+    /// its device scratch, with the device held).
+    type Quotient<'a>
+    where
+        Self: 'a;
+
+    /// `"cpu"`, `"cuda"`.
+    fn name(&self) -> &'static str;
+
+    /// `h = (a * b - c) / z` on a coset of `domain` from the evaluations a, b, c (padded to
+    /// the domain's size), its first `domain.size - 1` coefficients made ready for
+    /// [`ProverOps::msm_h`]. The backend may overwrite a, b and c; when this returns it
+    /// reads them no more (they may go back to their pool once the quotient is consumed).
+    fn h_quotient<'a>(
+        &'a self,
+        domain: &Domain,
+        a: &'a mut [Scalar],
+        b: &'a mut [Scalar],
+        c: &'a mut [Scalar],
+        device: &mut Duration,
+    ) -> Result<Self::Quotient<'a>>;
+
+    /// `sum h[i] * H[i]` over the quotient's coefficients.
+    fn msm_h(&self, h: Self::Quotient<'_>, device: &mut Duration) -> Result<G1Projective>;
+
+    /// `sum scalars[i] * query[i]` (the first `scalars.len()` bases of the query).
+    fn msm_g1(&self, query: G1Query, scalars: &[ScalarBytes], device: &mut Duration) -> Result<G1Projective>;
+
+    /// `sum scalars[i] * query[i]` in G2.
+    fn msm_g2(&self, query: G2Query, scalars: &[ScalarBytes], device: &mut Duration) -> Result<G2Projective>;
+}
+
+/// The CPU's operations: NTTs in place in the witness's slabs over a shared twiddle table,
+/// blst's Pippenger over the parameters' resident bases. Measures no device time.
+#[derive(Debug)]
+pub struct CpuOps {
+    params: Arc<Parameters>,
+    twiddles: Arc<Twiddles>,
+}
+
+impl CpuOps {
+    /// The CPU operations over `params` with the twiddle table of their domain (checked).
+    pub fn new(params: Arc<Parameters>, twiddles: Arc<Twiddles>) -> Result<CpuOps> {
+        let domain_size = params.domain_size();
+        if twiddles.domain_size() != domain_size {
+            return Err(Groth16Error::ShapeMismatch {
+                section: "twiddles",
+                params_len: domain_size,
+                circuit_len: twiddles.domain_size(),
+            });
+        }
+        Ok(CpuOps { params, twiddles })
+    }
+}
+
+impl ProverOps for CpuOps {
+    /// h's canonical bytes, written in place over the first `m - 1` scalars of `a`.
+    type Quotient<'a> = &'a [ScalarBytes];
+
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn h_quotient<'a>(
+        &'a self,
+        domain: &Domain,
+        a: &'a mut [Scalar],
+        b: &'a mut [Scalar],
+        c: &'a mut [Scalar],
+        _device: &mut Duration,
+    ) -> Result<&'a [ScalarBytes]> {
+        let m = domain.size;
+        domain.quotient_in_place(a, b, c, &self.twiddles);
+        // The top coefficient is zero for a satisfied circuit; h has m - 1 terms.
+        Ok(map_in_place(&mut a[..m - 1], |s: Scalar| -> ScalarBytes { s.to_bytes_le() }))
+    }
+
+    fn msm_h(&self, h: &[ScalarBytes], _device: &mut Duration) -> Result<G1Projective> {
+        Ok(msm_g1(self.params.h(), h))
+    }
+
+    fn msm_g1(
+        &self,
+        query: G1Query,
+        scalars: &[ScalarBytes],
+        _device: &mut Duration,
+    ) -> Result<G1Projective> {
+        Ok(msm_g1(query.bases(&self.params), scalars))
+    }
+
+    fn msm_g2(
+        &self,
+        query: G2Query,
+        scalars: &[ScalarBytes],
+        _device: &mut Duration,
+    ) -> Result<G2Projective> {
+        Ok(msm_g2(query.bases(&self.params), scalars))
+    }
+}

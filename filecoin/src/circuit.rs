@@ -1,0 +1,144 @@
+//! The StackedDrg partition circuit of a C1 output, built exactly as filecoin-proofs builds
+//! it, and its public inputs.
+//!
+//! For partition k the circuit is what `StackedCompound::circuit_proofs` builds in
+//! storage-proofs-core's `compound_proof` module:
+//! `<StackedCompound as CompoundProof>::circuit(&PublicInputs { replica_id, tau: Some(Tau {
+//! comm_d, comm_r }), k: None, seed: Some(seed) }, Default::default(), &vanilla_proofs[k],
+//! &vanilla_params, Some(k))`, and its public inputs are
+//! `StackedCompound::generate_public_inputs(.., Some(k))` (what `get_seal_inputs` returns).
+//!
+//! This module depends on nothing else of the crate but [`crate::api`] and the error type:
+//! the parameter cache ([`crate::params`]), the precompiled constraints ([`crate::pce`])
+//! and the driver ([`crate::c2`]) build on it.
+use blstrs::Scalar;
+use filecoin_hashers::poseidon::PoseidonDomain;
+use filecoin_hashers::Domain;
+use filecoin_proofs::constants::{DefaultPieceDomain, DefaultPieceHasher, SectorShapeBase};
+use filecoin_proofs::types::{PoRepConfig, VanillaSealProof};
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
+
+use crate::api::{C1Output, RegisteredSealProof, ShapedC1};
+use crate::error::FilecoinError;
+
+/// The StackedDrg circuit of this crate's tree shape.
+pub type SealCircuit = StackedCircuit<SectorShapeBase, DefaultPieceHasher>;
+type Compound = StackedCompound<SectorShapeBase, DefaultPieceHasher>;
+type Drg = StackedDrg<'static, SectorShapeBase, DefaultPieceHasher>;
+
+/// The compound public params `seal_commit_phase2` sets up for `config`, for any tree shape
+/// (this module proves `SectorShapeBase`; [`crate::shape`] counts the others).
+pub(crate) fn compound_public_params<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+) -> Result<compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>, FilecoinError>
+{
+    let setup = compound_proof::SetupParams {
+        vanilla_params: filecoin_proofs::parameters::setup_params(config)
+            .map_err(|e| FilecoinError::proofs("setup_params", e))?,
+        partitions: Some(usize::from(config.partitions)),
+        priority: false,
+    };
+    <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'static, Tree, DefaultPieceHasher>,
+        StackedCircuit<Tree, DefaultPieceHasher>,
+    >>::setup(&setup)
+    .map_err(|e| FilecoinError::proofs("setup", e))
+}
+
+/// The circuit with no witness that parameter generation synthesizes (`blank_circuit`).
+pub fn blank_circuit(registered_proof: RegisteredSealProof) -> Result<SealCircuit, FilecoinError> {
+    let config = registered_proof.porep_config()?;
+    let public_params = compound_public_params(&config)?;
+    Ok(<Compound as CompoundProof<Drg, SealCircuit>>::blank_circuit(&public_params.vanilla_params))
+}
+
+/// One sector's C2 work: the public params and inputs shared by its partitions, and the
+/// vanilla proofs each partition circuit is built from.
+pub struct SectorJob<'a> {
+    registered_proof: RegisteredSealProof,
+    public_params: compound_proof::PublicParams<'static, Drg>,
+    public_inputs: stacked::PublicInputs<PoseidonDomain, DefaultPieceDomain>,
+    vanilla_proofs: &'a [Vec<VanillaSealProof<SectorShapeBase>>],
+}
+
+impl<'a> SectorJob<'a> {
+    /// Sets up the job as `seal_commit_phase2_circuit_proofs` does, config from the C1's
+    /// registered proof.
+    pub fn new(c1: &'a C1Output) -> Result<Self, FilecoinError> {
+        let config = c1.registered_proof.porep_config()?;
+        let ShapedC1::Base(out) = &c1.shaped;
+        let comm_r: PoseidonDomain = filecoin_proofs::as_safe_commitment(&out.comm_r, "comm_r")
+            .map_err(|e| FilecoinError::BadC1(format!("{e:#}")))?;
+        let comm_d = DefaultPieceDomain::try_from_bytes(&out.comm_d)
+            .map_err(|e| FilecoinError::BadC1(format!("comm_d: {e:#}")))?;
+        let public_inputs = stacked::PublicInputs {
+            replica_id: out.replica_id,
+            tau: Some(stacked::Tau { comm_d, comm_r }),
+            k: None,
+            seed: Some(out.seed),
+        };
+        let public_params = compound_public_params(&config)?;
+        let partitions = usize::from(config.partitions);
+        if out.vanilla_proofs.len() != partitions {
+            return Err(FilecoinError::BadC1(format!(
+                "{} partitions of vanilla proofs, {:?} has {partitions}",
+                out.vanilla_proofs.len(),
+                c1.registered_proof
+            )));
+        }
+        Ok(SectorJob {
+            registered_proof: c1.registered_proof,
+            public_params,
+            public_inputs,
+            vanilla_proofs: &out.vanilla_proofs,
+        })
+    }
+
+    /// The registered proof of this sector.
+    pub fn registered_proof(&self) -> RegisteredSealProof {
+        self.registered_proof
+    }
+
+    /// Number of partitions (circuits) of this sector.
+    pub fn partitions(&self) -> usize {
+        self.vanilla_proofs.len()
+    }
+
+    /// The circuit of partition `k`, as `StackedCompound::circuit_proofs` builds it.
+    pub fn circuit(&self, k: usize) -> Result<SealCircuit, FilecoinError> {
+        let vanilla = self.vanilla_proofs.get(k).ok_or_else(|| {
+            FilecoinError::Internal(format!("partition {k} of a {}-partition sector", self.partitions()))
+        })?;
+        <Compound as CompoundProof<Drg, SealCircuit>>::circuit(
+            &self.public_inputs,
+            (), // StackedCircuit's ComponentPrivateInputs (circuit_proofs passes Default::default())
+            vanilla,
+            &self.public_params.vanilla_params,
+            Some(k),
+        )
+        .map_err(|source| FilecoinError::CircuitBuild { partition: k, source })
+    }
+
+    /// Checks every partition's vanilla proofs against the public inputs (seed, replica id,
+    /// commitments) as filecoin-proofs' commit phase 1 does before returning them
+    /// (`StackedDrg::verify_all_partitions`): Merkle paths and labels only, no circuit.
+    /// A C1 that was tampered with or mixed up with another sector's fails here, before
+    /// any synthesis. `Ok(false)` when a proof does not verify.
+    pub fn verify_vanilla(&self) -> Result<bool, FilecoinError> {
+        <Drg as ProofScheme>::verify_all_partitions(
+            &self.public_params.vanilla_params,
+            &self.public_inputs,
+            self.vanilla_proofs,
+        )
+        .map_err(|e| FilecoinError::proofs("verify_all_partitions", e))
+    }
+
+    /// The public inputs of partition `k` (ONE excluded), as `get_seal_inputs` returns them.
+    pub fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>, FilecoinError> {
+        Compound::generate_public_inputs(&self.public_inputs, &self.public_params.vanilla_params, Some(k))
+            .map_err(|e| FilecoinError::proofs("generate_public_inputs", e))
+    }
+}

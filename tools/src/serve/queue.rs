@@ -1,0 +1,156 @@
+//! The bounded priority queue and the jobs running: which job starts next (highest
+//! priority, oldest first within one), and how many partitions are at the engine.
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::circuits::CircuitId;
+use super::jobs::JobEntry;
+use super::pb::Priority;
+use super::request::PorepRequest;
+
+/// Priorities, highest first, as GetStatus and the metrics list them.
+pub const PRIORITIES: [Priority; 4] = [Priority::Critical, Priority::High, Priority::Normal, Priority::Low];
+
+/// A queued job: ordered by priority, then submission order.
+pub struct Queued {
+    pub seq: u64,
+    pub entry: Arc<JobEntry>,
+    pub request: PorepRequest,
+}
+
+impl Queued {
+    fn key(&self) -> (i32, std::cmp::Reverse<u64>) {
+        (self.entry.priority as i32, std::cmp::Reverse(self.seq))
+    }
+}
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+/// A job started, and when.
+pub struct Running {
+    pub entry: Arc<JobEntry>,
+    pub started: Instant,
+}
+
+/// Queued and running jobs. A job is started only while fewer partitions are at the
+/// engine than it has slots, so a `CRITICAL` job waits only for partitions already
+/// started, never behind queued `LOW` ones, and the engine still gets the next job while
+/// the last partitions of the current one prove.
+#[derive(Default)]
+pub struct JobQueue {
+    heap: BinaryHeap<Queued>,
+    running: HashMap<String, Running>,
+    partitions_running: usize,
+}
+
+impl JobQueue {
+    /// Queues a job; its position (jobs ahead of it).
+    pub fn push(&mut self, q: Queued) -> u32 {
+        let position = self.ahead_of(&q);
+        self.heap.push(q);
+        position
+    }
+
+    fn ahead_of(&self, q: &Queued) -> u32 {
+        self.heap.iter().filter(|o| o.key() > q.key()).count() as u32
+    }
+
+    /// Jobs ahead of a queued job (0 when it is not queued).
+    pub fn position(&self, job_id: &str) -> u32 {
+        self.heap.iter().find(|q| q.entry.id == job_id).map_or(0, |q| self.ahead_of(q))
+    }
+
+    /// The next job to start, when fewer than `slots` partitions are running; it counts
+    /// as running from now.
+    pub fn start_next(&mut self, slots: usize) -> Option<(Queued, Instant)> {
+        if self.partitions_running >= slots {
+            return None;
+        }
+        let q = self.heap.pop()?;
+        let started = Instant::now();
+        self.partitions_running += q.entry.partitions;
+        self.running.insert(q.entry.id.clone(), Running { entry: q.entry.clone(), started });
+        Some((q, started))
+    }
+
+    /// A running job ended: its partitions leave the count. Whether it was running.
+    pub fn end(&mut self, entry: &JobEntry) -> bool {
+        let was = self.running.remove(&entry.id).is_some();
+        if was {
+            self.partitions_running -= entry.partitions;
+        }
+        was
+    }
+
+    /// Takes a queued job out (cancelled before it started).
+    pub fn remove_queued(&mut self, job_id: &str) {
+        self.heap.retain(|q| q.entry.id != job_id);
+    }
+
+    /// When a job started, if it is running.
+    pub fn started(&self, job_id: &str) -> Option<Instant> {
+        self.running.get(job_id).map(|r| r.started)
+    }
+
+    /// Jobs queued or running.
+    pub fn pending(&self) -> usize {
+        self.heap.len() + self.running.len()
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.heap.is_empty() && self.running.is_empty()
+    }
+
+    pub fn nothing_running(&self) -> bool {
+        self.running.is_empty()
+    }
+
+    /// Every job queued or running, queued first.
+    pub fn ids(&self) -> Vec<String> {
+        self.heap.iter().map(|q| q.entry.id.clone()).chain(self.running.keys().cloned()).collect()
+    }
+
+    /// Running job ids, sorted.
+    pub fn running_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.running.keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
+    /// Jobs of `circuit` running now.
+    pub fn running_for(&self, circuit: CircuitId) -> usize {
+        self.running.values().filter(|r| r.entry.circuit == circuit).count()
+    }
+
+    /// Whether any job of `circuit` is queued or running.
+    pub fn has_circuit(&self, circuit: CircuitId) -> bool {
+        self.heap.iter().any(|q| q.entry.circuit == circuit) || self.running_for(circuit) > 0
+    }
+
+    /// (priority name, pending, running) per priority, highest first.
+    pub fn counts(&self) -> Vec<(&'static str, u32, u32)> {
+        PRIORITIES
+            .iter()
+            .map(|&p| {
+                let pending = self.heap.iter().filter(|q| q.entry.priority == p).count() as u32;
+                let running = self.running.values().filter(|r| r.entry.priority == p).count() as u32;
+                (p.as_str_name(), pending, running)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,250 @@
+//! The dispatcher and the job threads.
+//!
+//! * One dispatcher thread starts the next job whenever the queue allows it (see
+//!   [`super::queue`]), and applies PreloadSRS / EvictSRS once no job runs: the engine is
+//!   stopped (every slab back) and rebuilt over the new set of circuits (those loaded
+//!   already are shared, not read again).
+//! * Each started job has a thread that submits its sector to the [`C2Engine`] (its
+//!   circuits are built there), waits, and publishes the outcome. A [`JobGuard`] owns the
+//!   job's bookkeeping: whatever happens on the thread, a panic included, the job gets an
+//!   outcome (a panic is [`JobError::Panicked`]), its partitions leave the running count
+//!   and the dispatcher goes on with the next job.
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use arenaprove::filecoin::{C2Engine, C2Output, FilecoinError};
+use tonic::Status;
+
+use super::jobs::{ms, JobEntry, JobError, Outcome};
+use super::lifecycle::{self, BuildError};
+use super::metrics::JobSeconds;
+use super::pb::await_proof_response::Status as JobStatus;
+use super::queue::Queued;
+use super::request::PorepRequest;
+use super::state::{Control, Inner};
+
+/// Starts the dispatcher thread.
+pub fn spawn_dispatcher(inner: Arc<Inner>) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name("arenaprove-serve-dispatch".into()).spawn(move || dispatch_loop(inner))
+}
+
+fn dispatch_loop(inner: Arc<Inner>) {
+    let mut g = inner.lock();
+    loop {
+        if !g.controls.is_empty() && g.queue.nothing_running() {
+            let control = g.controls.pop_front();
+            drop(g);
+            if let Some(c) = control {
+                apply_control(&inner, c);
+            }
+            g = inner.lock();
+            continue;
+        }
+        if g.controls.is_empty() {
+            if let Some((q, started)) = g.queue.start_next(inner.config.slots) {
+                let engine = g.engines.engine.clone();
+                drop(g);
+                start_job(&inner, q, engine, started);
+                g = inner.lock();
+                continue;
+            }
+        }
+        if g.stop && g.queue.is_idle() && g.controls.is_empty() {
+            break;
+        }
+        g = inner.wake.wait(g).unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+/// Runs a started job on a thread of its own.
+fn start_job(inner: &Arc<Inner>, q: Queued, engine: Option<Arc<C2Engine>>, started: Instant) {
+    let entry = q.entry.clone();
+    let for_thread = inner.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("arenaprove-{}", entry.id))
+        .spawn(move || run_job(&for_thread, q, engine, started));
+    if let Err(e) = spawned {
+        drop(JobGuard { inner, entry: &entry, started, result: Some(Err(JobError::Thread(e))) });
+    }
+}
+
+/// A running job's bookkeeping, done on drop: the job leaves the running count and its
+/// outcome is published (an unwinding thread's job fails as panicked).
+struct JobGuard<'a> {
+    inner: &'a Inner,
+    entry: &'a JobEntry,
+    started: Instant,
+    result: Option<Result<C2Output, JobError>>,
+}
+
+impl Drop for JobGuard<'_> {
+    fn drop(&mut self) {
+        let result = self.result.take().unwrap_or_else(|| {
+            Err(JobError::Panicked { reason: "the job's thread unwound past its guard".into() })
+        });
+        end_job(self.inner, self.entry, self.started, result);
+    }
+}
+
+/// One job, from its sector to its published outcome.
+fn run_job(inner: &Inner, q: Queued, engine: Option<Arc<C2Engine>>, started: Instant) {
+    let Queued { entry, request, .. } = q;
+    let mut guard = JobGuard { inner, entry: &entry, started, result: None };
+    let proven = std::panic::catch_unwind(AssertUnwindSafe(|| prove(inner, &entry, request, engine)));
+    guard.result = Some(proven.unwrap_or_else(|p| Err(JobError::Panicked { reason: panic_message(&*p) })));
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// Submits the sector to the driver and waits for its verified proof.
+fn prove(
+    inner: &Inner,
+    entry: &JobEntry,
+    request: PorepRequest,
+    engine: Option<Arc<C2Engine>>,
+) -> Result<C2Output, JobError> {
+    let not_loaded = || JobError::NotLoaded { circuit: entry.circuit };
+    let engine = engine.ok_or_else(not_loaded)?;
+    if engine.circuit(entry.circuit.sector_size()).is_none() {
+        return Err(not_loaded());
+    }
+    if entry.cancel_requested() {
+        return Err(JobError::Cancelled { job: entry.id.clone() });
+    }
+    if let Some(hook) = &inner.hooks.before_circuits {
+        hook(&entry.request_id);
+    }
+    let pending = engine.submit(&request.c1)?;
+    entry.at_engine(pending.canceller());
+    drop(request); // the circuits own what they need; the C1 output goes now
+    drop(engine);
+    Ok(pending.wait()?)
+}
+
+/// A job ended: it leaves the running count, its outcome is published (a job cancelled
+/// while running published CANCELLED at once; it is counted now, its slot free), the
+/// dispatcher wakes.
+fn end_job(inner: &Inner, entry: &JobEntry, started: Instant, result: Result<C2Output, JobError>) {
+    let mut g = inner.lock();
+    g.queue.end(entry);
+    let (outcome, label) = if entry.cancel_requested() {
+        let error = JobError::Cancelled { job: entry.id.clone() };
+        (Outcome::ended(JobStatus::Cancelled, error, entry, Some(started)), "cancelled")
+    } else {
+        match result {
+            Ok(out) => (completed(entry, started, out), "completed"),
+            Err(e) => (Outcome::ended(JobStatus::Failed, e, entry, Some(started)), "failed"),
+        }
+    };
+    let seconds = JobSeconds {
+        queue_wait: outcome.queue_wait_ms as f64 / 1e3,
+        synthesis: outcome.synthesis_ms as f64 / 1e3,
+        prove: outcome.prove_ms as f64 / 1e3,
+        total: outcome.total_ms as f64 / 1e3,
+    };
+    let error = outcome.error.as_ref().map(|e| e.to_string()).unwrap_or_default();
+    tracing::info!(
+        job = %entry.id,
+        outcome = label,
+        synthesis = outcome.synthesis,
+        queue_wait_ms = outcome.queue_wait_ms,
+        synthesis_ms = outcome.synthesis_ms,
+        prove_ms = outcome.prove_ms,
+        total_ms = outcome.total_ms,
+        error = %error,
+        "job ended"
+    );
+    let synthesis = outcome.synthesis;
+    g.jobs.finish(inner.config.finished_keep, entry, outcome);
+    let done = (label == "completed").then_some((seconds, synthesis));
+    inner.metrics.job_done(entry.circuit.name(), label, done);
+    drop(g);
+    inner.wake.notify_all();
+}
+
+fn completed(entry: &JobEntry, started: Instant, out: C2Output) -> Outcome {
+    let stages = out.stages();
+    let mut outcome = Outcome::timed(JobStatus::Completed, entry, Some(started));
+    outcome.synthesis = stages.synthesis_kind;
+    outcome.synthesis_ms = ms(stages.synthesis);
+    outcome.prove_ms = ms(stages.prove());
+    outcome.proof = out.into_proof();
+    outcome
+}
+
+/// Loads or evicts parameters and rebuilds the engine. Runs on the dispatcher, so no job
+/// starts meanwhile (and none runs: controls wait for that).
+fn apply_control(inner: &Inner, control: Control) {
+    match control {
+        Control::Load { id, reply } => {
+            let started = Instant::now();
+            let result = lifecycle::load(&inner.config, id).map_err(load_status).and_then(|loaded| {
+                stop_engine(inner).map_err(|e| build_status(&format!("{id} added"), e))?;
+                inner.lock().engines.loaded.insert(id, loaded);
+                if let Err(e) = rebuild(inner) {
+                    // Back to an engine over what was loaded before.
+                    inner.lock().engines.loaded.remove(&id);
+                    if let Err(again) = rebuild(inner) {
+                        tracing::error!("no engine after a failed PreloadSRS: {again}");
+                    }
+                    return Err(build_status(&format!("an engine with {id} added"), e));
+                }
+                Ok(ms(started.elapsed()))
+            });
+            let _ = reply.send(result);
+        }
+        Control::Evict { id, reply } => {
+            let result = stop_engine(inner).and_then(|()| {
+                let freed = inner.lock().engines.loaded.remove(&id).map_or(0, |l| l.size_bytes);
+                rebuild(inner).map(|()| (true, freed))
+            });
+            let _ = reply.send(result.map_err(|e| build_status(&format!("{id} evicted"), e)));
+        }
+    }
+}
+
+/// Stops the engine (every slab back); the circuits stay loaded.
+fn stop_engine(inner: &Inner) -> Result<(), BuildError> {
+    let old = inner.lock().engines.take_engine();
+    match old {
+        Some(old) => {
+            lifecycle::stop(old).map(drop).map_err(|e| BuildError::Engine(FilecoinError::Internal(e)))
+        }
+        None => Ok(()),
+    }
+}
+
+/// Builds an engine over the circuits loaded now (outside the lock: reserving takes
+/// seconds) and installs it; none when nothing is loaded.
+fn rebuild(inner: &Inner) -> Result<(), BuildError> {
+    let circuits = inner.lock().engines.circuits();
+    let (engine, gpu) = if circuits.is_empty() {
+        (None, None)
+    } else {
+        lifecycle::build(&inner.config, circuits, lifecycle::backend(&inner.config)?)?
+    };
+    let mut g = inner.lock();
+    (g.engines.engine, g.engines.gpu) = (engine, gpu);
+    Ok(())
+}
+
+fn load_status(e: FilecoinError) -> Status {
+    match e {
+        e @ FilecoinError::MissingParams { .. } => Status::failed_precondition(e.to_string()),
+        e => Status::internal(e.to_string()),
+    }
+}
+
+fn build_status(what: &str, e: BuildError) -> Status {
+    match e {
+        e @ BuildError::Gpu { .. } => Status::failed_precondition(format!("{what}: {e}")),
+        e => Status::resource_exhausted(format!("{what}: {e}")),
+    }
+}
