@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 10's measurements on a many-core host, alternating baseline and candidate in one
+# The memory plan's measurements on a many-core host, alternating baseline and candidate in one
 # sitting: soaks slab/fresh/slab/fresh at one size, then the allocation-strategy bench.
 #   [ROUNDS=2] scripts/bench-memory-plan.sh BIN OUT_DIR SIZE SECTORS PARTITIONS [ALLOC_MIB]
 # e.g. scripts/bench-memory-plan.sh target/release/arenaprove /tmp/out 1048576 5 4 1024

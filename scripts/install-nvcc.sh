@@ -6,7 +6,7 @@
 #   export CUDA_HOME=$(bash scripts/install-nvcc.sh | tail -n1)
 #
 # The toolkit stays at 13.0 on purpose: the GPU machine's driver (580) is CUDA 13.0, and
-# PTX from nvcc 13.1+ does not JIT there (../shared/GPU.md). Idempotent: a second run only
+# PTX from nvcc 13.1+ does not JIT there. Idempotent: a second run only
 # checks `nvcc --version` (well under a second).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -35,6 +35,7 @@ use std::time::Duration;
 use arenaprove_arena::SharedHook;
 use arenaprove_engine::deps::blstrs::{G1Projective, G2Projective, Scalar};
 use arenaprove_engine::groth16::domain::Domain;
+use arenaprove_engine::groth16::ops::same_len;
 use arenaprove_engine::groth16::{
     G1Query, G2Query, Groth16Error, Parameters, ProofShape, Prover, ProverMemory, ProverOps, ScalarBytes,
 };
@@ -139,7 +140,7 @@ impl std::fmt::Debug for CudaFactory {
 
 impl CudaFactory {
     /// Opens device `ordinal`. Errors (never panics) as [`Gpu::open`]: no kernels built
-    /// in, no driver, no such device; the caller then uses the CPU backend.
+    /// in, no driver, no such device; the caller decides whether the CPU may stand in.
     pub fn open(ordinal: usize) -> std::result::Result<CudaFactory, CudaError> {
         Self::open_many(&[ordinal])
     }
@@ -334,6 +335,16 @@ struct ResidentBases {
     b_g2: G2Bases,
 }
 
+impl ResidentBases {
+    fn g1(&self, query: G1Query) -> &G1Bases {
+        match query {
+            G1Query::L => &self.l,
+            G1Query::A => &self.a,
+            G1Query::BG1 => &self.b_g1,
+        }
+    }
+}
+
 /// The GPU's device operations for one parameter set (see the module docs).
 pub struct CudaOps {
     gpus: Arc<[Slot]>,
@@ -397,13 +408,14 @@ impl ProverOps for CudaOps {
 
     fn h_quotient<'a>(
         &'a self,
-        _domain: &Domain,
+        domain: &Domain,
         a: &'a mut [Scalar],
         b: &'a mut [Scalar],
         c: &'a mut [Scalar],
         device: &mut Duration,
     ) -> Result<GpuQuotient<'a>> {
-        // The kernels use the domain of a's length (the prover padded a, b, c to it).
+        // The kernels use the domain of a's length: it must be the prover's.
+        same_len("h pipeline: a (padded to the domain)", domain.size, a.len())?;
         let (index, mut gpu) = self.take_gpu();
         let h = gpu.h_quotient_resident(a, b, c).map_err(backend_err)?;
         *device += gpu.last_device_time();
@@ -418,20 +430,14 @@ impl ProverOps for CudaOps {
     }
 
     fn msm_g1(&self, query: G1Query, scalars: &[ScalarBytes], device: &mut Duration) -> Result<G1Projective> {
-        self.on_gpu(device, |g, bases| {
-            let b = match query {
-                G1Query::L => &bases.l,
-                G1Query::A => &bases.a,
-                G1Query::BG1 => &bases.b_g1,
-            };
-            g.msm_g1_resident(b, scalars)
-        })
+        // Every GPU holds the same bases: the first's length is every one's.
+        same_len(query.name(), self.bases[0].g1(query).len, scalars.len())?;
+        self.on_gpu(device, |g, bases| g.msm_g1_resident(bases.g1(query), scalars))
     }
 
     fn msm_g2(&self, query: G2Query, scalars: &[ScalarBytes], device: &mut Duration) -> Result<G2Projective> {
-        self.on_gpu(device, |g, bases| match query {
-            G2Query::BG2 => g.msm_g2_resident(&bases.b_g2, scalars),
-        })
+        same_len(query.name(), self.bases[0].b_g2.len, scalars.len())?;
+        self.on_gpu(device, |g, bases| g.msm_g2_resident(&bases.b_g2, scalars))
     }
 }
 

@@ -10,8 +10,8 @@ use crate::device::Device;
 use crate::error::{CudaError, DriverContext, Result};
 use crate::ntt_tables::NttTables;
 
-/// One opened GPU. Methods take `&mut self`: one operation at a time per device (one
-/// prover worker per GPU owns its `Gpu`).
+/// One opened GPU. Methods take `&mut self`: one operation at a time per device (the
+/// backend keeps each `Gpu` behind a mutex that its prover and finalizer threads share).
 pub struct Gpu {
     pub(crate) dev: Device,
     pub(crate) arena: Option<DeviceArena>,

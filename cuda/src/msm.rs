@@ -42,7 +42,7 @@ const THREADS: u32 = 256;
 /// Smallest piece (points one accumulate thread sums at most); the piece length is
 /// `max(this, sqrt(n))`, which balances the two serial chains a skewed bucket of up to `n`
 /// points runs (piece sums, then one thread summing the pieces). Measured on the H200
-/// (BENCHMARKS.md, issue 11 runs 2 and 3): a fixed 256 was 3-23% faster on random
+/// (BENCHMARKS.md, the CUDA kernel runs 2 and 3): a fixed 256 was 3-23% faster on random
 /// scalars (G1 2^22 78 vs 87 ms, G2 2^22 225 vs 292 ms) but 2.4x slower on 0/1 scalars
 /// (G1 2^24 378 vs 157 ms: one thread summed 21,800 pieces), so sqrt(n) stays until the
 /// pieces of a large bucket are summed by a parallel tree.

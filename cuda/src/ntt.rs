@@ -209,7 +209,7 @@ impl Gpu {
     }
 
     /// [`Gpu::h_pipeline`] with `h`'s first `n - 1` coefficients written as canonical
-    /// little-endian bytes (the h MSM's scalars, as the CPU prover's `scalars_to_bytes`),
+    /// little-endian bytes (the h MSM's scalars, as the CPU's `Scalar::to_bytes_le`),
     /// converted on the device.
     pub fn h_pipeline_bytes(
         &mut self,

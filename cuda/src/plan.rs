@@ -76,7 +76,7 @@ mod tests {
         assert_eq!(big.h_scratch_bytes, 3 * (512 << 20));
         assert_eq!(big.g1_bases_bytes, 96 * ((1 << 24) + (1 << 23)));
         assert_eq!(big.g2_bases_bytes, 192 << 23);
-        // Run 1 of the issue 11 kernel bench (BENCHMARKS.md) measured a scratch high-water
+        // Run 1 of the CUDA kernel bench (BENCHMARKS.md) measured a scratch high-water
         // of 1,872 MiB with 2^24 G1 MSMs and h pipelines: the plan's MSM term, laid out by
         // the same code. The 0/1 fast path added its two buffers (65,536 + 4,096 G1 xyzz
         // points, 12.75 MiB): 1,885 MiB.

@@ -31,7 +31,7 @@ use bellpepper_core::Circuit;
 use blstrs::Scalar;
 
 use crate::groth16::error::Result;
-use crate::groth16::prover::stage;
+use crate::groth16::prover::{stage, Stage};
 use crate::groth16::{
     Parameters, Proof, ProofShape, ProveStart, Prover, ProverMemory, ProverOps, StageTimings,
 };
@@ -115,7 +115,7 @@ where
     crate::groth16::Groth16Error: From<E>,
 {
     let mut synth = Duration::ZERO;
-    let mut w = stage("synthesize", &mut synth, synthesize)?;
+    let mut w = stage(Stage::Synthesize, &mut synth, synthesize)?;
     let (proof, mut t) = backend.prove_with_randomness(&mut w, r, s)?;
     t.synthesize = synth;
     Ok((proof, t))

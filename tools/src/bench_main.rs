@@ -48,12 +48,7 @@ enum Cmd {
 }
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("ARENAPROVE_LOG").unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    common::init_tracing();
     let result = match Cli::parse().cmd {
         Cmd::Alloc(a) => bench_alloc::run(a),
         Cmd::Ntt(a) => bench_ntt::run(a),

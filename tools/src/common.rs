@@ -159,6 +159,20 @@ pub fn bar(quiet: bool, len: u64, what: &str) -> Option<indicatif::ProgressBar> 
 }
 
 /// Synthesis workers: one per core beyond the first, at least 1 and at most `slots`.
+/// Logs to stderr at the level `ARENAPROVE_LOG` sets (default `warn`). From `info` on,
+/// every closing span is a line with its busy time: the stage spans (`synthesize`,
+/// `ntt_h`, `msm_h`, `msm_l`, `msm_a`, `msm_b_g1`, `msm_b_g2`, `finalize`), the same on
+/// every backend.
+pub fn init_tracing() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ARENAPROVE_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
 pub fn synth_workers(slots: usize) -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, slots.max(1))
 }

@@ -201,7 +201,8 @@ fn param_cache(flag: Option<&Path>) -> Result<PathBuf> {
         let threads = threads_now();
         if threads != Some(1) {
             bail!(
-                "--param-cache: this process already runs {} threads, so it cannot set {PARAM_CACHE_VAR}                  for filecoin-proofs; set {PARAM_CACHE_VAR}={} in the environment instead",
+                "--param-cache: this process already runs {} threads, so it cannot set {PARAM_CACHE_VAR} \
+                 for filecoin-proofs; set {PARAM_CACHE_VAR}={} in the environment instead",
                 threads.map_or("several".to_string(), |n| n.to_string()),
                 dir.display()
             );

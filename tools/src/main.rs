@@ -68,12 +68,7 @@ enum Cmd {
 }
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("ARENAPROVE_LOG").unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    common::init_tracing();
     let cli = Cli::parse();
     common::MLOCK.store(cli.mlock, std::sync::atomic::Ordering::Relaxed);
     common::HUGE_PAGES.store(!cli.no_huge_pages, std::sync::atomic::Ordering::Relaxed);

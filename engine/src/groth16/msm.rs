@@ -3,9 +3,8 @@
 //! the prover fills, density-filtered, in slabs).
 
 use blst::{blst_p1_affine, blst_p2_affine, MultiPoint};
-use blstrs::{G1Projective, G2Projective, Scalar};
+use blstrs::{G1Projective, G2Projective};
 use group::Group;
-use rayon::prelude::*;
 
 /// Scalar bits blst reads (r < 2^255).
 pub const SCALAR_BITS: usize = 255;
@@ -30,14 +29,4 @@ pub fn msm_g2(bases: &[blst_p2_affine], scalars: &[[u8; SCALAR_BYTES]]) -> G2Pro
         *out.as_mut() = bases.mult(scalars.as_flattened(), SCALAR_BITS);
     }
     out
-}
-
-/// Writes the canonical little-endian bytes of `src` into `dst` (same length), in parallel.
-pub fn scalars_to_bytes(src: &[Scalar], dst: &mut [[u8; SCALAR_BYTES]]) {
-    assert_eq!(src.len(), dst.len());
-    dst.par_chunks_mut(4096).zip(src.par_chunks(4096)).for_each(|(d, s)| {
-        for (d, s) in d.iter_mut().zip(s) {
-            *d = s.to_bytes_le();
-        }
-    });
 }

@@ -42,7 +42,25 @@ pub enum G2Query {
     BG2,
 }
 
+/// A typed error (never blst's panic) when an MSM's scalars do not match its bases.
+pub fn same_len(section: &'static str, bases: usize, scalars: usize) -> Result<()> {
+    if bases == scalars {
+        Ok(())
+    } else {
+        Err(Groth16Error::ShapeMismatch { section, params_len: bases, circuit_len: scalars })
+    }
+}
+
 impl G1Query {
+    /// The query's name in the parameters (`l`, `a`, `b_g1`).
+    pub fn name(self) -> &'static str {
+        match self {
+            G1Query::L => "l",
+            G1Query::A => "a",
+            G1Query::BG1 => "b_g1",
+        }
+    }
+
     /// The query's bases in the parameters.
     pub fn bases(self, p: &Parameters) -> &[blst::blst_p1_affine] {
         match self {
@@ -54,6 +72,13 @@ impl G1Query {
 }
 
 impl G2Query {
+    /// The query's name in the parameters (`b_g2`).
+    pub fn name(self) -> &'static str {
+        match self {
+            G2Query::BG2 => "b_g2",
+        }
+    }
+
     /// The query's bases in the parameters.
     pub fn bases(self, p: &Parameters) -> &[blst::blst_p2_affine] {
         match self {
@@ -91,10 +116,11 @@ pub trait ProverOps: Send + Sync + std::fmt::Debug + 'static {
     /// `sum h[i] * H[i]` over the quotient's coefficients.
     fn msm_h(&self, h: Self::Quotient<'_>, device: &mut Duration) -> Result<G1Projective>;
 
-    /// `sum scalars[i] * query[i]` (the first `scalars.len()` bases of the query).
+    /// `sum scalars[i] * query[i]`, with exactly one scalar per base of the query (the
+    /// prover checked the witness against the parameters; a backend errs on another length).
     fn msm_g1(&self, query: G1Query, scalars: &[ScalarBytes], device: &mut Duration) -> Result<G1Projective>;
 
-    /// `sum scalars[i] * query[i]` in G2.
+    /// `sum scalars[i] * query[i]` in G2, one scalar per base.
     fn msm_g2(&self, query: G2Query, scalars: &[ScalarBytes], device: &mut Duration) -> Result<G2Projective>;
 }
 

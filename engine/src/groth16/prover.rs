@@ -211,19 +211,33 @@ impl ProveStart {
     }
 }
 
-/// Runs `f` inside a tracing span named `name`, adding its wall time to `slot`.
-pub(crate) fn stage<T>(name: &'static str, slot: &mut Duration, f: impl FnOnce() -> T) -> T {
+/// The stages of one proof, each a tracing span named as in the paper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
+    Synthesize,
+    NttH,
+    MsmH,
+    MsmL,
+    MsmA,
+    MsmBG1,
+    MsmBG2,
+    /// The proof formula after the MSMs.
+    Finalize,
+}
+
+/// Runs `f` inside the tracing span of `stage`, adding its wall time to `slot`.
+pub(crate) fn stage<T>(stage: Stage, slot: &mut Duration, f: impl FnOnce() -> T) -> T {
     let t0 = Instant::now();
-    let out = match name {
-        // One static span per stage name (tracing needs literal names).
-        "synthesize" => tracing::info_span!("synthesize").in_scope(f),
-        "ntt_h" => tracing::info_span!("ntt_h").in_scope(f),
-        "msm_h" => tracing::info_span!("msm_h").in_scope(f),
-        "msm_l" => tracing::info_span!("msm_l").in_scope(f),
-        "msm_a" => tracing::info_span!("msm_a").in_scope(f),
-        "msm_b_g1" => tracing::info_span!("msm_b_g1").in_scope(f),
-        "msm_b_g2" => tracing::info_span!("msm_b_g2").in_scope(f),
-        _ => tracing::info_span!("finalize").in_scope(f),
+    // One static span per stage (tracing needs literal names).
+    let out = match stage {
+        Stage::Synthesize => tracing::info_span!("synthesize").in_scope(f),
+        Stage::NttH => tracing::info_span!("ntt_h").in_scope(f),
+        Stage::MsmH => tracing::info_span!("msm_h").in_scope(f),
+        Stage::MsmL => tracing::info_span!("msm_l").in_scope(f),
+        Stage::MsmA => tracing::info_span!("msm_a").in_scope(f),
+        Stage::MsmBG1 => tracing::info_span!("msm_b_g1").in_scope(f),
+        Stage::MsmBG2 => tracing::info_span!("msm_b_g2").in_scope(f),
+        Stage::Finalize => tracing::info_span!("finalize").in_scope(f),
     };
     *slot += t0.elapsed();
     out
@@ -338,8 +352,8 @@ impl<O: ProverOps> Prover<O> {
             t.ntt_h += t_pad.elapsed();
             let dev = &mut t.device;
             let quotient =
-                stage("ntt_h", &mut t.ntt_h, || self.ops.h_quotient(&domain, a, b, c, &mut dev.ntt_h))?;
-            stage("msm_h", &mut t.msm_h, || self.ops.msm_h(quotient, &mut dev.msm_h))?
+                stage(Stage::NttH, &mut t.ntt_h, || self.ops.h_quotient(&domain, a, b, c, &mut dev.ntt_h))?;
+            stage(Stage::MsmH, &mut t.msm_h, || self.ops.msm_h(quotient, &mut dev.msm_h))?
         };
         w.release_abc();
         Ok(ProveStart { h, timings: t })
@@ -358,6 +372,9 @@ impl<O: ProverOps> Prover<O> {
         if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
             return Err(Groth16Error::Degenerate("verifying key: delta is the point at infinity".into()));
         }
+        // Again (a few counts): `finalize` may be handed another witness than `prove_start`
+        // was; every split vector below then has exactly its query's length.
+        self.check_witness(w)?;
         let mut t = start.timings;
         let dev = &mut t.device;
         let ops = &self.ops;
@@ -366,7 +383,7 @@ impl<O: ProverOps> Prover<O> {
         // L: all aux, full density. Its bytes are reused for the A and B split vectors.
         // Each call's timer covers its lease and its vector's construction, so the stage's
         // timer is accounted for by its calls (the timeline's gap).
-        let (l, aux_bytes) = stage("msm_l", &mut t.msm_l, || -> Result<_> {
+        let (l, aux_bytes) = stage(Stage::MsmL, &mut t.msm_l, || -> Result<_> {
             let mut aux_bytes = self.lease::<ScalarBytes>(aux.len())?;
             aux_bytes.extend_par_map(aux, |s| s.to_bytes_le())?;
             Ok((ops.msm_g1(G1Query::L, &aux_bytes, &mut dev.msm_l)?, aux_bytes))
@@ -375,25 +392,26 @@ impl<O: ProverOps> Prover<O> {
         let input_bytes: Vec<ScalarBytes> = inputs.iter().map(|s| s.to_bytes_le()).collect();
 
         // A: every input (full density through the input constraints), then dense aux.
-        let a_sum = stage("msm_a", &mut t.msm_a, || -> Result<G1Projective> {
+        let a_sum = stage(Stage::MsmA, &mut t.msm_a, || -> Result<G1Projective> {
             let mut v = self.lease::<ScalarBytes>(p.a().len())?;
             v.extend_from_slice(&input_bytes)?;
             append_dense(&mut v, &aux_bytes, w.a_aux_density())?;
             ops.msm_g1(G1Query::A, &v, &mut dev.msm_a)
         })?;
         // B: dense inputs, then dense aux; one split vector for G1 and G2.
-        let (b1, b_vec) = stage("msm_b_g1", &mut t.msm_b_g1, || -> Result<_> {
+        let (b1, b_vec) = stage(Stage::MsmBG1, &mut t.msm_b_g1, || -> Result<_> {
             let mut b_vec = self.lease::<ScalarBytes>(p.b_g1().len())?;
             append_dense(&mut b_vec, &input_bytes, w.b_input_density())?;
             append_dense(&mut b_vec, &aux_bytes, w.b_aux_density())?;
             drop(aux_bytes);
             Ok((ops.msm_g1(G1Query::BG1, &b_vec, &mut dev.msm_b_g1)?, b_vec))
         })?;
-        let b2 = stage("msm_b_g2", &mut t.msm_b_g2, || ops.msm_g2(G2Query::BG2, &b_vec, &mut dev.msm_b_g2))?;
+        let b2 =
+            stage(Stage::MsmBG2, &mut t.msm_b_g2, || ops.msm_g2(G2Query::BG2, &b_vec, &mut dev.msm_b_g2))?;
         drop(b_vec);
 
         let sums = MsmSums { h: start.h, l, a: a_sum, b_g1: b1, b_g2: b2 };
-        let proof = stage("finalize", &mut t.finalize, || combine_proof(vk, &sums, r, s));
+        let proof = stage(Stage::Finalize, &mut t.finalize, || combine_proof(vk, &sums, r, s));
         Ok((proof, t))
     }
 

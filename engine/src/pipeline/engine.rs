@@ -195,17 +195,17 @@ impl Engine {
 
         let mut threads = Vec::new();
         let (sh, rx) = (shared.clone(), dispatch_rx.clone());
-        threads.push(spawn("arenaprove-dispatch", move || dispatcher(sh, rx, synth_pool, prove_tx)));
+        threads.push(spawn("arenaprove-dispatch", move || dispatcher(sh, rx, synth_pool, prove_tx))?);
         for i in 0..n_prove {
             let (sh, rx, tx) = (shared.clone(), prove_rx.clone(), fin_tx.clone());
             let tid = tid_prover + i as u32;
-            threads.push(spawn(&format!("arenaprove-prove-{i}"), move || prover_loop(sh, rx, tx, tid)));
+            threads.push(spawn(&format!("arenaprove-prove-{i}"), move || prover_loop(sh, rx, tx, tid))?);
         }
         drop((prove_rx, fin_tx));
         for i in 0..n_final {
             let (sh, rx) = (shared.clone(), fin_rx.clone());
             let tid = tid_final + i as u32;
-            threads.push(spawn(&format!("arenaprove-final-{i}"), move || finalizer_loop(sh, rx, tid)));
+            threads.push(spawn(&format!("arenaprove-final-{i}"), move || finalizer_loop(sh, rx, tid))?);
         }
         drop(fin_rx);
 
@@ -354,8 +354,13 @@ impl Drop for Engine {
     }
 }
 
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
-    std::thread::Builder::new().name(name.into()).spawn(f).expect("spawning an engine thread")
+/// Starts an engine thread. On an error the threads already started end by themselves:
+/// their channels close when `Engine::new` returns it.
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, EngineError> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map_err(|source| EngineError::Spawn { thread: name.to_string(), source })
 }
 
 fn os_seed() -> [u8; 32] {

@@ -38,6 +38,13 @@ pub enum EngineError {
         #[source]
         source: Groth16Error,
     },
+    /// An engine thread could not be started.
+    #[error("starting engine thread {thread}: {source}")]
+    Spawn {
+        thread: String,
+        #[source]
+        source: std::io::Error,
+    },
     /// The synthesis worker pool could not be started.
     #[error("starting the synthesis pool: {0}")]
     ThreadPool(#[from] rayon::ThreadPoolBuildError),

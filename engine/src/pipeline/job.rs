@@ -109,12 +109,27 @@ impl JobOutput {
     pub fn first_error(&self) -> Option<&PartitionError> {
         self.partitions.iter().find_map(|p| p.as_ref().err())
     }
-    /// Partition proofs concatenated in partition order (192 bytes each), as Filecoin's
-    /// multi-partition proofs are; `None` if any partition failed.
+    /// Verified partition proofs concatenated in partition order (192 bytes each), as
+    /// Filecoin's multi-partition proofs are; `None` if any partition failed or was not
+    /// verified (an engine with `verify: false`: see [`JobOutput::unverified_proof_bytes`]).
     pub fn proof_bytes(&self) -> Option<Vec<u8>> {
+        self.concat_proofs(true)
+    }
+
+    /// The proofs as [`JobOutput::proof_bytes`], verified or not (an engine that does not
+    /// verify, e.g. to time the prover alone); `None` if any partition failed.
+    pub fn unverified_proof_bytes(&self) -> Option<Vec<u8>> {
+        self.concat_proofs(false)
+    }
+
+    fn concat_proofs(&self, verified_only: bool) -> Option<Vec<u8>> {
         let mut out = Vec::with_capacity(self.partitions.len() * crate::groth16::PROOF_BYTES);
         for p in &self.partitions {
-            out.extend_from_slice(&p.as_ref().ok()?.proof.to_bytes());
+            let p = p.as_ref().ok()?;
+            if verified_only && !p.verified {
+                return None;
+            }
+            out.extend_from_slice(&p.proof.to_bytes());
         }
         Some(out)
     }

@@ -133,23 +133,15 @@ impl Daemon {
         if g.draining {
             return Err(Status::unavailable("the daemon is shutting down (draining); no new jobs"));
         }
-        let files = lifecycle::param_files(config, circuit).map_err(|e| Status::internal(e.to_string()))?;
-        match g.engines.loaded.get(&circuit) {
-            None => {
-                files.require_params().map_err(|e| Status::failed_precondition(e.to_string()))?;
-                return Err(Status::failed_precondition(format!(
-                    "parameters for {circuit} ({}) are in the cache but not loaded: PreloadSRS(\"{circuit}\") or add it to srs.preload",
-                    files.params.display()
-                )));
-            }
-            Some(l) if l.circuit.files().params != files.params => {
-                return Err(Status::failed_precondition(format!(
-                    "this proof needs parameters {}, not loaded (loaded for {circuit}: {})",
-                    files.params.display(),
-                    l.circuit.files().params.display()
-                )));
-            }
-            Some(_) => {}
+        if !g.engines.loaded.contains_key(&circuit) {
+            // Only here (a refusal) are the parameter files worked out, to name them.
+            let files =
+                lifecycle::param_files(config, circuit).map_err(|e| Status::internal(e.to_string()))?;
+            files.require_params().map_err(|e| Status::failed_precondition(e.to_string()))?;
+            return Err(Status::failed_precondition(format!(
+                "parameters for {circuit} ({}) are in the cache but not loaded: PreloadSRS(\"{circuit}\") or add it to srs.preload",
+                files.params.display()
+            )));
         }
         let pending = g.queue.pending();
         if pending >= config.pending_max {
