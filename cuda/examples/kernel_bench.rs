@@ -17,12 +17,11 @@ mod common;
 use std::time::Instant;
 
 use arenaprove_cuda::{Gpu, MsmPlan};
-use arenaprove_engine::deps::blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use arenaprove_engine::deps::blstrs::Scalar;
 use arenaprove_engine::deps::ff::Field;
-use arenaprove_engine::deps::group::{prime::PrimeCurveAffine, Curve, Group};
 use arenaprove_engine::groth16::domain::Domain;
 use arenaprove_engine::groth16::msm::{msm_g1, msm_g2};
-use blst::{blst_p1_affine, blst_p2_affine};
+use blst::blst_p2_affine;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use rayon::prelude::*;
@@ -42,50 +41,6 @@ fn scalars(n: usize, seed: u64) -> Vec<Scalar> {
             (0..4096.min(n - k * 4096)).map(move |_| Scalar::random(&mut r))
         })
         .collect()
-}
-
-fn bases(n: usize) -> Vec<blst_p1_affine> {
-    let mut r = ChaCha8Rng::seed_from_u64(5);
-    let (start, step) = (G1Projective::random(&mut r), G1Projective::random(&mut r));
-    const CHUNK: usize = 1 << 12;
-    let proj: Vec<G1Projective> = (0..n.div_ceil(CHUNK))
-        .into_par_iter()
-        .flat_map_iter(|k| {
-            let mut p = start + step * Scalar::from((k * CHUNK) as u64);
-            (0..CHUNK.min(n - k * CHUNK)).map(move |_| {
-                let v = p;
-                p += step;
-                v
-            })
-        })
-        .collect();
-    let mut aff = vec![G1Affine::identity(); n];
-    proj.par_chunks(CHUNK)
-        .zip(aff.par_chunks_mut(CHUNK))
-        .for_each(|(p, a)| G1Projective::batch_normalize(p, a));
-    aff.iter().map(|a| *a.as_ref()).collect()
-}
-
-fn bases_g2(n: usize) -> Vec<blst_p2_affine> {
-    let mut r = ChaCha8Rng::seed_from_u64(6);
-    let (start, step) = (G2Projective::random(&mut r), G2Projective::random(&mut r));
-    const CHUNK: usize = 1 << 12;
-    let proj: Vec<G2Projective> = (0..n.div_ceil(CHUNK))
-        .into_par_iter()
-        .flat_map_iter(|k| {
-            let mut p = start + step * Scalar::from((k * CHUNK) as u64);
-            (0..CHUNK.min(n - k * CHUNK)).map(move |_| {
-                let v = p;
-                p += step;
-                v
-            })
-        })
-        .collect();
-    let mut aff = vec![G2Affine::identity(); n];
-    proj.par_chunks(CHUNK)
-        .zip(aff.par_chunks_mut(CHUNK))
-        .for_each(|(p, a)| G2Projective::batch_normalize(p, a));
-    aff.iter().map(|a| *a.as_ref()).collect()
 }
 
 /// Page-locks `v` for the returned registration's lifetime.
@@ -206,7 +161,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for &log in &msm_logs {
         let n = 1usize << log;
         let t = Instant::now();
-        let b = bases(n);
+        let b = common::bases(n, 5);
         let s: Vec<[u8; 32]> = scalars(n, 77 + log as u64).par_iter().map(|x| x.to_bytes_le()).collect();
         println!("msm 2^{log}: inputs made in {:.0} ms; plan {:?}", ms(t), MsmPlan::new(n));
         let t = Instant::now();
@@ -263,7 +218,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         let made = n.min(1 << 22);
         if g2_bases.len() != made {
-            g2_bases = bases_g2(made);
+            g2_bases = common::bases_g2(made, 6);
         }
         let b: Vec<blst_p2_affine> = g2_bases.iter().copied().cycle().take(n).collect();
         let s: Vec<[u8; 32]> = scalars(n, 99 + log as u64).par_iter().map(|x| x.to_bytes_le()).collect();

@@ -6,7 +6,7 @@
 use std::fmt::Display;
 
 use arenaprove_cuda::{device_count, CudaError, Gpu};
-use arenaprove_engine::deps::blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use arenaprove_engine::deps::blstrs::{G1Projective, G2Projective, Scalar};
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::deps::group::{prime::PrimeCurveAffine, Curve, Group};
 use blst::{blst_p1_affine, blst_p2_affine};
@@ -118,13 +118,19 @@ pub fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
         .collect()
 }
 
-/// `n` distinct bases `R + i*Q` for random R, Q (cheap: one addition per point).
-pub fn bases(n: usize, seed: u64) -> Vec<blst_p1_affine> {
+/// `n` distinct points `R + i*Q` for random R, Q (cheap: one addition per point), as blst
+/// affine points `B` of the curve `P`.
+fn progression<P, B>(n: usize, seed: u64) -> Vec<B>
+where
+    P: Curve + Group<Scalar = Scalar> + Send + Sync,
+    P::AffineRepr: PrimeCurveAffine + AsRef<B> + Send + Sync,
+    B: Copy,
+{
     let mut r = rng(seed);
-    let start = G1Projective::random(&mut r);
-    let step = G1Projective::random(&mut r);
+    let start = P::random(&mut r);
+    let step = P::random(&mut r);
     const CHUNK: usize = 1 << 12;
-    let proj: Vec<G1Projective> = (0..n.div_ceil(CHUNK))
+    let proj: Vec<P> = (0..n.div_ceil(CHUNK))
         .into_par_iter()
         .flat_map_iter(|k| {
             let mut p = start + step * Scalar::from((k * CHUNK) as u64);
@@ -136,38 +142,21 @@ pub fn bases(n: usize, seed: u64) -> Vec<blst_p1_affine> {
             })
         })
         .collect();
-    let mut aff = vec![G1Affine::identity(); n];
-    proj.par_chunks(CHUNK)
-        .zip(aff.par_chunks_mut(CHUNK))
-        .for_each(|(p, a)| G1Projective::batch_normalize(p, a));
+    let mut aff = vec![P::AffineRepr::identity(); n];
+    proj.par_chunks(CHUNK).zip(aff.par_chunks_mut(CHUNK)).for_each(|(p, a)| P::batch_normalize(p, a));
     aff.iter().map(|a| *a.as_ref()).collect()
 }
 
-pub fn to_bytes(s: &[Scalar]) -> Vec<[u8; 32]> {
-    s.par_iter().map(|x| x.to_bytes_le()).collect()
+/// `n` distinct G1 bases `R + i*Q` for random R, Q.
+pub fn bases(n: usize, seed: u64) -> Vec<blst_p1_affine> {
+    progression::<G1Projective, _>(n, seed)
 }
 
 /// `n` distinct G2 bases `R + i*Q`.
 pub fn bases_g2(n: usize, seed: u64) -> Vec<blst_p2_affine> {
-    let mut r = rng(seed);
-    let start = G2Projective::random(&mut r);
-    let step = G2Projective::random(&mut r);
-    const CHUNK: usize = 1 << 12;
-    let proj: Vec<G2Projective> = (0..n.div_ceil(CHUNK))
-        .into_par_iter()
-        .flat_map_iter(|k| {
-            let mut p = start + step * Scalar::from((k * CHUNK) as u64);
-            let len = CHUNK.min(n - k * CHUNK);
-            (0..len).map(move |_| {
-                let v = p;
-                p += step;
-                v
-            })
-        })
-        .collect();
-    let mut aff = vec![G2Affine::identity(); n];
-    proj.par_chunks(CHUNK)
-        .zip(aff.par_chunks_mut(CHUNK))
-        .for_each(|(p, a)| G2Projective::batch_normalize(p, a));
-    aff.iter().map(|a| *a.as_ref()).collect()
+    progression::<G2Projective, _>(n, seed)
+}
+
+pub fn to_bytes(s: &[Scalar]) -> Vec<[u8; 32]> {
+    s.par_iter().map(|x| x.to_bytes_le()).collect()
 }
