@@ -16,7 +16,7 @@
 //! [engine]
 //! slots = 2                          # partitions in flight, each a full working set
 //! synth_workers = 1                  # threads synthesizing (1..=slots)
-//! memory_limit = "16GiB"             # what the engine may reserve (parameters excluded)
+//! memory_limit = "16GiB"             # host memory: the engine's regions + resident params
 //! synthesis = "precompiled"          # or "generic" (the bellpepper trait); precompiled
 //!                                    # constraints are recorded once beside the parameters
 //!

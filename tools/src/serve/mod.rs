@@ -74,7 +74,7 @@ Configuration file (TOML; every key optional, flags override it):
   [engine]
   slots = 2                          # partitions in flight (each a full working set)
   synth_workers = 1                  # synthesis threads, 1..=slots
-  memory_limit = \"16GiB\"             # what the engine may reserve (params excluded)
+  memory_limit = \"16GiB\"             # host memory: the engine's regions + resident params
   synthesis = \"precompiled\"          # or \"generic\" (the bellpepper trait)
 
   [queue]
