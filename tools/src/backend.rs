@@ -18,11 +18,22 @@ pub struct GpuInfo {
     pub mem: Arc<dyn Fn() -> Option<(u64, u64)> + Send + Sync>,
 }
 
+/// Why a GPU does not open.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuOpenError {
+    #[error("this binary was built without the `cuda` feature")]
+    NotBuilt,
+    /// The driver's or the backend's reason (no driver, no such device, a driver call).
+    #[cfg(feature = "cuda")]
+    #[error(transparent)]
+    Cuda(#[from] arenaprove::cuda::CudaError),
+}
+
 /// GPU `ordinal`'s backend and its description, or why it does not open (the caller
 /// decides whether the CPU may stand in: the daemon only with `gpus.fallback = "cpu"`).
 #[cfg(feature = "cuda")]
-pub fn open_gpu(ordinal: u32) -> Result<(Arc<dyn BackendFactory>, GpuInfo), String> {
-    let factory = Arc::new(arenaprove::cuda::CudaFactory::open(ordinal as usize).map_err(|e| e.to_string())?);
+pub fn open_gpu(ordinal: u32) -> Result<(Arc<dyn BackendFactory>, GpuInfo), GpuOpenError> {
+    let factory = Arc::new(arenaprove::cuda::CudaFactory::open(ordinal as usize)?);
     tracing::info!(ordinal, gpu = %factory.describe(), "GPU backend");
     let weak = Arc::downgrade(&factory);
     let mem =
@@ -33,8 +44,8 @@ pub fn open_gpu(ordinal: u32) -> Result<(Arc<dyn BackendFactory>, GpuInfo), Stri
 }
 
 #[cfg(not(feature = "cuda"))]
-pub fn open_gpu(_ordinal: u32) -> Result<(Arc<dyn BackendFactory>, GpuInfo), String> {
-    Err("this binary was built without the `cuda` feature".into())
+pub fn open_gpu(_ordinal: u32) -> Result<(Arc<dyn BackendFactory>, GpuInfo), GpuOpenError> {
+    Err(GpuOpenError::NotBuilt)
 }
 
 /// The CUDA backend on every GPU the driver shows (`CUDA_VISIBLE_DEVICES` picks them), or

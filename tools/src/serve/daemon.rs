@@ -296,7 +296,11 @@ impl Daemon {
             let _ = h.join();
         }
         let engine = self.inner.lock().engines.take_engine();
-        engine.and_then(|e| lifecycle::stop(e).map_err(|e| tracing::error!("{e}")).ok())
+        engine.and_then(|e| {
+            lifecycle::stop(e)
+                .map_err(|_| tracing::error!("the engine is still in use by a job; not stopped"))
+                .ok()
+        })
     }
 }
 

@@ -16,7 +16,7 @@ use arenaprove::filecoin::{C2Circuit, C2Engine, FilecoinError, LoadOptions};
 
 use super::circuits::{self, CircuitId};
 use super::config::{GpuFallback, ServeConfig};
-use crate::backend::{open_gpu, GpuInfo};
+use crate::backend::{open_gpu, GpuInfo, GpuOpenError};
 
 /// Partitions one job may carry (PoRep: 10 for 32 GiB; 1 for the sizes proven today).
 pub const PARTITIONS_PER_JOB_MAX: usize = 16;
@@ -30,12 +30,18 @@ pub enum StartError {
     Preload(String),
     /// The configured GPU did not open (and `gpus.fallback` does not allow the CPU).
     #[error(
-        "GPU {ordinal} (gpus.devices / --gpu) does not open: {reason}; set gpus.fallback = \"cpu\" to prove \
+        "GPU {ordinal} (gpus.devices / --gpu) does not open: {source}; set gpus.fallback = \"cpu\" to prove \
          on the CPU instead"
     )]
-    Gpu { ordinal: u32, reason: String },
+    Gpu {
+        ordinal: u32,
+        #[source]
+        source: GpuOpenError,
+    },
     #[error("starting the dispatcher thread: {0}")]
     Thread(#[source] std::io::Error),
+    #[error("the engine is still in use by a job; it was not stopped")]
+    EngineBusy,
 }
 
 /// One circuit's parameters, loaded.
@@ -94,17 +100,25 @@ pub fn load(config: &ServeConfig, id: CircuitId) -> Result<Loaded, FilecoinError
 /// Why an engine could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
-    #[error("GPU {ordinal} does not open: {reason}")]
-    Gpu { ordinal: u32, reason: String },
+    #[error("GPU {ordinal} does not open: {source}")]
+    Gpu {
+        ordinal: u32,
+        #[source]
+        source: GpuOpenError,
+    },
     #[error("{0}")]
     Engine(#[from] FilecoinError),
+    /// The engine could not stop: a job still holds it (it stays installed).
+    #[error("the engine is still in use by a job; it was not stopped")]
+    EngineBusy,
 }
 
 impl From<BuildError> for StartError {
     fn from(e: BuildError) -> Self {
         match e {
-            BuildError::Gpu { ordinal, reason } => StartError::Gpu { ordinal, reason },
+            BuildError::Gpu { ordinal, source } => StartError::Gpu { ordinal, source },
             BuildError::Engine(e) => StartError::Params(e),
+            BuildError::EngineBusy => StartError::EngineBusy,
         }
     }
 }
@@ -151,13 +165,14 @@ pub fn backend(config: &ServeConfig) -> Result<Backend, BuildError> {
             tracing::warn!(ordinal, %reason, "GPU does not open; proving on the CPU (gpus.fallback = \"cpu\")");
             Ok((Arc::new(CpuBackend), None))
         }
-        Err(reason) => Err(BuildError::Gpu { ordinal, reason }),
+        Err(source) => Err(BuildError::Gpu { ordinal, source }),
     }
 }
 
 /// Shuts an engine down once nothing else holds it; its report (every slab back).
-pub fn stop(engine: Arc<C2Engine>) -> Result<ShutdownReport, String> {
-    let engine = Arc::try_unwrap(engine).map_err(|_| "the engine is still in use by a job".to_string())?;
+/// Gives the engine back when something else still holds it.
+pub fn stop(engine: Arc<C2Engine>) -> Result<ShutdownReport, Arc<C2Engine>> {
+    let engine = Arc::try_unwrap(engine)?;
     let report = engine.shutdown(ShutdownMode::Drain);
     if report.slabs_outstanding != 0 {
         tracing::error!(slabs = report.slabs_outstanding, "engine stopped with slabs outstanding");

@@ -212,11 +212,18 @@ fn apply_control(inner: &Inner, control: Control) {
 
 /// Stops the engine (every slab back); the circuits stay loaded.
 fn stop_engine(inner: &Inner) -> Result<(), BuildError> {
-    let old = inner.lock().engines.take_engine();
+    let (old, gpu) = {
+        let mut g = inner.lock();
+        let gpu = g.engines.gpu.clone();
+        (g.engines.take_engine(), gpu)
+    };
     match old {
-        Some(old) => {
-            lifecycle::stop(old).map(drop).map_err(|e| BuildError::Engine(FilecoinError::Internal(e)))
-        }
+        Some(old) => lifecycle::stop(old).map(drop).map_err(|busy| {
+            // Still held by a job: it goes back, so the daemon keeps an engine.
+            let mut g = inner.lock();
+            (g.engines.engine, g.engines.gpu) = (Some(busy), gpu);
+            BuildError::EngineBusy
+        }),
         None => Ok(()),
     }
 }
