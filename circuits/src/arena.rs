@@ -126,7 +126,7 @@ impl AssignmentPools {
     }
 }
 
-/// A density bitmap in a slab: one bit per variable, grown by [`SlabBits::add_element`].
+/// A density bitmap in a slab: one bit per variable, grown by `SlabBits::add_element`.
 pub struct SlabBits {
     words: SlabVec<u64>,
     len_bits: usize,

@@ -65,7 +65,7 @@ fn pow5(x: Scalar) -> Scalar {
 }
 
 #[allow(clippy::needless_range_loop)]
-/// The hash of two field elements, out of circuit (state[1] after the permutation).
+/// The hash of two field elements, out of circuit (`state[1]` after the permutation).
 pub fn hash2_native(left: Scalar, right: Scalar) -> Scalar {
     let p = params();
     let mut s = [Scalar::from(DOMAIN_TAG), left, right];

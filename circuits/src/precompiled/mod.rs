@@ -9,7 +9,7 @@
 //!    stream with coefficient classes (+1 and -1 never multiply) and input/aux column tags
 //!    that are fixed when a term is recorded, so `alloc_input` between constraints cannot
 //!    shift aux columns; plus the three density bitmaps, which depend on the structure
-//!    only. [`format`] has the encoding and the file layout.
+//!    only. [`mod@format`] has the encoding and the file layout.
 //! 2. **Save and map** ([`Precompiled::save`], [`Precompiled::open`]): the file is mapped
 //!    read-only ([`arenaprove_arena::MappedFile`]); its header names the circuit and its
 //!    shape. A file from another circuit, of another shape, truncated, or with a bad

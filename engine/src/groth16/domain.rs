@@ -162,7 +162,7 @@ impl Domain {
 }
 
 /// The forward twiddle table of one domain, `omega^k` for `k < size / 2`, followed by the
-/// compact copy of the stages that would stride through it ([`COMPACT_STRIDE`]), computed
+/// compact copy of the stages that would stride through it (`COMPACT_STRIDE`), computed
 /// once (at engine start) and shared by every proof of that domain size. The inverse
 /// transform reads the same scalars: `omega^-k = omega^(size - k) = -omega^(size/2 - k)`
 /// for `k >= 1`.
