@@ -266,6 +266,11 @@ impl BackendFactory for CudaFactory {
         Some(SharedHook(self.hook.clone()))
     }
 
+    /// The NTT tables are in each GPU's arena (`DevicePlan`): no host twiddle table.
+    fn host_twiddles(&self) -> bool {
+        false
+    }
+
     fn prover_workers(&self) -> usize {
         self.gpus.len()
     }

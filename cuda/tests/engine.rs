@@ -143,6 +143,10 @@ fn gpu_matches_cpu(gpu: &Arc<CudaFactory>, kind: CircuitKind, log: u32, partitio
     let device_terms: usize =
         dev.memory_plan().terms.iter().filter(|t| t.scope == Scope::Device).map(|t| t.bytes()).sum();
     assert!(device_terms > 0, "the plan has the device terms");
+    assert!(
+        dev.memory_plan().terms.iter().all(|t| t.pool != "twiddles"),
+        "no host twiddle table for the GPU (its NTT tables are in the device arena)"
+    );
     let t2 = Instant::now();
     let gpu_out = dev.prove(job(kind, constraints, partitions, 99)).expect("gpu job");
     let t_gpu = t2.elapsed();

@@ -131,6 +131,11 @@ pub trait BackendFactory: Send + Sync + std::fmt::Debug {
     fn plan_terms(&self, _shape: &ProofShape, _slots: usize) -> Vec<PlanTerm> {
         Vec::new()
     }
+    /// Whether its backends run NTTs on the CPU, over a host twiddle table per domain (the
+    /// plan reserves one only then). The GPU's tables live in its device arena.
+    fn host_twiddles(&self) -> bool {
+        true
+    }
     /// A hook for every host region the engine reserves (the GPU backend pins them once).
     fn region_hook(&self) -> Option<SharedHook> {
         None

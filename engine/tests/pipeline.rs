@@ -541,3 +541,50 @@ fn a_factory_with_two_devices_gets_two_prover_threads() {
     assert_eq!(report.slabs_outstanding, 0);
     assert_eq!(report.partitions_ok, 12);
 }
+
+/// A factory whose backends would keep their NTT tables elsewhere (as the GPU's do, in its
+/// device arena), while building the CPU backend, which needs a host table.
+#[derive(Debug)]
+struct NoHostTwiddles;
+
+impl BackendFactory for NoHostTwiddles {
+    fn name(&self) -> &'static str {
+        "no-host-twiddles"
+    }
+    fn host_twiddles(&self) -> bool {
+        false
+    }
+    fn build(
+        &self,
+        params: Arc<Parameters>,
+        memory: arenaprove_engine::groth16::ProverMemory,
+    ) -> Result<Arc<dyn arenaprove_engine::Backend>, arenaprove_engine::groth16::Groth16Error> {
+        CpuBackend.build(params, memory)
+    }
+}
+
+#[test]
+fn a_backend_without_host_ntts_gets_no_twiddle_table_and_the_cpu_cannot_run_without_one() {
+    let (shape, params) = setup(STEPS);
+    let spec = || CircuitSpec { kind: "squares".into(), shape, params: params.clone() };
+    let with = Engine::plan(&config(AllocMode::Slab, 2), &[spec()]).unwrap();
+    let twiddles = with.terms.iter().filter(|t| t.pool == "twiddles").count();
+    assert_eq!(twiddles, 1, "the CPU backend's plan has the domain's table");
+    let cfg = || EngineConfig { backend: Arc::new(NoHostTwiddles), ..config(AllocMode::Slab, 2) };
+    let without = Engine::plan(&cfg(), &[spec()]).unwrap();
+    assert!(without.terms.iter().all(|t| t.pool != "twiddles"), "no host table: {:?}", without.terms);
+    // Only the table is left out (the heap term is the CPU factory's own, for blst).
+    let pools = |p: &arenaprove_engine::pipeline::MemoryPlan| -> Vec<&str> {
+        p.terms.iter().map(|t| t.pool).filter(|&n| n != "twiddles" && n != "heap").collect()
+    };
+    assert_eq!(pools(&without), pools(&with));
+    // The CPU operations need the table: a typed error naming it, not a panic.
+    match Engine::new(cfg(), vec![spec()]) {
+        Err(EngineError::Backend { kind, source }) => {
+            assert_eq!(kind, "squares");
+            assert!(source.to_string().contains("twiddles"), "{source}");
+        }
+        Err(e) => panic!("expected a backend error, got {e}"),
+        Ok(_) => panic!("the CPU backend built without a twiddle table"),
+    }
+}

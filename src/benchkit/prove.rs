@@ -118,9 +118,7 @@ impl Ours {
         let memory = MemoryPlan::for_shapes(&[shape], 1)
             .reserve(&Ledger::unlimited(), &RegionConfig::default())
             .map_err(|e| e.to_string())?;
-        let pm = memory
-            .prover_memory(&ProofShape::of_params(&params))
-            .ok_or("no twiddles for the params' domain")?;
+        let pm = memory.prover_memory(&ProofShape::of_params(&params));
         let backend: Arc<dyn Backend> = Arc::new(Prover::with_memory(params, pm).map_err(|e| e.to_string())?);
         Ok(Ours { backend, pools: memory.assign, shape, synthesis })
     }

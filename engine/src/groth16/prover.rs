@@ -99,8 +99,10 @@ impl ProofShape {
 pub struct ProverMemory {
     /// Slabs of at least [`ProofShape::scalar_slab_bytes`] for the split vectors.
     pub scalars: Arc<SlabPool>,
-    /// The domain's twiddle table.
-    pub twiddles: Arc<Twiddles>,
+    /// The domain's host twiddle table, for a backend that runs its NTTs on the CPU
+    /// (`None` where the engine's backend keeps its own tables, e.g. on the device:
+    /// [`crate::BackendFactory::host_twiddles`]).
+    pub twiddles: Option<Arc<Twiddles>>,
 }
 
 impl ProverMemory {
@@ -122,7 +124,7 @@ impl ProverMemory {
         .with_region(region.clone());
         let scalars = SlabPool::new(cfg, ledger, None)?;
         let twiddles = Arc::new(reserve_twiddles(shape.domain_size, ledger, region)?);
-        Ok(ProverMemory { scalars, twiddles })
+        Ok(ProverMemory { scalars, twiddles: Some(twiddles) })
     }
 }
 
@@ -260,7 +262,12 @@ impl<O: ProverOps> std::fmt::Debug for Prover<O> {
 impl Prover<CpuOps> {
     /// A CPU prover over `params` whose buffers come from `memory` (checked to fit the params).
     pub fn with_memory(params: Arc<Parameters>, memory: ProverMemory) -> Result<Prover> {
-        let ops = CpuOps::new(params.clone(), memory.twiddles.clone())?;
+        let twiddles = memory.twiddles.clone().ok_or(Groth16Error::ShapeMismatch {
+            section: "twiddles (none reserved for the CPU's NTTs)",
+            params_len: params.domain_size(),
+            circuit_len: 0,
+        })?;
+        let ops = CpuOps::new(params.clone(), twiddles)?;
         Prover::from_ops(params, memory, ops)
     }
 

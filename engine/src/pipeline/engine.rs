@@ -106,6 +106,9 @@ impl Engine {
         }
         let shapes: Vec<Shape> = specs.iter().map(|s| s.shape).collect();
         let mut plan = MemoryPlan::for_shapes(&shapes, config.slots);
+        if !config.backend.host_twiddles() {
+            plan = plan.without_host_twiddles();
+        }
         plan.mlock = config.region.mlock;
         for s in specs {
             plan = plan.with_resident(
@@ -145,12 +148,7 @@ impl Engine {
             let backend: Option<Arc<dyn Backend>> = match &memory {
                 SlotMemory::Slab(mem) => {
                     let shape = ProofShape::of_params(&spec.params);
-                    let pm = mem.prover_memory(&shape).ok_or_else(|| {
-                        EngineError::Config(format!(
-                            "no twiddle table for domain {} ('{}')",
-                            shape.domain_size, spec.kind
-                        ))
-                    })?;
+                    let pm = mem.prover_memory(&shape);
                     let backend = config.backend.build(spec.params.clone(), pm);
                     Some(backend.map_err(|source| EngineError::Backend { kind: spec.kind.clone(), source })?)
                 }

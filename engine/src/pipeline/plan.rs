@@ -137,6 +137,14 @@ impl MemoryPlan {
         MemoryPlan { slots, covering, terms, mlock: false, domains }
     }
 
+    /// Without host twiddle tables: for a backend whose NTTs do not read them (the GPU's
+    /// tables live in its device arena). At a 2^27 domain a table is 4 GiB of host memory.
+    pub fn without_host_twiddles(mut self) -> MemoryPlan {
+        self.terms.retain(|t| t.pool != "twiddles");
+        self.domains.clear();
+        self
+    }
+
     /// Adds the resident parameters (`bytes` per kind, as [`crate::ParamsMemory`] reports)
     /// and a backend's own terms.
     pub fn with_resident(mut self, what: &str, bytes: usize) -> MemoryPlan {
@@ -371,13 +379,13 @@ pub struct EngineMemory {
 }
 
 impl EngineMemory {
-    /// The memory a CPU prover of `shape` proves from: split vectors in the `abc` pool, the
-    /// domain's twiddle table.
-    pub fn prover_memory(&self, shape: &ProofShape) -> Option<ProverMemory> {
-        Some(ProverMemory {
+    /// The memory a prover of `shape` proves from: split vectors in the `abc` pool, the
+    /// domain's twiddle table where the plan has one (a backend with host twiddles).
+    pub fn prover_memory(&self, shape: &ProofShape) -> ProverMemory {
+        ProverMemory {
             scalars: self.assign.abc.clone(),
-            twiddles: self.twiddles.get(&shape.domain_size)?.clone(),
-        })
+            twiddles: self.twiddles.get(&shape.domain_size).cloned(),
+        }
     }
 
     /// The pools slots lease from (for the shutdown check).
