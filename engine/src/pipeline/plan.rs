@@ -138,7 +138,7 @@ impl MemoryPlan {
     }
 
     /// Without host twiddle tables: for a backend whose NTTs do not read them (the GPU's
-    /// tables live in its device arena). At a 2^27 domain a table is 4 GiB of host memory.
+    /// tables live in its device arena). At a 2^27 domain a table is 2.25 GiB of host memory.
     pub fn without_host_twiddles(mut self) -> MemoryPlan {
         self.terms.retain(|t| t.pool != "twiddles");
         self.domains.clear();
