@@ -502,17 +502,24 @@ fn two_finalizers_prove_and_verify_and_stay_within_the_slots() {
     assert_eq!(report.partitions_ok, 12);
 }
 
-/// A factory that asks for two prover threads (as the GPU backend does with two GPUs) and
-/// builds the CPU backend.
+/// A factory that builds the CPU backend while saying what a device backend says: how
+/// many prover threads it wants (two, as the GPU backend with two GPUs) and whether its
+/// NTTs read a host twiddle table (not the GPU's).
 #[derive(Debug)]
-struct TwoProvers;
+struct DeviceLike {
+    prover_workers: usize,
+    host_twiddles: bool,
+}
 
-impl BackendFactory for TwoProvers {
+impl BackendFactory for DeviceLike {
     fn name(&self) -> &'static str {
-        "two-provers"
+        "device-like"
     }
     fn prover_workers(&self) -> usize {
-        2
+        self.prover_workers
+    }
+    fn host_twiddles(&self) -> bool {
+        self.host_twiddles
     }
     fn build(
         &self,
@@ -527,7 +534,8 @@ impl BackendFactory for TwoProvers {
 fn a_factory_with_two_devices_gets_two_prover_threads() {
     let (shape, params) = setup(STEPS);
     let spec = CircuitSpec { kind: "squares".into(), shape, params: params.clone() };
-    let cfg = EngineConfig { backend: Arc::new(TwoProvers), ..config(AllocMode::Slab, 3) };
+    let two = DeviceLike { prover_workers: 2, host_twiddles: true };
+    let cfg = EngineConfig { backend: Arc::new(two), ..config(AllocMode::Slab, 3) };
     let e = Engine::new(cfg, vec![spec]).unwrap();
     // Thread ids: dispatcher 0, the synthesis worker 1, provers 2 and 3, the finalizer 4.
     let mut provers = std::collections::BTreeSet::new();
@@ -542,27 +550,6 @@ fn a_factory_with_two_devices_gets_two_prover_threads() {
     assert_eq!(report.partitions_ok, 12);
 }
 
-/// A factory whose backends would keep their NTT tables elsewhere (as the GPU's do, in its
-/// device arena), while building the CPU backend, which needs a host table.
-#[derive(Debug)]
-struct NoHostTwiddles;
-
-impl BackendFactory for NoHostTwiddles {
-    fn name(&self) -> &'static str {
-        "no-host-twiddles"
-    }
-    fn host_twiddles(&self) -> bool {
-        false
-    }
-    fn build(
-        &self,
-        params: Arc<Parameters>,
-        memory: arenaprove_engine::groth16::ProverMemory,
-    ) -> Result<Arc<dyn arenaprove_engine::Backend>, arenaprove_engine::groth16::Groth16Error> {
-        CpuBackend.build(params, memory)
-    }
-}
-
 #[test]
 fn a_backend_without_host_ntts_gets_no_twiddle_table_and_the_cpu_cannot_run_without_one() {
     let (shape, params) = setup(STEPS);
@@ -570,7 +557,8 @@ fn a_backend_without_host_ntts_gets_no_twiddle_table_and_the_cpu_cannot_run_with
     let with = Engine::plan(&config(AllocMode::Slab, 2), &[spec()]).unwrap();
     let twiddles = with.terms.iter().filter(|t| t.pool == "twiddles").count();
     assert_eq!(twiddles, 1, "the CPU backend's plan has the domain's table");
-    let cfg = || EngineConfig { backend: Arc::new(NoHostTwiddles), ..config(AllocMode::Slab, 2) };
+    let no_table = || Arc::new(DeviceLike { prover_workers: 1, host_twiddles: false });
+    let cfg = || EngineConfig { backend: no_table(), ..config(AllocMode::Slab, 2) };
     let without = Engine::plan(&cfg(), &[spec()]).unwrap();
     assert!(without.terms.iter().all(|t| t.pool != "twiddles"), "no host table: {:?}", without.terms);
     // Only the table is left out (the heap term is the CPU factory's own, for blst).

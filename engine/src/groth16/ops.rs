@@ -42,12 +42,13 @@ pub enum G2Query {
     BG2,
 }
 
-/// A typed error (never blst's panic) when an MSM's scalars do not match its bases.
-pub fn same_len(section: &'static str, bases: usize, scalars: usize) -> Result<()> {
-    if bases == scalars {
+/// `Ok` when the parameters' `section` has the length the circuit needs; a typed
+/// [`Groth16Error::ShapeMismatch`] otherwise (never blst's panic on an MSM's lengths).
+pub fn same_len(section: &'static str, params_len: usize, circuit_len: usize) -> Result<()> {
+    if params_len == circuit_len {
         Ok(())
     } else {
-        Err(Groth16Error::ShapeMismatch { section, params_len: bases, circuit_len: scalars })
+        Err(Groth16Error::ShapeMismatch { section, params_len, circuit_len })
     }
 }
 

@@ -36,7 +36,7 @@ use rayon::prelude::*;
 use super::domain::{Domain, Twiddles};
 use super::error::{Groth16Error, Result};
 use super::msm::SCALAR_BYTES;
-use super::ops::{CpuOps, G1Query, G2Query, ProverOps, ScalarBytes};
+use super::ops::{same_len, CpuOps, G1Query, G2Query, ProverOps, ScalarBytes};
 use super::{Parameters, Proof};
 
 /// How long a lease waits for a slab before the proof fails (a slab that does not come
@@ -324,26 +324,19 @@ impl<O: ProverOps> Prover<O> {
     pub fn check_witness(&self, w: &dyn ProverWitness) -> Result<Domain> {
         let p = &self.params;
         let domain = Domain::new(w.num_constraints())?;
-        let mismatch = |section, params_len, circuit_len| {
-            if params_len == circuit_len {
-                Ok(())
-            } else {
-                Err(Groth16Error::ShapeMismatch { section, params_len, circuit_len })
-            }
-        };
         let inputs = w.input_assignment().len();
         let aux = w.aux_assignment().len();
-        mismatch("vk.ic", p.vk.ic.len(), inputs)?;
-        mismatch("h", p.h().len(), domain.size - 1)?;
-        mismatch("l", p.l().len(), aux)?;
+        same_len("vk.ic", p.vk.ic.len(), inputs)?;
+        same_len("h", p.h().len(), domain.size - 1)?;
+        same_len("l", p.l().len(), aux)?;
         let (a_aux, b_in, b_aux) = (w.a_aux_density(), w.b_input_density(), w.b_aux_density());
-        mismatch("a_aux_density", a_aux.len(), aux)?;
-        mismatch("b_input_density", b_in.len(), inputs)?;
-        mismatch("b_aux_density", b_aux.len(), aux)?;
-        mismatch("a", p.a().len(), inputs + a_aux.count_ones())?;
+        same_len("a_aux_density", a_aux.len(), aux)?;
+        same_len("b_input_density", b_in.len(), inputs)?;
+        same_len("b_aux_density", b_aux.len(), aux)?;
+        same_len("a", p.a().len(), inputs + a_aux.count_ones())?;
         let b_points = b_in.count_ones() + b_aux.count_ones();
-        mismatch("b_g1", p.b_g1().len(), b_points)?;
-        mismatch("b_g2", p.b_g2().len(), b_points)?;
+        same_len("b_g1", p.b_g1().len(), b_points)?;
+        same_len("b_g2", p.b_g2().len(), b_points)?;
         Ok(domain)
     }
 
