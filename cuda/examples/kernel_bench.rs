@@ -22,8 +22,6 @@ use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::groth16::domain::Domain;
 use arenaprove_engine::groth16::msm::{msm_g1, msm_g2};
 use blst::blst_p2_affine;
-use rand_chacha::ChaCha8Rng;
-use rand_core::SeedableRng;
 use rayon::prelude::*;
 
 fn list(args: &[String], flag: &str, default: &[u32]) -> Vec<u32> {
@@ -31,16 +29,6 @@ fn list(args: &[String], flag: &str, default: &[u32]) -> Vec<u32> {
         Some(i) => args[i + 1].split(',').map(|x| x.parse().expect("a list of integers")).collect(),
         None => default.to_vec(),
     }
-}
-
-fn scalars(n: usize, seed: u64) -> Vec<Scalar> {
-    (0..n.div_ceil(4096))
-        .into_par_iter()
-        .flat_map_iter(|k| {
-            let mut r = ChaCha8Rng::seed_from_u64(seed ^ (k as u64) << 20);
-            (0..4096.min(n - k * 4096)).map(move |_| Scalar::random(&mut r))
-        })
-        .collect()
 }
 
 /// Page-locks `v` for the returned registration's lifetime.
@@ -112,17 +100,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let n = 1usize << log;
         let gpu_ms = g.bench_ntt_ms(log, 7)?;
         let d = Domain::new(n)?;
-        let mut a = scalars(n, log as u64);
+        let mut a = common::random_scalars(n, log as u64);
         let mut tw = vec![Scalar::ZERO; d.twiddle_len()];
         let t = Instant::now();
         d.fft(&mut a, &mut tw);
         let cpu_ms = ms(t);
-        let mut dev = scalars(n, log as u64);
+        let mut dev = common::random_scalars(n, log as u64);
         g.ntt(&mut dev, false)?;
         let exact = dev == a;
         println!("ntt 2^{log}: gpu {gpu_ms:.3} ms (device only, median of 7) | cpu {cpu_ms:.1} ms | cpu/gpu {:.1}x | bit-exact {exact}", cpu_ms / gpu_ms);
 
-        let (a, b) = (scalars(n, 1), scalars(n, 2));
+        let (a, b) = (common::random_scalars(n, 1), common::random_scalars(n, 2));
         let c: Vec<Scalar> = a.par_iter().zip(&b).map(|(x, y)| x * y).collect();
         let mut h = vec![Scalar::ZERO; n];
         g.h_pipeline(&a, &b, &c, &mut h)?; // warm
@@ -162,7 +150,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let n = 1usize << log;
         let t = Instant::now();
         let b = common::bases(n, 5);
-        let s: Vec<[u8; 32]> = scalars(n, 77 + log as u64).par_iter().map(|x| x.to_bytes_le()).collect();
+        let s = common::to_bytes(&common::random_scalars(n, 77 + log as u64));
         println!("msm 2^{log}: inputs made in {:.0} ms; plan {:?}", ms(t), MsmPlan::new(n));
         let t = Instant::now();
         let resident = g.upload_g1_bases(&b)?;
@@ -221,7 +209,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             g2_bases = common::bases_g2(made, 6);
         }
         let b: Vec<blst_p2_affine> = g2_bases.iter().copied().cycle().take(n).collect();
-        let s: Vec<[u8; 32]> = scalars(n, 99 + log as u64).par_iter().map(|x| x.to_bytes_le()).collect();
+        let s = common::to_bytes(&common::random_scalars(n, 99 + log as u64));
         println!("msm_g2 2^{log}: inputs made in {:.0} ms ({} distinct bases)", ms(t), made);
         let resident = g.upload_g2_bases(&b)?;
         let r = g.msm_g2_resident(&resident, &s)?; // warm

@@ -373,8 +373,8 @@ impl std::fmt::Debug for CudaOps {
 /// h left on one GPU's scratch between `h_quotient` and `msm_h`, with that GPU held.
 pub struct GpuQuotient<'a> {
     gpu: MutexGuard<'a, Gpu>,
-    /// Which GPU of the factory (for its copy of the bases).
-    index: usize,
+    /// That GPU's copy of the h bases.
+    bases: &'a G1Bases,
     h: DeviceH,
 }
 
@@ -424,12 +424,12 @@ impl ProverOps for CudaOps {
         let (index, mut gpu) = self.take_gpu();
         let h = gpu.h_quotient_resident(a, b, c).map_err(backend_err)?;
         *device += gpu.last_device_time();
-        Ok(GpuQuotient { gpu, index, h })
+        Ok(GpuQuotient { gpu, bases: &self.bases[index].h, h })
     }
 
     fn msm_h(&self, q: GpuQuotient<'_>, device: &mut Duration) -> Result<G1Projective> {
-        let GpuQuotient { mut gpu, index, h } = q;
-        let sum = gpu.msm_h_resident(h, &self.bases[index].h).map_err(backend_err)?;
+        let GpuQuotient { mut gpu, bases, h } = q;
+        let sum = gpu.msm_h_resident(h, bases).map_err(backend_err)?;
         *device += gpu.last_device_time();
         Ok(sum)
     }

@@ -266,12 +266,13 @@ impl Gpu {
         Ok(Bases { span, len: bases.len(), arena_id, _affine: PhantomData })
     }
 
-    /// Runs an MSM over resident bases; the window sums come back as `J` (blst_p1/p2).
-    fn msm_resident<A, J: Copy + Default>(
+    /// Runs an MSM over resident bases, its scalars on the host or already on the device;
+    /// the window sums come back as `J` (blst_p1/p2).
+    pub(crate) fn msm_resident<A, J: Copy + Default>(
         &mut self,
         curve: Curve,
         bases: &Bases<A>,
-        scalars: &[[u8; SCALAR_BYTES]],
+        scalars: Scalars<'_>,
     ) -> Result<(Vec<J>, u32)> {
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         if bases.arena_id != arena.id() {
@@ -288,7 +289,7 @@ impl Gpu {
         self.dev.timer_start()?;
         let mut b = arena.scratch();
         let pk = self.point_kernels(curve);
-        let r = self.msm_run(&mut b, &pk, bases.span.dev_ptr(), Scalars::Host(scalars));
+        let r = self.msm_run(&mut b, &pk, bases.span.dev_ptr(), scalars);
         self.arena_mut()?.note_scratch(&b);
         r
     }
@@ -335,7 +336,7 @@ impl Gpu {
         bases: &G1Bases,
         scalars: &[[u8; SCALAR_BYTES]],
     ) -> Result<G1Projective> {
-        let (sums, c) = self.msm_resident::<_, blst_p1>(Curve::G1, bases, scalars)?;
+        let (sums, c) = self.msm_resident::<_, blst_p1>(Curve::G1, bases, Scalars::Host(scalars))?;
         Ok(combine(&sums, c))
     }
 
@@ -355,7 +356,7 @@ impl Gpu {
         bases: &G2Bases,
         scalars: &[[u8; SCALAR_BYTES]],
     ) -> Result<G2Projective> {
-        let (sums, c) = self.msm_resident::<_, blst_p2>(Curve::G2, bases, scalars)?;
+        let (sums, c) = self.msm_resident::<_, blst_p2>(Curve::G2, bases, Scalars::Host(scalars))?;
         Ok(combine(&sums, c))
     }
 

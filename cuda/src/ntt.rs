@@ -209,8 +209,8 @@ impl Gpu {
     }
 
     /// [`Gpu::h_pipeline`] with `h`'s first `n - 1` coefficients written as canonical
-    /// little-endian bytes (the h MSM's scalars, as the CPU's `Scalar::to_bytes_le`),
-    /// converted on the device.
+    /// little-endian bytes (the h MSM's scalars, as the CPU's `Scalar::to_bytes_le`):
+    /// [`Gpu::h_quotient_resident`], then h read back.
     pub fn h_pipeline_bytes(
         &mut self,
         a: &[Scalar],
@@ -226,18 +226,10 @@ impl Gpu {
                 want: n.saturating_sub(1),
             });
         }
-        let log_n = self.domain_log("h pipeline: a", n)?;
-        let (spans, bump) = self.h_enqueue(a, b, c, log_n)?;
-        self.dev.k.fr_to_canonical.launch(
-            Dims::per_item(n, THREADS),
-            spans[0].dev_ptr(),
-            spans[1].dev_ptr(),
-            n,
-        )?;
-        // SAFETY: spans[1] holds `n >= h.len()` canonical scalars (32 bytes each).
-        unsafe { self.dev.download(h, spans[1].ptr) }?;
-        self.arena_mut()?.note_scratch(&bump);
-        Ok(())
+        let d = self.h_quotient_resident(a, b, c)?;
+        // SAFETY: `d` holds `n - 1 = h.len()` canonical scalars (32 bytes each), written by
+        // the kernels `h_quotient_resident` waited for.
+        unsafe { self.dev.download(h, d.ptr.addr()) }
     }
 
     /// The h pipeline with h left on the device for [`Gpu::msm_h_resident`]: h's first
@@ -269,27 +261,14 @@ impl Gpu {
     /// An error, never a wrong sum, when another operation has used the scratch since.
     pub fn msm_h_resident(&mut self, h: DeviceH, bases: &G1Bases) -> Result<G1Projective> {
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
-        if bases.arena_id != arena.id() || h.arena_id != arena.id() {
-            return Err(CudaError::ForeignHandle("h MSM bases or h"));
+        if h.arena_id != arena.id() {
+            return Err(CudaError::ForeignHandle("h on the device"));
         }
         if h.epoch != arena.scratch_epoch() {
             return Err(CudaError::StaleScratch("h on the device"));
         }
-        if bases.len < h.len {
-            return Err(CudaError::Length { what: "h MSM: bases", got: bases.len, want: h.len });
-        }
-        self.dev.bind()?;
-        self.dev.timer_start()?;
-        let mut msm_bump = arena.scratch();
-        let pk = self.point_kernels(Curve::G1);
-        let r = self.msm_run::<blst_p1>(
-            &mut msm_bump,
-            &pk,
-            bases.span.dev_ptr(),
-            Scalars::Device { ptr: h.ptr, n: h.len },
-        );
-        self.arena_mut()?.note_scratch(&msm_bump);
-        let (sums, c) = r?;
+        let scalars = Scalars::Device { ptr: h.ptr, n: h.len };
+        let (sums, c) = self.msm_resident::<_, blst_p1>(Curve::G1, bases, scalars)?;
         Ok(combine(&sums, c))
     }
 

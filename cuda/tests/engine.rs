@@ -236,9 +236,6 @@ fn proofs_are_byte_identical_to_the_cpu_backend_at_2e22() {
     }
 }
 
-/// After warm-up, proofs make no device allocation (the arena's one stays one, its
-/// scratch high-water mark stays put) and no host registration (one per engine region,
-/// made at start).
 /// Records the names of the tracing spans made on the thread it is the default on.
 #[derive(Default)]
 struct SpanNames(std::sync::Mutex<Vec<&'static str>>);
@@ -291,6 +288,9 @@ fn a_gpu_proof_shows_the_same_tracing_spans_as_a_cpu_proof() {
     assert_eq!(spans_of_one_proof(&*backend, circuit(kind, constraints, 0)), cpu_spans);
 }
 
+/// After warm-up, proofs make no device allocation (the arena's one stays one, its
+/// scratch high-water mark stays put) and no host registration (one per engine region,
+/// made at start).
 #[test]
 fn no_device_allocation_or_registration_per_proof() {
     let Some(gpu) = open_or_skip() else { return };

@@ -23,8 +23,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use arenaprove_circuits::{shape_of, ArenaAssignment, ProverWitness, Shape};
-use arenaprove_engine::groth16::PROOF_BYTES;
+use arenaprove_circuits::{ArenaAssignment, ProverWitness, Shape};
 use arenaprove_engine::pipeline::{
     CircuitSpec, Engine, EngineConfig, Job, JobCanceller, JobHandle, JobOutput, Level, PartitionCircuit,
     PartitionError, ShutdownMode, ShutdownReport,
@@ -39,7 +38,7 @@ use crate::error::FilecoinError;
 use crate::params::ParamFiles;
 use crate::pce::Synthesis;
 
-pub use crate::circuit::{blank_circuit, SealCircuit, SectorJob};
+use crate::circuit::{blank_shape, SectorJob};
 
 /// How a circuit's parameters are loaded and its partitions synthesized.
 #[derive(Clone, Copy, Debug)]
@@ -99,10 +98,7 @@ impl C2Circuit {
             path: files.params.clone(),
             source: Box::new(source),
         };
-        // The circuit's shape, counted on the blank circuit parameter generation uses.
-        let shape = shape_of(blank_circuit(registered_proof)?).map_err(|e| {
-            FilecoinError::groth16(format!("counting the {sector_size} circuit's shape"), e.into())
-        })?;
+        let shape = blank_shape(registered_proof)?;
         let params = Parameters::read_file(&files.params, options.checked, &ParamsMemory::default())
             .map_err(|e| match e {
                 e @ Groth16Error::Io { .. } => FilecoinError::groth16("reading parameters", e),
@@ -129,11 +125,6 @@ impl C2Circuit {
         self.sector_size
     }
 
-    /// Where the parameters were read from.
-    pub fn files(&self) -> &ParamFiles {
-        &self.files
-    }
-
     /// The shape of one partition circuit.
     pub fn shape(&self) -> Shape {
         self.shape
@@ -148,7 +139,8 @@ impl C2Circuit {
         &self.synthesis
     }
 
-    fn spec(&self) -> CircuitSpec {
+    /// The engine's circuit kind for this circuit (name, shape, parameters).
+    pub fn spec(&self) -> CircuitSpec {
         CircuitSpec { kind: self.kind.clone(), shape: self.shape, params: self.params.clone() }
     }
 }
@@ -226,23 +218,21 @@ impl C2Engine {
         let job = SectorJob::new(c1)?;
         let mismatch = Arc::new(Mutex::new(None));
         let mut partitions: Vec<Box<dyn PartitionCircuit>> = Vec::with_capacity(job.partitions());
-        let mut expected = Vec::with_capacity(job.partitions());
         for k in 0..job.partitions() {
-            let inputs = job.public_inputs(k)?;
             partitions.push(Box::new(C2Partition {
                 circuit: circuit.synthesis.partition(job.circuit(k)?),
                 partition: k,
-                expected: inputs.clone(),
+                expected: job.public_inputs(k)?,
                 mismatch: mismatch.clone(),
             }));
-            expected.push(inputs);
         }
+        let n_partitions = partitions.len();
         let circuit_build = started.elapsed();
         let handle = self.engine.submit(Job::new(circuit.kind.clone(), partitions))?;
         Ok(C2Pending {
             cancel: C2Cancel(handle.canceller()),
             handle: Some(handle),
-            expected,
+            partitions: n_partitions,
             mismatch,
             circuit_build,
             synthesis: circuit.synthesis.name(),
@@ -296,7 +286,9 @@ impl PartitionCircuit for C2Partition {
     fn synthesize_into(self: Box<Self>, cs: &mut ArenaAssignment) -> Result<(), SynthesisError> {
         let C2Partition { circuit, partition, expected, mismatch } = *self;
         circuit.synthesize_into(cs)?;
-        if inputs_differ(cs.input_assignment().get(1..), &expected) {
+        // The one inputs check: the engine's public inputs are these, read from this
+        // witness, so a partition that passes here cannot differ later.
+        if cs.input_assignment().get(1..) != Some(&expected[..]) {
             mismatch.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(partition);
             // Ends the partition here: its slot goes back without proving.
             return Err(SynthesisError::IoError(std::io::Error::new(
@@ -308,17 +300,11 @@ impl PartitionCircuit for C2Partition {
     }
 }
 
-/// The one inputs check: what a partition computed (ONE excluded) against what the
-/// verifier derives.
-fn inputs_differ(got: Option<&[Scalar]>, expected: &[Scalar]) -> bool {
-    got != Some(expected)
-}
-
 /// A sector submitted to a [`C2Engine`]. Dropping it unwaited cancels the sector.
 pub struct C2Pending {
     handle: Option<JobHandle>,
-    /// The public inputs filecoin-proofs derives, per partition.
-    expected: Vec<Vec<Scalar>>,
+    /// Partitions submitted.
+    partitions: usize,
     mismatch: FirstMismatch,
     cancel: C2Cancel,
     circuit_build: Duration,
@@ -330,7 +316,7 @@ impl fmt::Debug for C2Pending {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("C2Pending")
             .field("job", &self.handle.as_ref().map(JobHandle::id))
-            .field("partitions", &self.expected.len())
+            .field("partitions", &self.partitions)
             .field("cancelled", &self.cancel.is_cancelled())
             .finish()
     }
@@ -358,24 +344,20 @@ impl C2Pending {
         if let Some(partition) = *self.mismatch.lock().unwrap_or_else(|p| p.into_inner()) {
             return Err(FilecoinError::InputsMismatch { partition });
         }
-        if job.partitions.len() != self.expected.len() {
+        if job.partitions.len() != self.partitions {
             return Err(FilecoinError::Internal(format!(
                 "{} partitions back for {} submitted",
                 job.partitions.len(),
-                self.expected.len()
+                self.partitions
             )));
         }
-        let mut proof = Vec::with_capacity(job.partitions.len() * PROOF_BYTES);
-        for (k, (p, expected)) in job.partitions.iter().zip(&self.expected).enumerate() {
-            let p = p.as_ref().map_err(|e| FilecoinError::Partition(e.clone()))?;
-            if inputs_differ(Some(&p.public_inputs), expected) {
-                return Err(FilecoinError::InputsMismatch { partition: k });
-            }
-            if !p.verified {
-                return Err(FilecoinError::Unverified { partition: k });
-            }
-            proof.extend_from_slice(&p.proof.to_bytes());
+        if let Some(e) = job.first_error() {
+            return Err(FilecoinError::Partition(e.clone()));
         }
+        // `None` only for a proof not verified (every partition proved).
+        let proof = job.proof_bytes().ok_or_else(|| FilecoinError::Unverified {
+            partition: job.partitions.iter().position(|p| p.as_ref().is_ok_and(|p| !p.verified)).unwrap_or(0),
+        })?;
         let stages = C2Stages::of_job(&job, self.circuit_build, self.synthesis, self.constraints);
         Ok(C2Output { proof, stages, job })
     }

@@ -21,6 +21,8 @@ use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
 
+use arenaprove_circuits::Shape;
+
 use crate::api::{C1Output, RegisteredSealProof, ShapedC1};
 use crate::error::FilecoinError;
 
@@ -53,6 +55,14 @@ pub fn blank_circuit(registered_proof: RegisteredSealProof) -> Result<SealCircui
     let config = registered_proof.porep_config()?;
     let public_params = compound_public_params(&config)?;
     Ok(<Compound as CompoundProof<Drg, SealCircuit>>::blank_circuit(&public_params.vanilla_params))
+}
+
+/// The shape of one partition of `registered_proof`'s circuit, counted on the blank
+/// circuit parameter generation uses.
+pub fn blank_shape(registered_proof: RegisteredSealProof) -> Result<Shape, FilecoinError> {
+    let sector_size = registered_proof.sector_size()?;
+    arenaprove_circuits::shape_of(blank_circuit(registered_proof)?)
+        .map_err(|e| FilecoinError::groth16(format!("counting the {sector_size} circuit's shape"), e.into()))
 }
 
 /// One sector's C2 work: the public params and inputs shared by its partitions, and the

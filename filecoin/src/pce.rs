@@ -125,12 +125,4 @@ impl Synthesis {
             Synthesis::Precompiled(pc) => precompiled(circuit, pc.clone()),
         }
     }
-
-    /// The recording, when precompiled.
-    pub fn matrices(&self) -> Option<&Arc<Precompiled>> {
-        match self {
-            Synthesis::Generic => None,
-            Synthesis::Precompiled(pc) => Some(pc),
-        }
-    }
 }

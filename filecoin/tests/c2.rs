@@ -193,12 +193,7 @@ fn unchecked_c2_of_a_tampered_seed_proves_only_the_original_seed() {
     // witness is the vanilla proofs, made for the original challenges. So the proof is one
     // for the original seed: verify_seal accepts it with that seed and rejects it with the
     // seed the tampered C1 claims.
-    let spec = arenaprove_engine::pipeline::CircuitSpec {
-        kind: circuit.kind().to_string(),
-        shape: circuit.shape(),
-        params: circuit.params().clone(),
-    };
-    let engine = arenaprove_engine::pipeline::Engine::new(one_slot(), vec![spec]).unwrap();
+    let engine = arenaprove_engine::pipeline::Engine::new(one_slot(), vec![circuit.spec()]).unwrap();
     let job = arenaprove_filecoin::circuit::SectorJob::new(&sector.c1).unwrap();
     let partition = circuit.synthesis().partition(job.circuit(0).unwrap());
     let out = engine.prove(Job::new(circuit.kind(), vec![partition])).unwrap();

@@ -12,7 +12,7 @@ use arenaprove_circuits::{
     shape_of, synthesize_arena, synthesize_precompiled, ArenaAssignment, AssignmentPools, Precompiled,
     ProverWitness,
 };
-use arenaprove_filecoin::c2::{blank_circuit, SectorJob};
+use arenaprove_filecoin::circuit::{blank_circuit, SectorJob};
 use arenaprove_filecoin::params::ParamFiles;
 use arenaprove_filecoin::pce::{load_or_record, pce_identity, pce_path};
 use arenaprove_filecoin::{rng_from_seed, seal_sector, SealRequest, SealedSector, SectorSize};

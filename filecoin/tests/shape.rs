@@ -21,7 +21,7 @@ fn the_2kib_shape_is_counted_from_the_blank_circuit_then_cached() {
     assert_eq!(first.porep.registered_proof, RegisteredSealProof::StackedDrg2KiBV1_1);
     // The counted file size is the recorded file's (`plan` shows it).
     let recorded = arenaprove_circuits::record(
-        arenaprove_filecoin::c2::blank_circuit(RegisteredSealProof::StackedDrg2KiBV1_1).unwrap(),
+        arenaprove_filecoin::circuit::blank_circuit(RegisteredSealProof::StackedDrg2KiBV1_1).unwrap(),
         "2 KiB",
     )
     .unwrap();

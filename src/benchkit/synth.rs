@@ -354,9 +354,9 @@ pub fn run_filecoin(size: &str, seed: u64, reps: usize) -> Result<Vec<PathReport
     let sealed = fc::seal_sector(&request, &mut rng, &work).map_err(|e| e.to_string());
     let _ = std::fs::remove_dir_all(&work);
     let sealed = sealed?;
-    let job = fc::c2::SectorJob::new(&sealed.c1).map_err(|e| e.to_string())?;
+    let job = fc::circuit::SectorJob::new(&sealed.c1).map_err(|e| e.to_string())?;
     let circuit = job.circuit(0).map_err(|e| e.to_string())?;
-    let blank = fc::c2::blank_circuit(request.registered_proof).map_err(|e| e.to_string())?;
+    let blank = fc::circuit::blank_circuit(request.registered_proof).map_err(|e| e.to_string())?;
     let name = format!("filecoin-{}", size.name());
     let w =
         Workload::with_circuit(circuit, blank, None, "storage-proofs 19.1.0 (bellperson gadgets)", &name)?;

@@ -52,9 +52,15 @@ pub fn open_gpu(_ordinal: u32) -> Result<(Arc<dyn BackendFactory>, GpuInfo), Gpu
 /// the CPU backend, said once on stderr, where there is none.
 #[cfg(feature = "cuda")]
 pub fn all_gpus_factory() -> Arc<dyn BackendFactory> {
-    match opened(arenaprove::cuda::CudaFactory::open_all(), "GPU") {
-        Some(f) => f,
-        None => Arc::new(CpuBackend),
+    match arenaprove::cuda::CudaFactory::open_all() {
+        Ok(f) => {
+            eprintln!("backend: GPU, {}", f.describe());
+            Arc::new(f)
+        }
+        Err(e) => {
+            eprintln!("backend: no GPU ({e}); using the CPU backend");
+            Arc::new(CpuBackend)
+        }
     }
 }
 
@@ -62,22 +68,4 @@ pub fn all_gpus_factory() -> Arc<dyn BackendFactory> {
 pub fn all_gpus_factory() -> Arc<dyn BackendFactory> {
     eprintln!("backend: built without the `cuda` feature; using the CPU backend");
     Arc::new(CpuBackend)
-}
-
-/// The opened factory, said on stderr; or `None` after saying why `what` is not used.
-#[cfg(feature = "cuda")]
-fn opened(
-    r: Result<arenaprove::cuda::CudaFactory, arenaprove::cuda::CudaError>,
-    what: &str,
-) -> Option<Arc<arenaprove::cuda::CudaFactory>> {
-    match r {
-        Ok(f) => {
-            eprintln!("backend: GPU, {}", f.describe());
-            Some(Arc::new(f))
-        }
-        Err(e) => {
-            eprintln!("backend: no {what} ({e}); using the CPU backend");
-            None
-        }
-    }
 }

@@ -158,7 +158,6 @@ pub fn bar(quiet: bool, len: u64, what: &str) -> Option<indicatif::ProgressBar> 
     Some(b)
 }
 
-/// Synthesis workers: one per core beyond the first, at least 1 and at most `slots`.
 /// Logs to stderr at the level `ARENAPROVE_LOG` sets (default `warn`). From `info` on,
 /// every closing span is a line with its busy time: the stage spans (`synthesize`,
 /// `ntt_h`, `msm_h`, `msm_l`, `msm_a`, `msm_b_g1`, `msm_b_g2`, `finalize`), the same on
@@ -173,6 +172,7 @@ pub fn init_tracing() {
         .init();
 }
 
+/// Synthesis workers: one per core beyond the first, at least 1 and at most `slots`.
 pub fn synth_workers(slots: usize) -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, slots.max(1))
 }
@@ -204,20 +204,18 @@ pub enum BackendChoice {
 pub fn backend_factory(choice: BackendChoice) -> Arc<dyn BackendFactory> {
     match choice {
         BackendChoice::Cpu => Arc::new(CpuBackend),
-        BackendChoice::Gpu => arenaprove_tools::backend::all_gpus_factory(),
+        BackendChoice::Gpu => crate::backend::all_gpus_factory(),
     }
 }
 
-/// Engine limits the CLI uses: slots for overlap, one synthesis worker per spare core, and
-/// the memory limit [`refuse_unless_fits`] checked the plan against.
-pub fn engine(
-    kind: CircuitKind,
-    loaded: &LoadedParams,
+/// Engine limits the CLI uses: slots for overlap, one synthesis worker per spare core, the
+/// memory limit [`refuse_unless_fits`] checked the plan against, and the region flags.
+pub fn engine_config(
     slots: usize,
     alloc: AllocMode,
     limit: &ResolvedLimit,
     backend: Arc<dyn BackendFactory>,
-) -> Result<Engine> {
+) -> EngineConfig {
     let mut cfg = EngineConfig {
         slots,
         synth_workers: synth_workers(slots),
@@ -227,6 +225,19 @@ pub fn engine(
         ..EngineConfig::default()
     };
     region_flags(&mut cfg.region);
+    cfg
+}
+
+/// An engine of [`engine_config`] serving `kind`.
+pub fn engine(
+    kind: CircuitKind,
+    loaded: &LoadedParams,
+    slots: usize,
+    alloc: AllocMode,
+    limit: &ResolvedLimit,
+    backend: Arc<dyn BackendFactory>,
+) -> Result<Engine> {
+    let cfg = engine_config(slots, alloc, limit, backend);
     let spec = CircuitSpec { kind: kind.to_string(), shape: loaded.shape, params: loaded.params.clone() };
     Ok(Engine::new(cfg, vec![spec])?)
 }

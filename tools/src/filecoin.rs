@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use arenaprove::engine::pipeline::{EngineConfig, ShutdownMode};
+use arenaprove::engine::pipeline::{AllocMode, ShutdownMode};
 use arenaprove::filecoin::params::ParamFiles;
 use arenaprove::filecoin::{self as fc, C1Output, RegisteredSealProof, SectorInfo, SectorSize};
 use clap::{Args as ClapArgs, Subcommand};
@@ -234,11 +234,8 @@ fn start_engine(
     prover: &ProverArgs,
     checked: bool,
 ) -> Result<fc::C2Engine> {
-    let mut config =
-        EngineConfig { slots, synth_workers: common::synth_workers(slots), ..Default::default() };
-    config.memory_limit_bytes = usize::try_from(limit.bytes).unwrap_or(usize::MAX);
-    config.backend = common::backend_factory(prover.backend);
-    common::region_flags(&mut config.region);
+    let config =
+        common::engine_config(slots, AllocMode::Slab, limit, common::backend_factory(prover.backend));
     let started = Instant::now();
     let options = fc::LoadOptions { checked, precompiled: !prover.no_precompiled };
     let c2 = fc::C2Engine::start(registered_proof, files, config, options)?;
@@ -369,8 +366,7 @@ fn pce(a: PceArgs, cache: &Path) -> Result<()> {
     let proof = size.default_registered_proof();
     let files = files_in(cache, proof)?;
     let started = Instant::now();
-    let shape = arenaprove::circuits::shape_of(fc::c2::blank_circuit(proof)?)
-        .map_err(|e| anyhow::anyhow!("counting the {size} circuit: {e}"))?;
+    let shape = fc::circuit::blank_shape(proof)?;
     let shape_s = started.elapsed().as_secs_f64();
     let loaded = fc::pce::load_or_record(proof, &files, &shape)?;
     let pc = &loaded.matrices;

@@ -11,9 +11,6 @@
 //! `arenaprove-bench` does (src/bench_main.rs).
 #![forbid(unsafe_code)]
 
-// `common` names this crate by its name, as the binaries do.
-extern crate self as arenaprove_tools;
-
 pub mod backend;
 pub mod common;
 

@@ -135,6 +135,15 @@ impl JobOutput {
     }
 }
 
+/// A caught panic's message (its `&str` or `String` payload), for a typed error.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
 /// Waits for a submitted job, or cancels it.
 pub struct JobHandle {
     pub(crate) job_id: u64,

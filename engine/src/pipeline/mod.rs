@@ -38,8 +38,8 @@ pub use config::{AllocMode, CircuitSpec, EngineConfig, UnknownAllocMode, SLOTS_M
 pub use engine::{Engine, EngineStats, ShutdownMode, ShutdownReport};
 pub use error::EngineError;
 pub use job::{
-    generic, native, Generic, Job, JobCanceller, JobHandle, JobOutput, Native, PartitionCircuit,
-    PartitionError, PartitionOutput, Randomness,
+    generic, native, panic_message, Generic, Job, JobCanceller, JobHandle, JobOutput, Native,
+    PartitionCircuit, PartitionError, PartitionOutput, Randomness,
 };
 pub use plan::{blst_msm_scratch_bytes, msm_heap_term, EngineMemory, MemoryPlan, PlanError, PlanTerm, Scope};
 pub use precompiled::{precompiled, PrecompiledCircuit};

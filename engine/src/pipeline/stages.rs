@@ -13,7 +13,9 @@ use crossbeam::channel::{Receiver, Sender};
 use ff::Field;
 
 use super::config::EngineConfig;
-use super::job::{JobCanceller, JobOutput, PartitionCircuit, PartitionError, PartitionOutput, Randomness};
+use super::job::{
+    panic_message, JobCanceller, JobOutput, PartitionCircuit, PartitionError, PartitionOutput, Randomness,
+};
 use super::reserve::{Held, Kind, SlotMemory};
 use super::timeline::{Level, Timeline, Who};
 use crate::groth16::{Groth16Error, ProveStart};
@@ -171,13 +173,6 @@ pub(super) fn dispatcher(
     }
     // Dropping the pool waits for queued synthesis tasks; then prove_tx closes.
     drop(pool);
-}
-
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-string panic payload".into())
 }
 
 fn synth_err(partition: u32, e: impl Into<Groth16Error>) -> PartitionError {

@@ -30,8 +30,7 @@ use super::state::{Control, Inner, Sched};
 use super::worker;
 
 pub use super::lifecycle::StartError;
-#[doc(hidden)]
-pub use super::state::{BeforeCircuits, TestHooks};
+use super::state::TestHooks;
 
 /// The daemon; cheap to clone (one shared state).
 #[derive(Clone)]
@@ -50,7 +49,8 @@ impl Daemon {
     #[doc(hidden)]
     pub fn start_with(config: ServeConfig, hooks: TestHooks) -> Result<Daemon, StartError> {
         // The backend first: a GPU that does not open fails the start before any loading.
-        let backend = lifecycle::backend(&config)?;
+        let backend = lifecycle::backend(&config)
+            .map_err(|lifecycle::GpuError { ordinal, source }| StartError::Gpu { ordinal, source })?;
         let mut engines = Engines::default();
         for id in lifecycle::preload_list(&config)? {
             let started = std::time::Instant::now();
@@ -60,7 +60,7 @@ impl Daemon {
         if engines.loaded.is_empty() {
             tracing::warn!(cache = %config.param_cache.display(), "no parameters loaded: every PoRep request will be refused until PreloadSRS");
         }
-        (engines.engine, engines.gpu) = lifecycle::build(&config, engines.circuits(), backend)?;
+        engines.running = lifecycle::build(&config, engines.circuits(), backend)?;
         let inner = Arc::new(Inner::new(config, engines, hooks));
         let handle = worker::spawn_dispatcher(inner.clone()).map_err(StartError::Thread)?;
         *inner.dispatcher.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
@@ -295,8 +295,8 @@ impl Daemon {
         if let Some(h) = handle {
             let _ = h.join();
         }
-        let engine = self.inner.lock().engines.take_engine();
-        engine.and_then(|e| {
+        let running = self.inner.lock().engines.running.take();
+        running.and_then(|e| {
             lifecycle::stop(e)
                 .map_err(|_| tracing::error!("the engine is still in use by a job; not stopped"))
                 .ok()

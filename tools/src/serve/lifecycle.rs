@@ -40,8 +40,6 @@ pub enum StartError {
     },
     #[error("starting the dispatcher thread: {0}")]
     Thread(#[source] std::io::Error),
-    #[error("the engine is still in use by a job; it was not stopped")]
-    EngineBusy,
 }
 
 /// One circuit's parameters, loaded.
@@ -51,14 +49,19 @@ pub struct Loaded {
     pub size_bytes: u64,
 }
 
-/// The engine (none while no parameters are loaded), the GPU it proves on, and the
-/// circuits loaded.
+/// The engine (none while no parameters are loaded) and the circuits loaded.
 #[derive(Default)]
 pub struct Engines {
-    pub engine: Option<Arc<C2Engine>>,
+    pub running: Option<Running>,
+    pub loaded: BTreeMap<CircuitId, Loaded>,
+}
+
+/// An engine and the GPU it proves on: taken, stopped and put back together.
+#[derive(Clone)]
+pub struct Running {
+    pub c2: Arc<C2Engine>,
     /// The engine's GPU (GetStatus), `None` on the CPU backend.
     pub gpu: Option<GpuInfo>,
-    pub loaded: BTreeMap<CircuitId, Loaded>,
 }
 
 /// The files of `id`'s parameters in the configured cache.
@@ -97,15 +100,20 @@ pub fn load(config: &ServeConfig, id: CircuitId) -> Result<Loaded, FilecoinError
     Ok(Loaded { circuit, size_bytes })
 }
 
-/// Why an engine could not be built.
+/// A configured GPU that does not open.
+#[derive(Debug, thiserror::Error)]
+#[error("GPU {ordinal} does not open: {source}")]
+pub struct GpuError {
+    pub ordinal: u32,
+    #[source]
+    pub source: GpuOpenError,
+}
+
+/// Why an engine could not be rebuilt or stopped (PreloadSRS, EvictSRS).
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
-    #[error("GPU {ordinal} does not open: {source}")]
-    Gpu {
-        ordinal: u32,
-        #[source]
-        source: GpuOpenError,
-    },
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
     #[error("{0}")]
     Engine(#[from] FilecoinError),
     /// The engine could not stop: a job still holds it (it stays installed).
@@ -113,25 +121,16 @@ pub enum BuildError {
     EngineBusy,
 }
 
-impl From<BuildError> for StartError {
-    fn from(e: BuildError) -> Self {
-        match e {
-            BuildError::Gpu { ordinal, source } => StartError::Gpu { ordinal, source },
-            BuildError::Engine(e) => StartError::Params(e),
-            BuildError::EngineBusy => StartError::EngineBusy,
-        }
-    }
-}
-
-/// An engine (none while no parameters are loaded) and the GPU it proves on.
-pub type Built = (Option<Arc<C2Engine>>, Option<GpuInfo>);
-
 /// An engine over `circuits` on `backend` (from [`backend`]: a fresh GPU factory per
 /// engine, so its device arena is sized for exactly these circuits and freed with the
 /// engine). No circuit: no engine.
-pub fn build(config: &ServeConfig, circuits: Vec<C2Circuit>, backend: Backend) -> Result<Built, BuildError> {
+pub fn build(
+    config: &ServeConfig,
+    circuits: Vec<C2Circuit>,
+    backend: Backend,
+) -> Result<Option<Running>, FilecoinError> {
     if circuits.is_empty() {
-        return Ok((None, None));
+        return Ok(None);
     }
     let (backend, gpu) = backend;
     let engine_config = EngineConfig {
@@ -147,7 +146,7 @@ pub fn build(config: &ServeConfig, circuits: Vec<C2Circuit>, backend: Backend) -
         ..EngineConfig::default()
     };
     let engine = C2Engine::new(engine_config, circuits)?;
-    Ok((Some(Arc::new(engine)), gpu))
+    Ok(Some(Running { c2: Arc::new(engine), gpu }))
 }
 
 /// A backend factory and the GPU it proves on (`None`: the CPU).
@@ -155,7 +154,7 @@ pub type Backend = (Arc<dyn BackendFactory>, Option<GpuInfo>);
 
 /// The configured backend: the GPU when one is named and opens; the CPU when none is
 /// named, or when it does not open and `gpus.fallback = "cpu"`.
-pub fn backend(config: &ServeConfig) -> Result<Backend, BuildError> {
+pub fn backend(config: &ServeConfig) -> Result<Backend, GpuError> {
     let Some(ordinal) = config.gpu else {
         return Ok((Arc::new(CpuBackend), None));
     };
@@ -165,14 +164,15 @@ pub fn backend(config: &ServeConfig) -> Result<Backend, BuildError> {
             tracing::warn!(ordinal, %reason, "GPU does not open; proving on the CPU (gpus.fallback = \"cpu\")");
             Ok((Arc::new(CpuBackend), None))
         }
-        Err(source) => Err(BuildError::Gpu { ordinal, source }),
+        Err(source) => Err(GpuError { ordinal, source }),
     }
 }
 
 /// Shuts an engine down once nothing else holds it; its report (every slab back).
 /// Gives the engine back when something else still holds it.
-pub fn stop(engine: Arc<C2Engine>) -> Result<ShutdownReport, Arc<C2Engine>> {
-    let engine = Arc::try_unwrap(engine)?;
+pub fn stop(running: Running) -> Result<ShutdownReport, Running> {
+    let Running { c2, gpu } = running;
+    let engine = Arc::try_unwrap(c2).map_err(|c2| Running { c2, gpu })?;
     let report = engine.shutdown(ShutdownMode::Drain);
     if report.slabs_outstanding != 0 {
         tracing::error!(slabs = report.slabs_outstanding, "engine stopped with slabs outstanding");
@@ -181,12 +181,6 @@ pub fn stop(engine: Arc<C2Engine>) -> Result<ShutdownReport, Arc<C2Engine>> {
 }
 
 impl Engines {
-    /// Takes the engine out (to stop or rebuild it), and its GPU with it.
-    pub fn take_engine(&mut self) -> Option<Arc<C2Engine>> {
-        self.gpu = None;
-        self.engine.take()
-    }
-
     /// The circuits loaded, as an engine takes them (cheap: shared parameters).
     pub fn circuits(&self) -> Vec<C2Circuit> {
         self.loaded.values().map(|l| l.circuit.clone()).collect()

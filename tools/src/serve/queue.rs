@@ -88,13 +88,11 @@ impl JobQueue {
         Some((q, started))
     }
 
-    /// A running job ended: its partitions leave the count. Whether it was running.
-    pub fn end(&mut self, entry: &JobEntry) -> bool {
-        let was = self.running.remove(&entry.id).is_some();
-        if was {
+    /// A running job ended: its partitions leave the count.
+    pub fn end(&mut self, entry: &JobEntry) {
+        if self.running.remove(&entry.id).is_some() {
             self.partitions_running -= entry.partitions;
         }
-        was
     }
 
     /// Takes a queued job out (cancelled before it started).
@@ -110,10 +108,6 @@ impl JobQueue {
     /// Jobs queued or running.
     pub fn pending(&self) -> usize {
         self.heap.len() + self.running.len()
-    }
-
-    pub fn is_idle(&self) -> bool {
-        self.heap.is_empty() && self.running.is_empty()
     }
 
     pub fn nothing_running(&self) -> bool {

@@ -36,7 +36,7 @@ impl Daemon {
         let inner = self.inner();
         let g = inner.lock();
         let (completed, failed) = inner.metrics.totals();
-        let ledger = g.engines.engine.as_ref().map(|e| e.engine().ledger());
+        let ledger = g.engines.running.as_ref().map(|r| r.c2.engine().ledger());
         let loaded_srs = g
             .engines
             .loaded
@@ -68,14 +68,14 @@ impl Daemon {
             pinned_memory_bytes: ledger.as_ref().map_or(0, |l| l.reserved_bytes as u64),
             pinned_memory_limit_bytes: inner.config.memory_limit_bytes as u64,
         };
-        (response, g.engines.gpu.clone(), g.queue.running_ids())
+        (response, g.engines.running.as_ref().and_then(|r| r.gpu.clone()), g.queue.running_ids())
     }
 
     /// GetMetrics.
     pub fn metrics_text(&self) -> String {
         let inner = self.inner();
         let g = inner.lock();
-        let engine = g.engines.engine.as_ref().map(|e| e.engine());
+        let engine = g.engines.running.as_ref().map(|r| r.c2.engine());
         let ledger = engine.map(|e| e.ledger());
         let gauges = Gauges {
             uptime_s: inner.started.elapsed().as_secs(),
@@ -96,7 +96,7 @@ impl Daemon {
     /// The memory plan of the running engine, and how each circuit is synthesized, as text.
     pub fn memory_plan_text(&self) -> String {
         let g = self.inner().lock();
-        let Some(c2) = g.engines.engine.as_ref() else {
+        let Some(c2) = g.engines.running.as_ref().map(|r| &r.c2) else {
             return "no engine (no parameters loaded)\n".into();
         };
         let mut text = c2.engine().memory_plan().to_string();

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use arenaprove::engine::pipeline::panic_message;
 use arenaprove::filecoin::{C2Engine, C2Output, FilecoinError};
 use tonic::Status;
 
@@ -44,14 +45,14 @@ fn dispatch_loop(inner: Arc<Inner>) {
         }
         if g.controls.is_empty() {
             if let Some((q, started)) = g.queue.start_next(inner.config.slots) {
-                let engine = g.engines.engine.clone();
+                let engine = g.engines.running.as_ref().map(|r| r.c2.clone());
                 drop(g);
                 start_job(&inner, q, engine, started);
                 g = inner.lock();
                 continue;
             }
         }
-        if g.stop && g.queue.is_idle() && g.controls.is_empty() {
+        if g.stop && g.queue.pending() == 0 && g.controls.is_empty() {
             break;
         }
         g = inner.wake.wait(g).unwrap_or_else(|p| p.into_inner());
@@ -66,41 +67,17 @@ fn start_job(inner: &Arc<Inner>, q: Queued, engine: Option<Arc<C2Engine>>, start
         .name(format!("arenaprove-{}", entry.id))
         .spawn(move || run_job(&for_thread, q, engine, started));
     if let Err(e) = spawned {
-        drop(JobGuard { inner, entry: &entry, started, result: Some(Err(JobError::Thread(e))) });
+        end_job(inner, &entry, started, Err(JobError::Thread(e)));
     }
 }
 
-/// A running job's bookkeeping, done on drop: the job leaves the running count and its
-/// outcome is published (an unwinding thread's job fails as panicked).
-struct JobGuard<'a> {
-    inner: &'a Inner,
-    entry: &'a JobEntry,
-    started: Instant,
-    result: Option<Result<C2Output, JobError>>,
-}
-
-impl Drop for JobGuard<'_> {
-    fn drop(&mut self) {
-        let result = self.result.take().unwrap_or_else(|| {
-            Err(JobError::Panicked { reason: "the job's thread unwound past its guard".into() })
-        });
-        end_job(self.inner, self.entry, self.started, result);
-    }
-}
-
-/// One job, from its sector to its published outcome.
+/// One job, from its sector to its published outcome: a panic while proving is that job's
+/// typed failure, and the job leaves the running count either way.
 fn run_job(inner: &Inner, q: Queued, engine: Option<Arc<C2Engine>>, started: Instant) {
     let Queued { entry, request, .. } = q;
-    let mut guard = JobGuard { inner, entry: &entry, started, result: None };
     let proven = std::panic::catch_unwind(AssertUnwindSafe(|| prove(inner, &entry, request, engine)));
-    guard.result = Some(proven.unwrap_or_else(|p| Err(JobError::Panicked { reason: panic_message(&*p) })));
-}
-
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".into())
+    let result = proven.unwrap_or_else(|p| Err(JobError::Panicked { reason: panic_message(&*p) }));
+    end_job(inner, &entry, started, result);
 }
 
 /// Submits the sector to the driver and waits for its verified proof.
@@ -212,33 +189,24 @@ fn apply_control(inner: &Inner, control: Control) {
 
 /// Stops the engine (every slab back); the circuits stay loaded.
 fn stop_engine(inner: &Inner) -> Result<(), BuildError> {
-    let (old, gpu) = {
-        let mut g = inner.lock();
-        let gpu = g.engines.gpu.clone();
-        (g.engines.take_engine(), gpu)
-    };
-    match old {
-        Some(old) => lifecycle::stop(old).map(drop).map_err(|busy| {
-            // Still held by a job: it goes back, so the daemon keeps an engine.
-            let mut g = inner.lock();
-            (g.engines.engine, g.engines.gpu) = (Some(busy), gpu);
-            BuildError::EngineBusy
-        }),
-        None => Ok(()),
-    }
+    let Some(running) = inner.lock().engines.running.take() else { return Ok(()) };
+    lifecycle::stop(running).map(drop).map_err(|busy| {
+        // Still held by a job: it goes back, so the daemon keeps an engine.
+        inner.lock().engines.running = Some(busy);
+        BuildError::EngineBusy
+    })
 }
 
 /// Builds an engine over the circuits loaded now (outside the lock: reserving takes
 /// seconds) and installs it; none when nothing is loaded.
 fn rebuild(inner: &Inner) -> Result<(), BuildError> {
     let circuits = inner.lock().engines.circuits();
-    let (engine, gpu) = if circuits.is_empty() {
-        (None, None)
+    let running = if circuits.is_empty() {
+        None
     } else {
         lifecycle::build(&inner.config, circuits, lifecycle::backend(&inner.config)?)?
     };
-    let mut g = inner.lock();
-    (g.engines.engine, g.engines.gpu) = (engine, gpu);
+    inner.lock().engines.running = running;
     Ok(())
 }
 
@@ -251,7 +219,7 @@ fn load_status(e: FilecoinError) -> Status {
 
 fn build_status(what: &str, e: BuildError) -> Status {
     match e {
-        e @ BuildError::Gpu { .. } => Status::failed_precondition(format!("{what}: {e}")),
+        e @ BuildError::Gpu(_) => Status::failed_precondition(format!("{what}: {e}")),
         e => Status::resource_exhausted(format!("{what}: {e}")),
     }
 }
