@@ -220,7 +220,7 @@ impl C2Engine {
         let mut partitions: Vec<Box<dyn PartitionCircuit>> = Vec::with_capacity(job.partitions());
         for k in 0..job.partitions() {
             partitions.push(Box::new(C2Partition {
-                circuit: circuit.synthesis.partition(job.circuit(k)?),
+                circuit: circuit.synthesis.partition(&job, k)?,
                 partition: k,
                 expected: job.public_inputs(k)?,
                 mismatch: mismatch.clone(),

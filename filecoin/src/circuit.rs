@@ -21,7 +21,9 @@ use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
 
+use arenaprove_circuits::precompiled::{PartCs, PartedCircuit, WitnessCs};
 use arenaprove_circuits::Shape;
+use bellpepper_core::{ConstraintSystem, SynthesisError};
 
 use crate::api::{C1Output, RegisteredSealProof, ShapedC1};
 use crate::error::FilecoinError;
@@ -63,6 +65,62 @@ pub fn blank_shape(registered_proof: RegisteredSealProof) -> Result<Shape, Filec
     let sector_size = registered_proof.sector_size()?;
     arenaprove_circuits::shape_of(blank_circuit(registered_proof)?)
         .map_err(|e| FilecoinError::groth16(format!("counting the {sector_size} circuit's shape"), e.into()))
+}
+
+/// One partition's circuit for the parallel witness ([`PartedCircuit`]): the prologue
+/// (replica id, comm_d, comm_r as inputs, comm_r = H(comm_c, comm_r_last)) and then one
+/// part per challenge, in the order `StackedCircuit` synthesizes them.
+///
+/// storage-proofs' only public entry point into the circuit is
+/// `StackedCircuit::synthesize(cs, replica_id, .., proofs)`, which runs the prologue and
+/// then the proofs given. So the prologue is that call with no proofs, and part `i` is
+/// that call with challenge `i`'s proof alone: each part replays the prologue (a few
+/// hundred constraints against hundreds of thousands per challenge) into scratch
+/// ([`PartedCircuit::replays_prologue`]). The circuit code is storage-proofs' own, unchanged.
+pub struct SealParts {
+    replica_id: PoseidonDomain,
+    comm_d: DefaultPieceDomain,
+    comm_r: PoseidonDomain,
+    comm_r_last: PoseidonDomain,
+    comm_c: PoseidonDomain,
+    challenges: Vec<VanillaSealProof<SectorShapeBase>>,
+}
+
+impl SealParts {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(
+        &self,
+        cs: &mut CS,
+        challenge: Option<usize>,
+    ) -> Result<(), SynthesisError> {
+        let proofs = match challenge {
+            None => Vec::new(),
+            Some(i) => vec![self.challenges[i].clone().into()],
+        };
+        SealCircuit::synthesize(
+            cs,
+            Some(self.replica_id),
+            Some(self.comm_d),
+            Some(self.comm_r),
+            Some(self.comm_r_last),
+            Some(self.comm_c),
+            proofs,
+        )
+    }
+}
+
+impl PartedCircuit for SealParts {
+    fn prologue(&self, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
+        self.synthesize(cs, None)
+    }
+    fn parts(&self) -> usize {
+        self.challenges.len()
+    }
+    fn part(&self, i: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
+        self.synthesize(cs, Some(i))
+    }
+    fn replays_prologue(&self) -> bool {
+        true
+    }
 }
 
 /// One sector's C2 work: the public params and inputs shared by its partitions, and the
@@ -130,6 +188,35 @@ impl<'a> SectorJob<'a> {
             Some(k),
         )
         .map_err(|source| FilecoinError::CircuitBuild { partition: k, source })
+    }
+
+    /// The circuit of partition `k` as a prologue and one part per challenge, for the
+    /// parallel witness: the same values [`SectorJob::circuit`] builds its circuit from,
+    /// with the same checks (`StackedCompound::circuit`'s: some proofs, one comm_r_last
+    /// and one comm_c).
+    pub fn parts(&self, k: usize) -> Result<SealParts, FilecoinError> {
+        let vanilla = self.vanilla_proofs.get(k).ok_or_else(|| {
+            FilecoinError::Internal(format!("partition {k} of a {}-partition sector", self.partitions()))
+        })?;
+        let build =
+            |reason: &str| FilecoinError::CircuitBuild { partition: k, source: anyhow::anyhow!("{reason}") };
+        let first = vanilla.first().ok_or_else(|| build("Cannot create a circuit with no vanilla proofs"))?;
+        let (comm_r_last, comm_c) = (first.comm_r_last(), first.comm_c());
+        if vanilla.iter().any(|p| p.comm_r_last() != comm_r_last) {
+            return Err(build("inconsistent comm_r_lasts"));
+        }
+        if vanilla.iter().any(|p| p.comm_c() != comm_c) {
+            return Err(build("inconsistent comm_cs"));
+        }
+        let tau = self.public_inputs.tau.as_ref().ok_or_else(|| build("no comm_d, comm_r"))?;
+        Ok(SealParts {
+            replica_id: self.public_inputs.replica_id,
+            comm_d: tau.comm_d,
+            comm_r: tau.comm_r,
+            comm_r_last,
+            comm_c,
+            challenges: vanilla.clone(),
+        })
     }
 
     /// Checks every partition's vanilla proofs against the public inputs (seed, replica id,

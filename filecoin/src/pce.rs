@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 
 use arenaprove_circuits::precompiled::Origin;
 use arenaprove_circuits::{Precompiled, Shape};
-use arenaprove_engine::pipeline::{generic, precompiled, PartitionCircuit};
+use arenaprove_engine::pipeline::{generic, precompiled_parts, PartitionCircuit};
 
 use crate::api::RegisteredSealProof;
-use crate::circuit::{blank_circuit, SealCircuit};
+use crate::circuit::{blank_circuit, SectorJob};
 use crate::error::FilecoinError;
 use crate::params::ParamFiles;
 
@@ -118,11 +118,16 @@ impl Synthesis {
         }
     }
 
-    /// One partition as the engine takes it.
-    pub fn partition(&self, circuit: SealCircuit) -> Box<dyn PartitionCircuit> {
-        match self {
-            Synthesis::Generic => generic(circuit),
-            Synthesis::Precompiled(pc) => precompiled(circuit, pc.clone()),
-        }
+    /// Partition `k` of `job` as the engine takes it: the circuit through the bellpepper
+    /// trait, or its challenges in parallel against the recording.
+    pub fn partition(
+        &self,
+        job: &SectorJob<'_>,
+        k: usize,
+    ) -> Result<Box<dyn PartitionCircuit>, FilecoinError> {
+        Ok(match self {
+            Synthesis::Generic => generic(job.circuit(k)?),
+            Synthesis::Precompiled(pc) => precompiled_parts(job.parts(k)?, pc.clone()),
+        })
     }
 }

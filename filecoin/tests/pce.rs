@@ -2,12 +2,14 @@
 //! to `ArenaAssignment`'s through the bellpepper trait (a, b, c, inputs, aux, densities) for
 //! two different sectors, recorded once from the blank circuit; the recording is saved
 //! beside the parameters and mapped by the next load; a recording of another sector size is
-//! refused by name. (Proofs from precompiled synthesis are checked by `tests/c2.rs`, whose
+//! refused by name; the parallel witness (challenges in parallel) is byte-identical too. (Proofs from precompiled synthesis are checked by `tests/c2.rs`, whose
 //! provers use it by default.) 8 MiB: `--ignored`.
 use std::sync::Arc;
 
 use arenaprove_arena::{Ledger, RegionConfig};
-use arenaprove_circuits::precompiled::{Origin, PrecompiledError};
+use arenaprove_circuits::precompiled::{
+    synthesize_precompiled_parts, Origin, PartedCircuit, PrecompiledError,
+};
 use arenaprove_circuits::{
     shape_of, synthesize_arena, synthesize_precompiled, ArenaAssignment, AssignmentPools, Precompiled,
     ProverWitness,
@@ -59,6 +61,16 @@ fn check(size: SectorSize, seeds: [u64; 2]) {
             let got = synthesize_precompiled(circuit, &pc, &pools, &shape).unwrap();
             assert_identical(&format!("{size} sector seed {seed} partition {k}"), &want, &got);
             assert_eq!(got.input_assignment()[1..], job.public_inputs(k).unwrap()[..]);
+            drop(got);
+            // The parallel witness (one part per challenge) equals both.
+            let parts = job.parts(k).unwrap();
+            assert!(parts.parts() >= 2, "{size}: {} challenges", parts.parts());
+            let got = synthesize_precompiled_parts(&parts, &pc, &pools, &shape).unwrap();
+            assert_identical(
+                &format!("{size} sector seed {seed} partition {k}, parallel witness"),
+                &want,
+                &got,
+            );
             checked += 1;
         }
     }

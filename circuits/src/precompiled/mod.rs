@@ -34,6 +34,7 @@
 
 mod error;
 pub mod format;
+mod parts;
 mod record;
 mod witness;
 
@@ -48,6 +49,7 @@ use rayon::prelude::*;
 pub use error::PrecompiledError;
 use format::*;
 pub use format::{Header, TermCounts};
+pub use parts::{synthesize_precompiled_parts, Counts, PartCs, PartedCircuit};
 pub use record::RecordingCs;
 pub use witness::WitnessCs;
 
@@ -428,6 +430,29 @@ impl Precompiled {
         generator: bool,
         run: impl FnOnce(&mut WitnessCs<'_>) -> Result<(), CircuitError>,
     ) -> Result<(), CircuitError> {
+        let constraints = self.witness_run(cs, generator, run)?;
+        let (inputs, aux) = cs.witness_values();
+        let h = &self.header;
+        if inputs.len() as u64 != h.inputs {
+            return Err(self.mismatch("inputs", inputs.len(), h.inputs as usize));
+        }
+        if aux.len() as u64 != h.aux {
+            return Err(self.mismatch("aux", aux.len(), h.aux as usize));
+        }
+        if constraints != self.rows() {
+            return Err(self.mismatch("constraints", constraints, self.rows()));
+        }
+        Ok(())
+    }
+
+    /// Runs `run` under a [`WitnessCs`] over `cs`, which must hold ONE only; returns the
+    /// constraints it enforced (the caller checks the counts).
+    fn witness_run(
+        &self,
+        cs: &mut ArenaAssignment,
+        generator: bool,
+        run: impl FnOnce(&mut WitnessCs<'_>) -> Result<(), CircuitError>,
+    ) -> Result<usize, CircuitError> {
         let (inputs, aux) = cs.witness_values();
         if (inputs.len(), aux.len()) != (1, 0) {
             return Err(CircuitError::Invalid {
@@ -446,18 +471,7 @@ impl Precompiled {
             return Err(e);
         }
         result?;
-        let (inputs, aux) = cs.witness_values();
-        let h = &self.header;
-        if inputs.len() as u64 != h.inputs {
-            return Err(self.mismatch("inputs", inputs.len(), h.inputs as usize));
-        }
-        if aux.len() as u64 != h.aux {
-            return Err(self.mismatch("aux", aux.len(), h.aux as usize));
-        }
-        if constraints != self.rows() {
-            return Err(self.mismatch("constraints", constraints, self.rows()));
-        }
-        Ok(())
+        Ok(constraints)
     }
 
     /// a = A·w, b = B·w, c = C·w for the recorded rows, in parallel, into `cs`'s a, b, c

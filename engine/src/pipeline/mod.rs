@@ -42,5 +42,5 @@ pub use job::{
     PartitionCircuit, PartitionError, PartitionOutput, Randomness,
 };
 pub use plan::{blst_msm_scratch_bytes, msm_heap_term, EngineMemory, MemoryPlan, PlanError, PlanTerm, Scope};
-pub use precompiled::{precompiled, PrecompiledCircuit};
+pub use precompiled::{precompiled, precompiled_parts, PartedPrecompiled, PrecompiledCircuit};
 pub use timeline::{chrome_trace_json, Level, Span, StageGap, Timeline, Who};

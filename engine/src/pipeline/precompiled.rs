@@ -7,6 +7,7 @@ use bellpepper_core::{Circuit, SynthesisError};
 use blstrs::Scalar;
 
 use super::job::PartitionCircuit;
+use arenaprove_circuits::precompiled::PartedCircuit;
 use arenaprove_circuits::{ArenaAssignment, Precompiled};
 
 /// A bellpepper-core circuit synthesized through its kind's recorded constraints: `alloc`
@@ -32,4 +33,29 @@ pub fn precompiled<C: Circuit<Scalar> + Send + 'static>(
     matrices: Arc<Precompiled>,
 ) -> Box<dyn PartitionCircuit> {
     Box::new(PrecompiledCircuit { circuit, matrices })
+}
+
+/// A circuit of a prologue and independent parts ([`PartedCircuit`]) synthesized through
+/// its kind's recorded constraints with the parallel witness
+/// ([`Precompiled::witness_parts`]: the parts run on the rayon pool, each into its own
+/// range of the slabs), then the products. Byte-identical to the serial witness.
+pub struct PartedPrecompiled<P> {
+    pub circuit: P,
+    pub matrices: Arc<Precompiled>,
+}
+
+impl<P: PartedCircuit + 'static> PartitionCircuit for PartedPrecompiled<P> {
+    fn synthesize_into(self: Box<Self>, cs: &mut ArenaAssignment) -> Result<(), SynthesisError> {
+        let PartedPrecompiled { circuit, matrices } = *self;
+        matrices.witness_parts(&circuit, cs).map_err(|e| e.into_synthesis())?;
+        matrices.products_into(cs).map_err(|e| e.into_synthesis())
+    }
+}
+
+/// Boxes a [`PartedCircuit`] as a partition circuit with the parallel witness.
+pub fn precompiled_parts<P: PartedCircuit + 'static>(
+    circuit: P,
+    matrices: Arc<Precompiled>,
+) -> Box<dyn PartitionCircuit> {
+    Box::new(PartedPrecompiled { circuit, matrices })
 }

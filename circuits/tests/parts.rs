@@ -1,0 +1,198 @@
+//! The parallel witness (`Precompiled::witness_parts`): a circuit of a prologue and
+//! independent parts synthesizes byte-identically to its serial bellpepper-core synthesis
+//! (a, b, c, inputs, aux, densities), whether its parts replay the prologue or not, with
+//! parts that use the witness generator's bulk allocation; a part that allocates or
+//! enforces other than its share is refused naming the part, and so is a circuit whose
+//! counts do not divide among its parts.
+use std::sync::Arc;
+
+use arenaprove_arena::{Ledger, RegionConfig};
+use arenaprove_circuits::precompiled::{
+    synthesize_precompiled_parts, PartCs, PartedCircuit, PrecompiledError, WitnessCs,
+};
+use arenaprove_circuits::{
+    record, shape_of, synthesize_arena, ArenaAssignment, AssignmentPools, CircuitError, ProverWitness,
+};
+use bellpepper_core::num::AllocatedNum;
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::Scalar;
+use ff::Field;
+
+/// x = seed (aux, made public), y = x^2; then `parts` parts, part i: a chain of `len`
+/// multiplications starting from x * y * (i + 1), a public input per part, and a bulk
+/// allocation of 3 aux when the constraint system is a witness generator (allocated one by
+/// one otherwise; same values).
+#[derive(Clone)]
+struct Toy {
+    seed: Option<Scalar>,
+    parts: usize,
+    len: usize,
+    replay: bool,
+    /// Part that misbehaves by one extra aux (tests).
+    rogue: Option<usize>,
+}
+
+struct Prologue {
+    x: AllocatedNum<Scalar>,
+    y: AllocatedNum<Scalar>,
+}
+
+impl Toy {
+    fn prologue<CS: ConstraintSystem<Scalar>>(&self, cs: &mut CS) -> Result<Prologue, SynthesisError> {
+        let x =
+            AllocatedNum::alloc(cs.namespace(|| "x"), || self.seed.ok_or(SynthesisError::AssignmentMissing))?;
+        x.inputize(cs.namespace(|| "x input"))?;
+        let y = x.square(cs.namespace(|| "y"))?;
+        Ok(Prologue { x, y })
+    }
+
+    fn part<CS: ConstraintSystem<Scalar>>(
+        &self,
+        i: usize,
+        p: &Prologue,
+        cs: &mut CS,
+    ) -> Result<(), SynthesisError> {
+        let k = Scalar::from(i as u64 + 1);
+        let start = p.x.get_value().zip(p.y.get_value()).map(|(x, y)| x * y * k);
+        let mut v =
+            AllocatedNum::alloc(cs.namespace(|| "start"), || start.ok_or(SynthesisError::AssignmentMissing))?;
+        cs.enforce(
+            || "start",
+            |lc| lc + p.x.get_variable(),
+            |lc| lc + (k, p.y.get_variable()),
+            |lc| lc + v.get_variable(),
+        );
+        for j in 0..self.len {
+            v = v.mul(cs.namespace(|| format!("m{j}")), &p.x)?;
+        }
+        v.inputize(cs.namespace(|| "out"))?;
+        let values: Vec<Scalar> =
+            (0..3).map(|t| v.get_value().unwrap_or(Scalar::ZERO) + Scalar::from(t)).collect();
+        if cs.is_witness_generator() {
+            cs.allocate_empty_aux(3).copy_from_slice(&values);
+        } else {
+            for (t, value) in values.into_iter().enumerate() {
+                cs.alloc(|| format!("bulk {t}"), || Ok(value))?;
+            }
+        }
+        if self.rogue == Some(i) {
+            cs.alloc(|| "rogue", || Ok(Scalar::ONE))?;
+        }
+        Ok(())
+    }
+}
+
+impl Circuit<Scalar> for Toy {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let p = self.prologue(cs)?;
+        for i in 0..self.parts {
+            self.part(i, &p, &mut cs.namespace(|| format!("part {i}")))?;
+        }
+        Ok(())
+    }
+}
+
+impl PartedCircuit for Toy {
+    fn prologue(&self, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
+        Toy::prologue(self, cs).map(|_| ())
+    }
+    fn parts(&self) -> usize {
+        self.parts
+    }
+    fn part(&self, i: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
+        if self.replay {
+            // As storage-proofs' StackedCircuit: the prologue again, then the part.
+            let p = Toy::prologue(self, cs)?;
+            Toy::part(self, i, &p, cs)
+        } else {
+            // The prologue's values, re-derived without allocating (a circuit that can).
+            let x = self.seed.ok_or(SynthesisError::AssignmentMissing)?;
+            let mut scratch = bellpepper_core::test_cs::TestConstraintSystem::<Scalar>::new();
+            let p = Toy::prologue(&Toy { seed: Some(x), ..self.clone() }, &mut scratch)?;
+            Toy::part(self, i, &p, cs)
+        }
+    }
+    fn replays_prologue(&self) -> bool {
+        self.replay
+    }
+}
+
+fn pools(shape: &arenaprove_circuits::Shape) -> (Arc<Ledger>, AssignmentPools) {
+    let ledger = Ledger::unlimited();
+    let pools = AssignmentPools::for_shape(shape, 2, &ledger, RegionConfig::heap()).unwrap();
+    (ledger, pools)
+}
+
+fn assert_identical(what: &str, want: &ArenaAssignment, got: &ArenaAssignment) {
+    assert_eq!(got.num_constraints(), want.num_constraints(), "{what}: constraints");
+    assert_eq!(got.input_assignment(), want.input_assignment(), "{what}: inputs");
+    assert_eq!(got.aux_assignment(), want.aux_assignment(), "{what}: aux");
+    assert_eq!(got.a_aux_density().words(), want.a_aux_density().words(), "{what}: a_aux density");
+    assert_eq!(got.b_input_density().words(), want.b_input_density().words(), "{what}: b_input density");
+    assert_eq!(got.b_aux_density().words(), want.b_aux_density().words(), "{what}: b_aux density");
+    assert_eq!(got.abc().unwrap(), want.abc().unwrap(), "{what}: a, b, c");
+}
+
+fn toy(replay: bool) -> Toy {
+    Toy { seed: Some(Scalar::from(7u64)), parts: 9, len: 40, replay, rogue: None }
+}
+
+#[test]
+fn parallel_witness_is_byte_identical_to_serial_synthesis() {
+    for replay in [false, true] {
+        let circuit = toy(replay);
+        let shape = shape_of(circuit.clone()).unwrap();
+        let pc = record(Toy { seed: None, ..circuit.clone() }, "toy").unwrap();
+        let (ledger, pools) = pools(&shape);
+        for seed in [3u64, 11, 12345] {
+            let c = Toy { seed: Some(Scalar::from(seed)), ..circuit.clone() };
+            let want = synthesize_arena(c.clone(), &pools, &shape).unwrap();
+            let got = synthesize_precompiled_parts(&c, &pc, &pools, &shape).unwrap();
+            assert!(got.aux_assignment().iter().any(|v| !bool::from(v.is_zero())));
+            assert_identical(&format!("replay {replay}, seed {seed}"), &want, &got);
+        }
+        assert_eq!(pools.outstanding(), 0);
+        assert!(ledger.snapshot().balanced());
+    }
+}
+
+#[test]
+fn a_part_off_its_share_is_refused_by_index() {
+    for replay in [false, true] {
+        let circuit = toy(replay);
+        let shape = shape_of(circuit.clone()).unwrap();
+        let pc = record(Toy { seed: None, ..circuit.clone() }, "toy").unwrap();
+        let (_ledger, pools) = pools(&shape);
+        // An extra aux in part 4 overruns its window: refused naming part 4 (over the
+        // shape by one in all, but caught at the part before the shape).
+        let rogue = Toy { rogue: Some(4), ..circuit.clone() };
+        let err = synthesize_precompiled_parts(&rogue, &pc, &pools, &shape).unwrap_err();
+        match err {
+            CircuitError::Precompiled(PrecompiledError::Parts { part: Some(4), .. }) => {}
+            other => panic!("replay {replay}: expected part 4 refused, got {other}"),
+        }
+        assert_eq!(pools.outstanding(), 0);
+        // A circuit that says it has one part fewer: the counts do not divide.
+        struct Fewer(Toy);
+        impl PartedCircuit for Fewer {
+            fn prologue(&self, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
+                PartedCircuit::prologue(&self.0, cs)
+            }
+            fn parts(&self) -> usize {
+                self.0.parts - 1
+            }
+            fn part(&self, i: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
+                PartedCircuit::part(&self.0, i, cs)
+            }
+            fn replays_prologue(&self) -> bool {
+                self.0.replay
+            }
+        }
+        let err = synthesize_precompiled_parts(&Fewer(circuit.clone()), &pc, &pools, &shape).unwrap_err();
+        assert!(
+            matches!(&err, CircuitError::Precompiled(PrecompiledError::Parts { part: None, .. })),
+            "replay {replay}: {err}"
+        );
+        assert!(err.to_string().contains("parallel witness"), "{err}");
+    }
+}
