@@ -59,6 +59,26 @@ enum Cmd {
     /// Map the precompiled constraints of a sector size's C2 circuit from beside its
     /// parameters, or record and save them there; print which, how long and how large.
     Pce(PceArgs),
+    /// Witness generation of one partition: the serial witness (baseline) against the
+    /// parallel one (challenges in parallel), alternating, on a freshly sealed sector;
+    /// byte identity checked every run; the ratio printed.
+    Witness(WitnessArgs),
+}
+
+#[derive(ClapArgs)]
+struct WitnessArgs {
+    /// Sector size: 2KiB, 8MiB or 512MiB.
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    /// Runs of each side (median reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Seed for the sector sealed.
+    #[arg(long, default_value_t = 1)]
+    rng_seed: u64,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(ClapArgs)]
@@ -185,6 +205,7 @@ pub fn run(args: Args) -> Result<()> {
         Cmd::Bench(a) => bench(a, &cache, limit),
         Cmd::Soak(a) => soak(a, &cache, limit),
         Cmd::Pce(a) => pce(a, &cache),
+        Cmd::Witness(a) => witness(a, &cache),
     }
 }
 
@@ -408,6 +429,74 @@ fn pce(a: PceArgs, cache: &Path) -> Result<()> {
             terms[2].total(),
             terms.iter().map(|t| t.general).sum::<u64>(),
             pc.coefficients()
+        );
+    }
+    Ok(())
+}
+
+fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
+    use arenaprove::arena::{Ledger, RegionConfig};
+    use arenaprove::circuits::{ArenaAssignment, AssignmentPools, ProverWitness};
+
+    if a.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let size: SectorSize = a.sector_size.parse()?;
+    let proof = size.default_registered_proof();
+    let files = files_in(cache, proof)?;
+    // The recording is saved beside the parameters (which this command does not need).
+    std::fs::create_dir_all(cache).with_context(|| format!("creating {}", cache.display()))?;
+    let shape = fc::circuit::blank_shape(proof)?;
+    let pc = fc::pce::load_or_record(proof, &files, &shape)?.matrices;
+    let mut rng = fc::rng_from_seed(a.rng_seed);
+    let request = fc::SealRequest::random(size, &mut rng);
+    let work = tempfile_dir()?;
+    let sealed = fc::seal_sector(&request, &mut rng, &work);
+    let _ = std::fs::remove_dir_all(&work);
+    let sealed = sealed?;
+    let job = fc::circuit::SectorJob::new(&sealed.c1)?;
+    let ledger = Ledger::unlimited();
+    let pools = AssignmentPools::for_shape(&shape, 2, &ledger, RegionConfig::default())?;
+    let (mut serial, mut parallel) = (Vec::new(), Vec::new());
+    let mut parts = 0;
+    for run in 0..a.runs {
+        let mut want = ArenaAssignment::new(&pools, &shape)?;
+        want.alloc_one()?;
+        let circuit = job.circuit(0)?;
+        let started = Instant::now();
+        pc.witness_into(circuit, &mut want)?;
+        serial.push(started.elapsed().as_secs_f64());
+
+        let mut got = ArenaAssignment::new(&pools, &shape)?;
+        got.alloc_one()?;
+        let circuit = job.parts(0)?;
+        parts = arenaprove::circuits::precompiled::PartedCircuit::parts(&circuit);
+        let started = Instant::now();
+        pc.witness_parts(&circuit, &mut got)?;
+        parallel.push(started.elapsed().as_secs_f64());
+        if got.input_assignment() != want.input_assignment() || got.aux_assignment() != want.aux_assignment() {
+            bail!("run {run}: the parallel witness differs from the serial one");
+        }
+        eprintln!("run {run}: serial {:.3} s, parallel {:.3} s ({parts} parts)", serial[run], parallel[run]);
+    }
+    let (serial_s, parallel_s) =
+        (arenaprove::benchkit::upper_median(&serial), arenaprove::benchkit::upper_median(&parallel));
+    let threads = rayon::current_num_threads();
+    if a.json {
+        let obj = serde_json::json!({
+            "sector_size": size.name(), "constraints": shape.constraints, "aux": shape.aux, "parts": parts,
+            "threads": threads, "runs": a.runs, "serial_s_median": serial_s, "parallel_s_median": parallel_s,
+            "speedup": serial_s / parallel_s, "identical": true,
+        });
+        println!("{obj}");
+    } else {
+        println!(
+            "{size} witness, one partition ({} constraints, {} aux): serial {serial_s:.3} s, parallel {parallel_s:.3} s \
+             ({parts} parts on {threads} threads), speedup {:.2}x (median of {}; byte-identical every run)",
+            shape.constraints,
+            shape.aux,
+            serial_s / parallel_s,
+            a.runs
         );
     }
     Ok(())
