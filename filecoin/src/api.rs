@@ -22,11 +22,11 @@
 //! serde format is by construction the one both crates write.
 //!
 //! # Supported shapes
-//! 2 KiB, 8 MiB and 512 MiB sectors (all `SectorShapeBase` in filecoin-proofs 19.1.0).
-//! 32 GiB and 64 GiB C1 files are recognised and refused with a clear error: proving them
-//! needs ~47 GiB of parameters, which no machine of this project has, and each extra tree
-//! shape costs a full monomorphisation of the StackedDrg circuit at build time. Adding one
-//! is a variant in [`VanillaSealProofs`] and an arm in [`ShapedC1`].
+//! Every network size: 2 KiB, 8 MiB and 512 MiB sectors (`SectorShapeBase` in
+//! filecoin-proofs 19.1.0), 32 GiB (`SectorShapeSub8`) and 64 GiB (`SectorShapeTop2`), for
+//! every interactive registered proof (V1, V1_1, V1_1 synthetic PoRep); see [`crate::tree`].
+//! Proving 32 GiB and 64 GiB needs their parameters (~47 GiB and ~47 GiB files); a
+//! missing file is [`FilecoinError::MissingParams`] naming it.
 //! Non-interactive PoRep (`..._Feat_NonInteractivePoRep`) is refused: its C2 output is an
 //! aggregate (SnarkPack) proof, not concatenated partition proofs.
 use std::fmt;
@@ -34,15 +34,17 @@ use std::path::Path;
 use std::str::FromStr;
 
 use filecoin_hashers::poseidon::PoseidonDomain;
-use filecoin_proofs::constants::{SectorShapeBase, SECTOR_SIZE_2_KIB, SECTOR_SIZE_8_MIB};
+use filecoin_proofs::constants::{
+    SectorShapeBase, SectorShapeSub8, SectorShapeTop2, SECTOR_SIZE_2_KIB, SECTOR_SIZE_8_MIB,
+};
 use filecoin_proofs::types::{
     Commitment, PoRepConfig, ProverId, SealCommitPhase1Output, Ticket, VanillaSealProof,
 };
-use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use storage_proofs_core::api_version::{ApiFeature, ApiVersion};
 
 use crate::error::FilecoinError;
+use crate::tree::{each_shape, SealTree, TreeShape};
 
 /// 512 MiB, in bytes (filecoin-proofs' `SECTOR_SIZE_512_MIB`).
 const SECTOR_SIZE_512_MIB: u64 = 1 << 29;
@@ -51,20 +53,25 @@ const SECTOR_SIZE_32_GIB: u64 = 1 << 35;
 /// 64 GiB, in bytes.
 const SECTOR_SIZE_64_GIB: u64 = 1 << 36;
 
-/// The sector sizes this crate seals and proves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The sector sizes this crate proves (and, up to 512 MiB, seals), smallest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SectorSize {
     /// 2 KiB test sector: one partition of 2,687,921 constraints.
     Kib2,
     /// 8 MiB test sector: one partition of 3,844,929 constraints.
     Mib8,
-    /// 512 MiB sector (accepted in C1 files; not sealed by `seal`, parameters are large).
+    /// 512 MiB sector: one partition.
     Mib512,
+    /// 32 GiB sector: ten partitions of 130,278,869 constraints.
+    Gib32,
+    /// 64 GiB sector: ten partitions.
+    Gib64,
 }
 
 impl SectorSize {
     /// Every supported size, smallest first.
-    pub const ALL: [SectorSize; 3] = [SectorSize::Kib2, SectorSize::Mib8, SectorSize::Mib512];
+    pub const ALL: [SectorSize; 5] =
+        [SectorSize::Kib2, SectorSize::Mib8, SectorSize::Mib512, SectorSize::Gib32, SectorSize::Gib64];
 
     /// Size in bytes (padded, as filecoin-proofs counts it).
     pub fn bytes(self) -> u64 {
@@ -72,6 +79,8 @@ impl SectorSize {
             SectorSize::Kib2 => SECTOR_SIZE_2_KIB,
             SectorSize::Mib8 => SECTOR_SIZE_8_MIB,
             SectorSize::Mib512 => SECTOR_SIZE_512_MIB,
+            SectorSize::Gib32 => SECTOR_SIZE_32_GIB,
+            SectorSize::Gib64 => SECTOR_SIZE_64_GIB,
         }
     }
 
@@ -81,6 +90,8 @@ impl SectorSize {
             SectorSize::Kib2 => "2KiB",
             SectorSize::Mib8 => "8MiB",
             SectorSize::Mib512 => "512MiB",
+            SectorSize::Gib32 => "32GiB",
+            SectorSize::Gib64 => "64GiB",
         }
     }
 
@@ -99,6 +110,17 @@ impl SectorSize {
             SectorSize::Kib2 => RegisteredSealProof::StackedDrg2KiBV1_1,
             SectorSize::Mib8 => RegisteredSealProof::StackedDrg8MiBV1_1,
             SectorSize::Mib512 => RegisteredSealProof::StackedDrg512MiBV1_1,
+            SectorSize::Gib32 => RegisteredSealProof::StackedDrg32GiBV1_1,
+            SectorSize::Gib64 => RegisteredSealProof::StackedDrg64GiBV1_1,
+        }
+    }
+
+    /// The tree shape of this size's replica (which types its C1, circuit and params).
+    pub fn tree_shape(self) -> TreeShape {
+        match self {
+            SectorSize::Kib2 | SectorSize::Mib8 | SectorSize::Mib512 => TreeShape::Base,
+            SectorSize::Gib32 => TreeShape::Sub8,
+            SectorSize::Gib64 => TreeShape::Top2,
         }
     }
 }
@@ -112,7 +134,7 @@ impl fmt::Display for SectorSize {
 impl FromStr for SectorSize {
     type Err = FilecoinError;
 
-    /// Accepts `2KiB`, `8MiB`, `512MiB` (any case) or the size in bytes.
+    /// Accepts `2KiB`, `8MiB`, `512MiB`, `32GiB`, `64GiB` (any case) or the size in bytes.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let trimmed = s.trim();
         if let Ok(bytes) = trimmed.parse::<u64>() {
@@ -120,7 +142,7 @@ impl FromStr for SectorSize {
         }
         SectorSize::ALL.into_iter().find(|size| size.name().eq_ignore_ascii_case(trimmed)).ok_or_else(|| {
             FilecoinError::BadArgument(format!(
-                "unknown sector size `{s}` (expected one of 2KiB, 8MiB, 512MiB, or a size in bytes)"
+                "unknown sector size `{s}` (expected one of 2KiB, 8MiB, 512MiB, 32GiB, 64GiB, or a size in bytes)"
             ))
         })
     }
@@ -257,12 +279,8 @@ pub enum VanillaSealProofs {
     StackedDrg2KiBV1(Vec<Vec<VanillaSealProof<SectorShapeBase>>>),
     StackedDrg8MiBV1(Vec<Vec<VanillaSealProof<SectorShapeBase>>>),
     StackedDrg512MiBV1(Vec<Vec<VanillaSealProof<SectorShapeBase>>>),
-    /// Recognised, not proven by this build (see the module docs).
-    #[serde(skip_serializing)]
-    StackedDrg32GiBV1(IgnoredAny),
-    /// Recognised, not proven by this build (see the module docs).
-    #[serde(skip_serializing)]
-    StackedDrg64GiBV1(IgnoredAny),
+    StackedDrg32GiBV1(Vec<Vec<VanillaSealProof<SectorShapeSub8>>>),
+    StackedDrg64GiBV1(Vec<Vec<VanillaSealProof<SectorShapeTop2>>>),
 }
 
 impl VanillaSealProofs {
@@ -289,11 +307,37 @@ pub struct ApiSealCommitPhase1Output {
     pub ticket: Ticket,
 }
 
-/// A C1 output in filecoin-proofs' typed form, for the tree shapes this crate proves.
+/// A C1 output in filecoin-proofs' typed form, by tree shape ([`crate::tree`]).
 #[derive(Debug)]
 pub enum ShapedC1 {
     /// 2 KiB, 8 MiB and 512 MiB sectors share filecoin-proofs' `SectorShapeBase`.
     Base(SealCommitPhase1Output<SectorShapeBase>),
+    /// 32 GiB sectors.
+    Sub8(SealCommitPhase1Output<SectorShapeSub8>),
+    /// 64 GiB sectors.
+    Top2(SealCommitPhase1Output<SectorShapeTop2>),
+}
+
+/// filecoin-proofs' plain C1 JSON as the output of tree `Tree`.
+fn plain_c1<Tree: SealTree>(bytes: &[u8]) -> Result<ShapedC1, FilecoinError> {
+    let plain: SealCommitPhase1Output<Tree> = serde_json::from_slice(bytes)
+        .map_err(|e| FilecoinError::BadC1(format!("not filecoin-proofs' plain C1 format: {e}")))?;
+    Ok(Tree::c1(plain))
+}
+
+/// The api output's fields around `vanilla_proofs` of tree `Tree`.
+fn shaped_c1<Tree: SealTree>(
+    vanilla_proofs: Vec<Vec<VanillaSealProof<Tree>>>,
+    api: &ApiSealCommitPhase1Output,
+) -> ShapedC1 {
+    Tree::c1(SealCommitPhase1Output {
+        vanilla_proofs,
+        comm_r: api.comm_r,
+        comm_d: api.comm_d,
+        replica_id: api.replica_id,
+        seed: api.seed,
+        ticket: api.ticket,
+    })
 }
 
 /// A parsed, checked commit-phase-1 output: which proof it is for, and its contents.
@@ -316,12 +360,9 @@ impl C1Output {
         let c1 = match plain_as {
             None => Self::from_api_json(bytes)?,
             Some(registered_proof) => {
-                registered_proof.sector_size()?;
-                let plain: SealCommitPhase1Output<SectorShapeBase> =
-                    serde_json::from_slice(bytes).map_err(|e| {
-                        FilecoinError::BadC1(format!("not filecoin-proofs' plain C1 format: {e}"))
-                    })?;
-                C1Output { registered_proof, shaped: ShapedC1::Base(plain) }
+                let shape = registered_proof.sector_size()?.tree_shape();
+                let shaped = crate::tree::with_tree!(shape, Tree => plain_c1::<Tree>(bytes)?);
+                C1Output { registered_proof, shaped }
             }
         };
         c1.check()?;
@@ -355,38 +396,35 @@ impl C1Output {
                 registered_proof.vanilla_tag()
             )));
         }
-        let vanilla_proofs = match api.vanilla_proofs {
+        registered_proof.sector_size()?;
+        let mut api = api;
+        let vanilla =
+            std::mem::replace(&mut api.vanilla_proofs, VanillaSealProofs::StackedDrg2KiBV1(Vec::new()));
+        let shaped = match vanilla {
             VanillaSealProofs::StackedDrg2KiBV1(p)
             | VanillaSealProofs::StackedDrg8MiBV1(p)
-            | VanillaSealProofs::StackedDrg512MiBV1(p) => p,
-            VanillaSealProofs::StackedDrg32GiBV1(_) | VanillaSealProofs::StackedDrg64GiBV1(_) => {
-                return Err(FilecoinError::UnsupportedSectorSize {
-                    bytes: registered_proof.sector_size_bytes(),
-                })
-            }
+            | VanillaSealProofs::StackedDrg512MiBV1(p) => shaped_c1(p, &api),
+            VanillaSealProofs::StackedDrg32GiBV1(p) => shaped_c1(p, &api),
+            VanillaSealProofs::StackedDrg64GiBV1(p) => shaped_c1(p, &api),
         };
-        registered_proof.sector_size()?;
-        let shaped = ShapedC1::Base(SealCommitPhase1Output {
-            vanilla_proofs,
-            comm_r: api.comm_r,
-            comm_d: api.comm_d,
-            replica_id: api.replica_id,
-            seed: api.seed,
-            ticket: api.ticket,
-        });
         Ok(C1Output { registered_proof, shaped })
     }
 
     /// The api struct for this output (clones the vanilla proofs).
     pub fn to_api(&self) -> ApiSealCommitPhase1Output {
-        let ShapedC1::Base(c1) = &self.shaped;
-        let proofs = c1.vanilla_proofs.clone();
-        let vanilla_proofs = match self.registered_proof.vanilla_tag() {
-            "StackedDrg2KiBV1" => VanillaSealProofs::StackedDrg2KiBV1(proofs),
-            "StackedDrg8MiBV1" => VanillaSealProofs::StackedDrg8MiBV1(proofs),
-            _ => VanillaSealProofs::StackedDrg512MiBV1(proofs),
+        let vanilla_proofs = match &self.shaped {
+            ShapedC1::Base(c1) => {
+                let proofs = c1.vanilla_proofs.clone();
+                match self.registered_proof.vanilla_tag() {
+                    "StackedDrg2KiBV1" => VanillaSealProofs::StackedDrg2KiBV1(proofs),
+                    "StackedDrg8MiBV1" => VanillaSealProofs::StackedDrg8MiBV1(proofs),
+                    _ => VanillaSealProofs::StackedDrg512MiBV1(proofs),
+                }
+            }
+            ShapedC1::Sub8(c1) => VanillaSealProofs::StackedDrg32GiBV1(c1.vanilla_proofs.clone()),
+            ShapedC1::Top2(c1) => VanillaSealProofs::StackedDrg64GiBV1(c1.vanilla_proofs.clone()),
         };
-        ApiSealCommitPhase1Output {
+        each_shape!(&self.shaped, ShapedC1, c1 => ApiSealCommitPhase1Output {
             registered_proof: self.registered_proof,
             vanilla_proofs,
             comm_r: c1.comm_r,
@@ -394,7 +432,7 @@ impl C1Output {
             replica_id: c1.replica_id,
             seed: c1.seed,
             ticket: c1.ticket,
-        }
+        })
     }
 
     /// The api JSON of this output.
@@ -405,58 +443,68 @@ impl C1Output {
 
     /// filecoin-proofs' plain JSON of this output.
     pub fn to_plain_json(&self) -> Result<Vec<u8>, FilecoinError> {
-        let ShapedC1::Base(c1) = &self.shaped;
-        serde_json::to_vec(c1).map_err(|e| FilecoinError::Internal(format!("serializing C1: {e}")))
+        each_shape!(&self.shaped, ShapedC1, c1 => serde_json::to_vec(c1))
+            .map_err(|e| FilecoinError::Internal(format!("serializing C1: {e}")))
     }
 
     /// Number of partitions present.
     pub fn partitions(&self) -> usize {
-        let ShapedC1::Base(c1) = &self.shaped;
-        c1.vanilla_proofs.len()
+        each_shape!(&self.shaped, ShapedC1, c1 => c1.vanilla_proofs.len())
     }
 
     /// The challenge seed.
     pub fn seed(&self) -> Ticket {
-        let ShapedC1::Base(c1) = &self.shaped;
-        c1.seed
+        each_shape!(&self.shaped, ShapedC1, c1 => c1.seed)
     }
 
     /// Replaces the challenge seed (for negative tests: a C1 proven with the wrong seed).
     pub fn set_seed(&mut self, seed: Ticket) {
-        let ShapedC1::Base(c1) = &mut self.shaped;
-        c1.seed = seed;
+        each_shape!(&mut self.shaped, ShapedC1, c1 => c1.seed = seed)
     }
 
     /// comm_r and comm_d.
     pub fn commitments(&self) -> (Commitment, Commitment) {
-        let ShapedC1::Base(c1) = &self.shaped;
-        (c1.comm_r, c1.comm_d)
+        each_shape!(&self.shaped, ShapedC1, c1 => (c1.comm_r, c1.comm_d))
     }
 
     /// What seal_commit_phase2 checks before proving, plus the partition count of the
     /// proof's config, so a bad file fails here and not inside synthesis.
     fn check(&self) -> Result<(), FilecoinError> {
         let config = self.registered_proof.porep_config()?;
-        let ShapedC1::Base(c1) = &self.shaped;
+        let shape = self.registered_proof.sector_size()?.tree_shape();
+        let found = match &self.shaped {
+            ShapedC1::Base(_) => TreeShape::Base,
+            ShapedC1::Sub8(_) => TreeShape::Sub8,
+            ShapedC1::Top2(_) => TreeShape::Top2,
+        };
+        if found != shape {
+            return Err(FilecoinError::BadC1(format!(
+                "vanilla proofs of tree shape {found:?}, but {:?} uses {shape:?}",
+                self.registered_proof
+            )));
+        }
+        let (comm_r, comm_d) = self.commitments();
         let bad = |reason: String| Err(FilecoinError::BadC1(reason));
-        if c1.comm_d == [0; 32] {
+        if comm_d == [0; 32] {
             return bad("comm_d is all zero".into());
         }
-        if c1.comm_r == [0; 32] {
+        if comm_r == [0; 32] {
             return bad("comm_r is all zero".into());
         }
-        if c1.seed == [0; 32] {
+        if self.seed() == [0; 32] {
             return bad("seed is all zero".into());
         }
         let partitions_expected = usize::from(config.partitions);
-        if c1.vanilla_proofs.len() != partitions_expected {
+        if self.partitions() != partitions_expected {
             return bad(format!(
                 "{} partitions of vanilla proofs, but {:?} has {partitions_expected}",
-                c1.vanilla_proofs.len(),
+                self.partitions(),
                 self.registered_proof
             ));
         }
-        if let Some(k) = c1.vanilla_proofs.iter().position(|p| p.is_empty()) {
+        let empty =
+            each_shape!(&self.shaped, ShapedC1, c1 => c1.vanilla_proofs.iter().position(|p| p.is_empty()));
+        if let Some(k) = empty {
             return bad(format!("partition {k} has no vanilla proofs"));
         }
         Ok(())

@@ -31,7 +31,6 @@ use arenaprove_engine::pipeline::{
 use arenaprove_engine::{Groth16Error, Parameters, ParamsMemory};
 use bellpepper_core::SynthesisError;
 use blstrs::Scalar;
-use filecoin_proofs::constants::SectorShapeBase;
 
 use crate::api::{C1Output, RegisteredSealProof, SectorInfo, SectorSize, ShapedC1};
 use crate::error::FilecoinError;
@@ -518,16 +517,19 @@ pub fn reference_c2(c1: &C1Output, info: &SectorInfo) -> Result<Vec<u8>, Filecoi
     // seal_commit_phase2 takes the output by value; round-trip it through its own serde
     // (C1 outputs are not Clone in filecoin-proofs 19.1.0). Excluded from nothing: this
     // costs ~1 ms for 2 KiB.
-    let ShapedC1::Base(out) = &c1.shaped;
-    let json = serde_json::to_vec(out).map_err(|e| FilecoinError::Internal(format!("C1 copy: {e}")))?;
-    let owned =
-        serde_json::from_slice(&json).map_err(|e| FilecoinError::Internal(format!("C1 copy: {e}")))?;
-    let output = filecoin_proofs::seal_commit_phase2::<SectorShapeBase>(
-        &config,
-        owned,
-        info.prover_id,
-        storage_proofs_core::sector::SectorId::from(info.sector_id),
-    )
-    .map_err(|e| FilecoinError::proofs("seal_commit_phase2", e))?;
+    crate::tree::each_shape!(&c1.shaped, ShapedC1, out => reference_c2_tree(&config, out, info))
+}
+
+fn reference_c2_tree<Tree: crate::tree::SealTree>(
+    config: &filecoin_proofs::types::PoRepConfig,
+    out: &filecoin_proofs::types::SealCommitPhase1Output<Tree>,
+    info: &SectorInfo,
+) -> Result<Vec<u8>, FilecoinError> {
+    let copy = |e: serde_json::Error| FilecoinError::Internal(format!("C1 copy: {e}"));
+    let owned: filecoin_proofs::types::SealCommitPhase1Output<Tree> =
+        serde_json::from_slice(&serde_json::to_vec(out).map_err(copy)?).map_err(copy)?;
+    let sector_id = storage_proofs_core::sector::SectorId::from(info.sector_id);
+    let output = filecoin_proofs::seal_commit_phase2(config, owned, info.prover_id, sector_id)
+        .map_err(|e| FilecoinError::proofs("seal_commit_phase2", e))?;
     Ok(output.proof)
 }

@@ -14,7 +14,9 @@
 use blstrs::Scalar;
 use filecoin_hashers::poseidon::PoseidonDomain;
 use filecoin_hashers::Domain;
-use filecoin_proofs::constants::{DefaultPieceDomain, DefaultPieceHasher, SectorShapeBase};
+use filecoin_proofs::constants::{
+    DefaultPieceDomain, DefaultPieceHasher, SectorShapeBase, SectorShapeSub8, SectorShapeTop2,
+};
 use filecoin_proofs::types::{PoRepConfig, VanillaSealProof};
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
@@ -23,40 +25,57 @@ use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, Stack
 
 use arenaprove_circuits::precompiled::{PartCs, PartedCircuit, WitnessCs};
 use arenaprove_circuits::Shape;
-use bellpepper_core::{ConstraintSystem, SynthesisError};
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 
 use crate::api::{C1Output, RegisteredSealProof, ShapedC1};
 use crate::error::FilecoinError;
+use crate::tree::{each_shape, with_tree, SealTree};
 
-/// The StackedDrg circuit of this crate's tree shape.
-pub type SealCircuit = StackedCircuit<SectorShapeBase, DefaultPieceHasher>;
-type Compound = StackedCompound<SectorShapeBase, DefaultPieceHasher>;
-type Drg = StackedDrg<'static, SectorShapeBase, DefaultPieceHasher>;
+type G = DefaultPieceHasher;
 
-/// The compound public params `seal_commit_phase2` sets up for `config`, for any tree shape
-/// (this module proves `SectorShapeBase`; [`crate::shape`] counts the others).
+/// The StackedDrg partition circuit, of the tree shape of its sector size
+/// ([`crate::tree`]): storage-proofs' `StackedCircuit`, unchanged, behind one type.
+#[derive(Clone)]
+pub enum SealCircuit {
+    Base(StackedCircuit<SectorShapeBase, G>),
+    Sub8(StackedCircuit<SectorShapeSub8, G>),
+    Top2(StackedCircuit<SectorShapeTop2, G>),
+}
+
+impl Circuit<Scalar> for SealCircuit {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        each_shape!(self, SealCircuit, c => Circuit::synthesize(c, cs))
+    }
+}
+
+type Compound<Tree> = StackedCompound<Tree, G>;
+type Drg<Tree> = StackedDrg<'static, Tree, G>;
+
+/// The compound public params `seal_commit_phase2` sets up for `config`, for any tree shape.
 pub(crate) fn compound_public_params<Tree: 'static + MerkleTreeTrait>(
     config: &PoRepConfig,
-) -> Result<compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>, FilecoinError>
-{
+) -> Result<compound_proof::PublicParams<'static, Drg<Tree>>, FilecoinError> {
     let setup = compound_proof::SetupParams {
         vanilla_params: filecoin_proofs::parameters::setup_params(config)
             .map_err(|e| FilecoinError::proofs("setup_params", e))?,
         partitions: Some(usize::from(config.partitions)),
         priority: false,
     };
-    <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-        StackedDrg<'static, Tree, DefaultPieceHasher>,
-        StackedCircuit<Tree, DefaultPieceHasher>,
-    >>::setup(&setup)
-    .map_err(|e| FilecoinError::proofs("setup", e))
+    <Compound<Tree> as CompoundProof<Drg<Tree>, StackedCircuit<Tree, G>>>::setup(&setup)
+        .map_err(|e| FilecoinError::proofs("setup", e))
+}
+
+fn blank_of<Tree: SealTree>(config: &PoRepConfig) -> Result<SealCircuit, FilecoinError> {
+    let public_params = compound_public_params::<Tree>(config)?;
+    Ok(Tree::circuit(<Compound<Tree> as CompoundProof<Drg<Tree>, StackedCircuit<Tree, G>>>::blank_circuit(
+        &public_params.vanilla_params,
+    )))
 }
 
 /// The circuit with no witness that parameter generation synthesizes (`blank_circuit`).
 pub fn blank_circuit(registered_proof: RegisteredSealProof) -> Result<SealCircuit, FilecoinError> {
     let config = registered_proof.porep_config()?;
-    let public_params = compound_public_params(&config)?;
-    Ok(<Compound as CompoundProof<Drg, SealCircuit>>::blank_circuit(&public_params.vanilla_params))
+    with_tree!(registered_proof.sector_size()?.tree_shape(), Tree => blank_of::<Tree>(&config))
 }
 
 /// The shape of one partition of `registered_proof`'s circuit, counted on the blank
@@ -65,6 +84,13 @@ pub fn blank_shape(registered_proof: RegisteredSealProof) -> Result<Shape, Filec
     let sector_size = registered_proof.sector_size()?;
     arenaprove_circuits::shape_of(blank_circuit(registered_proof)?)
         .map_err(|e| FilecoinError::groth16(format!("counting the {sector_size} circuit's shape"), e.into()))
+}
+
+/// One partition's challenges (vanilla proofs), by tree shape.
+pub enum Challenges {
+    Base(Vec<VanillaSealProof<SectorShapeBase>>),
+    Sub8(Vec<VanillaSealProof<SectorShapeSub8>>),
+    Top2(Vec<VanillaSealProof<SectorShapeTop2>>),
 }
 
 /// One partition's circuit for the parallel witness ([`PartedCircuit`]): the prologue
@@ -83,7 +109,7 @@ pub struct SealParts {
     comm_r: PoseidonDomain,
     comm_r_last: PoseidonDomain,
     comm_c: PoseidonDomain,
-    challenges: Vec<VanillaSealProof<SectorShapeBase>>,
+    challenges: Challenges,
 }
 
 impl SealParts {
@@ -92,11 +118,20 @@ impl SealParts {
         cs: &mut CS,
         challenge: Option<usize>,
     ) -> Result<(), SynthesisError> {
+        each_shape!(&self.challenges, Challenges, proofs => self.synthesize_tree(cs, proofs, challenge))
+    }
+
+    fn synthesize_tree<Tree: SealTree, CS: ConstraintSystem<Scalar>>(
+        &self,
+        cs: &mut CS,
+        proofs: &[VanillaSealProof<Tree>],
+        challenge: Option<usize>,
+    ) -> Result<(), SynthesisError> {
         let proofs = match challenge {
             None => Vec::new(),
-            Some(i) => vec![self.challenges[i].clone().into()],
+            Some(i) => vec![proofs[i].clone().into()],
         };
-        SealCircuit::synthesize(
+        StackedCircuit::<Tree, G>::synthesize(
             cs,
             Some(self.replica_id),
             Some(self.comm_d),
@@ -113,7 +148,7 @@ impl PartedCircuit for SealParts {
         self.synthesize(cs, None)
     }
     fn parts(&self) -> usize {
-        self.challenges.len()
+        each_shape!(&self.challenges, Challenges, proofs => proofs.len())
     }
     fn part(&self, i: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
         self.synthesize(cs, Some(i))
@@ -127,77 +162,72 @@ impl PartedCircuit for SealParts {
 /// vanilla proofs each partition circuit is built from.
 pub struct SectorJob<'a> {
     registered_proof: RegisteredSealProof,
-    public_params: compound_proof::PublicParams<'static, Drg>,
-    public_inputs: stacked::PublicInputs<PoseidonDomain, DefaultPieceDomain>,
-    vanilla_proofs: &'a [Vec<VanillaSealProof<SectorShapeBase>>],
+    shaped: ShapedJob<'a>,
 }
 
-impl<'a> SectorJob<'a> {
-    /// Sets up the job as `seal_commit_phase2_circuit_proofs` does, config from the C1's
-    /// registered proof.
-    pub fn new(c1: &'a C1Output) -> Result<Self, FilecoinError> {
-        let config = c1.registered_proof.porep_config()?;
-        let ShapedC1::Base(out) = &c1.shaped;
-        let comm_r: PoseidonDomain = filecoin_proofs::as_safe_commitment(&out.comm_r, "comm_r")
+enum ShapedJob<'a> {
+    Base(JobOf<'a, SectorShapeBase>),
+    Sub8(JobOf<'a, SectorShapeSub8>),
+    Top2(JobOf<'a, SectorShapeTop2>),
+}
+
+/// [`SectorJob`] for one tree shape.
+struct JobOf<'a, Tree: SealTree> {
+    public_params: compound_proof::PublicParams<'static, Drg<Tree>>,
+    public_inputs: stacked::PublicInputs<PoseidonDomain, DefaultPieceDomain>,
+    vanilla_proofs: &'a [Vec<VanillaSealProof<Tree>>],
+}
+
+impl<'a, Tree: SealTree> JobOf<'a, Tree> {
+    fn new(
+        c1: &'a filecoin_proofs::types::SealCommitPhase1Output<Tree>,
+        registered_proof: RegisteredSealProof,
+    ) -> Result<Self, FilecoinError> {
+        let config = registered_proof.porep_config()?;
+        let comm_r: PoseidonDomain = filecoin_proofs::as_safe_commitment(&c1.comm_r, "comm_r")
             .map_err(|e| FilecoinError::BadC1(format!("{e:#}")))?;
-        let comm_d = DefaultPieceDomain::try_from_bytes(&out.comm_d)
+        let comm_d = DefaultPieceDomain::try_from_bytes(&c1.comm_d)
             .map_err(|e| FilecoinError::BadC1(format!("comm_d: {e:#}")))?;
         let public_inputs = stacked::PublicInputs {
-            replica_id: out.replica_id,
+            replica_id: c1.replica_id,
             tau: Some(stacked::Tau { comm_d, comm_r }),
             k: None,
-            seed: Some(out.seed),
+            seed: Some(c1.seed),
         };
-        let public_params = compound_public_params(&config)?;
+        let public_params = compound_public_params::<Tree>(&config)?;
         let partitions = usize::from(config.partitions);
-        if out.vanilla_proofs.len() != partitions {
+        if c1.vanilla_proofs.len() != partitions {
             return Err(FilecoinError::BadC1(format!(
-                "{} partitions of vanilla proofs, {:?} has {partitions}",
-                out.vanilla_proofs.len(),
-                c1.registered_proof
+                "{} partitions of vanilla proofs, {registered_proof:?} has {partitions}",
+                c1.vanilla_proofs.len(),
             )));
         }
-        Ok(SectorJob {
-            registered_proof: c1.registered_proof,
-            public_params,
-            public_inputs,
-            vanilla_proofs: &out.vanilla_proofs,
+        Ok(JobOf { public_params, public_inputs, vanilla_proofs: &c1.vanilla_proofs })
+    }
+
+    fn vanilla(&self, k: usize) -> Result<&'a Vec<VanillaSealProof<Tree>>, FilecoinError> {
+        self.vanilla_proofs.get(k).ok_or_else(|| {
+            FilecoinError::Internal(format!(
+                "partition {k} of a {}-partition sector",
+                self.vanilla_proofs.len()
+            ))
         })
     }
 
-    /// The registered proof of this sector.
-    pub fn registered_proof(&self) -> RegisteredSealProof {
-        self.registered_proof
-    }
-
-    /// Number of partitions (circuits) of this sector.
-    pub fn partitions(&self) -> usize {
-        self.vanilla_proofs.len()
-    }
-
-    /// The circuit of partition `k`, as `StackedCompound::circuit_proofs` builds it.
-    pub fn circuit(&self, k: usize) -> Result<SealCircuit, FilecoinError> {
-        let vanilla = self.vanilla_proofs.get(k).ok_or_else(|| {
-            FilecoinError::Internal(format!("partition {k} of a {}-partition sector", self.partitions()))
-        })?;
-        <Compound as CompoundProof<Drg, SealCircuit>>::circuit(
+    fn circuit(&self, k: usize) -> Result<SealCircuit, FilecoinError> {
+        <Compound<Tree> as CompoundProof<Drg<Tree>, StackedCircuit<Tree, G>>>::circuit(
             &self.public_inputs,
             (), // StackedCircuit's ComponentPrivateInputs (circuit_proofs passes Default::default())
-            vanilla,
+            self.vanilla(k)?,
             &self.public_params.vanilla_params,
             Some(k),
         )
+        .map(Tree::circuit)
         .map_err(|source| FilecoinError::CircuitBuild { partition: k, source })
     }
 
-    /// The circuit of partition `k` as a prologue and one part per challenge, for the
-    /// parallel witness: the same values [`SectorJob::circuit`] builds its circuit from,
-    /// with the same checks (`StackedCompound::circuit`'s: some proofs, one comm_r_last
-    /// and one comm_c).
-    pub fn parts(&self, k: usize) -> Result<SealParts, FilecoinError> {
-        let vanilla = self.vanilla_proofs.get(k).ok_or_else(|| {
-            FilecoinError::Internal(format!("partition {k} of a {}-partition sector", self.partitions()))
-        })?;
+    fn parts(&self, k: usize) -> Result<SealParts, FilecoinError> {
+        let vanilla = self.vanilla(k)?;
         let build =
             |reason: &str| FilecoinError::CircuitBuild { partition: k, source: anyhow::anyhow!("{reason}") };
         let first = vanilla.first().ok_or_else(|| build("Cannot create a circuit with no vanilla proofs"))?;
@@ -215,8 +245,63 @@ impl<'a> SectorJob<'a> {
             comm_r: tau.comm_r,
             comm_r_last,
             comm_c,
-            challenges: vanilla.clone(),
+            challenges: Tree::challenges(vanilla.clone()),
         })
+    }
+
+    fn verify_vanilla(&self) -> Result<bool, FilecoinError> {
+        <Drg<Tree> as ProofScheme>::verify_all_partitions(
+            &self.public_params.vanilla_params,
+            &self.public_inputs,
+            self.vanilla_proofs,
+        )
+        .map_err(|e| FilecoinError::proofs("verify_all_partitions", e))
+    }
+
+    fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>, FilecoinError> {
+        Compound::<Tree>::generate_public_inputs(
+            &self.public_inputs,
+            &self.public_params.vanilla_params,
+            Some(k),
+        )
+        .map_err(|e| FilecoinError::proofs("generate_public_inputs", e))
+    }
+}
+
+impl<'a> SectorJob<'a> {
+    /// Sets up the job as `seal_commit_phase2_circuit_proofs` does, config from the C1's
+    /// registered proof.
+    pub fn new(c1: &'a C1Output) -> Result<Self, FilecoinError> {
+        let proof = c1.registered_proof;
+        let shaped = match &c1.shaped {
+            ShapedC1::Base(out) => ShapedJob::Base(JobOf::new(out, proof)?),
+            ShapedC1::Sub8(out) => ShapedJob::Sub8(JobOf::new(out, proof)?),
+            ShapedC1::Top2(out) => ShapedJob::Top2(JobOf::new(out, proof)?),
+        };
+        Ok(SectorJob { registered_proof: proof, shaped })
+    }
+
+    /// The registered proof of this sector.
+    pub fn registered_proof(&self) -> RegisteredSealProof {
+        self.registered_proof
+    }
+
+    /// Number of partitions (circuits) of this sector.
+    pub fn partitions(&self) -> usize {
+        each_shape!(&self.shaped, ShapedJob, j => j.vanilla_proofs.len())
+    }
+
+    /// The circuit of partition `k`, as `StackedCompound::circuit_proofs` builds it.
+    pub fn circuit(&self, k: usize) -> Result<SealCircuit, FilecoinError> {
+        each_shape!(&self.shaped, ShapedJob, j => j.circuit(k))
+    }
+
+    /// The circuit of partition `k` as a prologue and one part per challenge, for the
+    /// parallel witness: the same values [`SectorJob::circuit`] builds its circuit from,
+    /// with the same checks (`StackedCompound::circuit`'s: some proofs, one comm_r_last
+    /// and one comm_c).
+    pub fn parts(&self, k: usize) -> Result<SealParts, FilecoinError> {
+        each_shape!(&self.shaped, ShapedJob, j => j.parts(k))
     }
 
     /// Checks every partition's vanilla proofs against the public inputs (seed, replica id,
@@ -225,17 +310,11 @@ impl<'a> SectorJob<'a> {
     /// A C1 that was tampered with or mixed up with another sector's fails here, before
     /// any synthesis. `Ok(false)` when a proof does not verify.
     pub fn verify_vanilla(&self) -> Result<bool, FilecoinError> {
-        <Drg as ProofScheme>::verify_all_partitions(
-            &self.public_params.vanilla_params,
-            &self.public_inputs,
-            self.vanilla_proofs,
-        )
-        .map_err(|e| FilecoinError::proofs("verify_all_partitions", e))
+        each_shape!(&self.shaped, ShapedJob, j => j.verify_vanilla())
     }
 
     /// The public inputs of partition `k` (ONE excluded), as `get_seal_inputs` returns them.
     pub fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>, FilecoinError> {
-        Compound::generate_public_inputs(&self.public_inputs, &self.public_params.vanilla_params, Some(k))
-            .map_err(|e| FilecoinError::proofs("generate_public_inputs", e))
+        each_shape!(&self.shaped, ShapedJob, j => j.public_inputs(k))
     }
 }

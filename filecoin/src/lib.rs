@@ -37,8 +37,9 @@
 //!   names, so never put them in a cache that production verifies from; official files
 //!   load unchanged. `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` must stay off for development
 //!   files (their digests are not in the manifest).
-//! * Tree shapes: 2 KiB, 8 MiB and 512 MiB (filecoin-proofs' `SectorShapeBase`); 32/64 GiB
-//!   and non-interactive PoRep are refused with a clear error (see [`api`]).
+//! * Tree shapes: 2 KiB, 8 MiB and 512 MiB (filecoin-proofs' `SectorShapeBase`), 32 GiB
+//!   (`SectorShapeSub8`) and 64 GiB (`SectorShapeTop2`), dispatched once in [`tree`];
+//!   non-interactive PoRep is refused with a clear error (see [`api`]).
 //!
 //! Testing: `tests/api.rs` (formats, sealing; seconds), `tests/shape.rs` (the 2 KiB shape
 //! from the blank circuit and its cache; 32 GiB against cuzk's figures, `#[ignore]`) and
@@ -56,6 +57,7 @@ pub mod params;
 pub mod pce;
 pub mod seal;
 pub mod shape;
+pub mod tree;
 pub mod verify;
 
 pub use api::{C1Output, RegisteredSealProof, SectorInfo, SectorSize};

@@ -17,8 +17,6 @@
 //!   unchanged.
 use std::path::{Path, PathBuf};
 
-use filecoin_proofs::constants::SectorShapeBase;
-
 use crate::api::RegisteredSealProof;
 use crate::error::FilecoinError;
 
@@ -57,8 +55,9 @@ impl ParamFiles {
         let what = "locating the parameter cache";
         // The identifier sets up the public parameters and hashes them: computed once, and
         // the names derived from it as filecoin-proofs' get_cache_*_path do.
-        let cache_id =
-            config.get_cache_identifier::<SectorShapeBase>().map_err(|e| FilecoinError::proofs(what, e))?;
+        let shape = registered_proof.sector_size()?.tree_shape();
+        let cache_id = crate::tree::with_tree!(shape, Tree => config.get_cache_identifier::<Tree>())
+            .map_err(|e| FilecoinError::proofs(what, e))?;
         use storage_proofs_core::parameter_cache as pc;
         Ok(ParamFiles {
             sector_size: registered_proof.sector_size()?.name().to_string(),

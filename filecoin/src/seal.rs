@@ -75,6 +75,12 @@ pub fn seal_sector(
     if request.seed == [0; 32] {
         return Err(FilecoinError::BadArgument("the challenge seed must not be all zero".into()));
     }
+    if size.tree_shape() != crate::tree::TreeShape::Base {
+        return Err(FilecoinError::Unsupported(format!(
+            "sealing a {size} sector: this tool seals test sectors up to 512 MiB (a {size} sector needs {size} of \
+             disk per layer and hours of PC1); prove {size} C1 outputs from a sealing pipeline instead"
+        )));
+    }
     std::fs::create_dir_all(work_dir).map_err(|e| FilecoinError::io(work_dir, e))?;
     let tmp = tempfile::Builder::new()
         .prefix("arenaprove-seal-")

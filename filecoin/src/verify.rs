@@ -1,5 +1,4 @@
 //! Verification with filecoin-proofs' own `verify_seal`: the check the chain makes.
-use filecoin_proofs::constants::SectorShapeBase;
 use filecoin_proofs::SINGLE_PARTITION_PROOF_LEN;
 use storage_proofs_core::sector::SectorId;
 
@@ -45,7 +44,8 @@ pub fn verify_seal(info: &SectorInfo, proof: &[u8]) -> Result<Verdict, FilecoinE
     // missing file is an error, not a "malformed proof" verdict.
     crate::params::ParamFiles::for_proof(info.registered_proof)?.require_vk_source()?;
     let _span = tracing::info_span!("verify_seal", sector_id = info.sector_id).entered();
-    let result = filecoin_proofs::verify_seal::<SectorShapeBase>(
+    let shape = info.registered_proof.sector_size()?.tree_shape();
+    let result = crate::tree::with_tree!(shape, Tree => filecoin_proofs::verify_seal::<Tree>(
         &config,
         info.comm_r,
         info.comm_d,
@@ -54,7 +54,7 @@ pub fn verify_seal(info: &SectorInfo, proof: &[u8]) -> Result<Verdict, FilecoinE
         info.ticket,
         info.seed,
         proof,
-    );
+    ));
     Ok(match result {
         Ok(true) => Verdict::Accepted,
         Ok(false) => Verdict::Rejected,

@@ -71,13 +71,15 @@ fn bad_c1_files_give_clear_errors() {
     let err = C1Output::from_json(value.to_string().as_bytes(), None).unwrap_err().to_string();
     assert!(err.contains("StackedDrg2KiBV1") && err.contains("StackedDrg8MiBV1_1"), "{err}");
 
-    // 32 GiB is recognised and refused.
+    // 32 GiB is read as its own tree shape: a 2 KiB sector's proofs under the 32 GiB tag
+    // are refused with what is wrong (one partition where a 32 GiB sector has ten).
     let mut value: serde_json::Value = serde_json::from_slice(&json).unwrap();
     value["registered_proof"] = "StackedDrg32GiBV1_1".into();
     let proofs = value["vanilla_proofs"]["StackedDrg2KiBV1"].take();
     value["vanilla_proofs"] = serde_json::json!({ "StackedDrg32GiBV1": proofs });
     let err = C1Output::from_json(value.to_string().as_bytes(), None).unwrap_err();
-    assert!(matches!(err, FilecoinError::UnsupportedSectorSize { bytes } if bytes == 1 << 35), "{err}");
+    assert!(matches!(err, FilecoinError::BadC1(_)), "{err}");
+    assert!(err.to_string().contains("StackedDrg32GiBV1_1 has 10"), "{err}");
 
     // Non-interactive PoRep is refused.
     let mut value: serde_json::Value = serde_json::from_slice(&json).unwrap();
@@ -150,4 +152,30 @@ fn distinct_requests_seal_distinct_sectors() {
     // Same seed, same sector: sealing is deterministic in its inputs.
     let a2 = sealed_2kib(21);
     assert_eq!(a.info, a2.info);
+}
+
+/// Every sector size's parameter files carry the names of the official ones (the cache id
+/// filecoin-proofs derives for its tree shape), so official parameters load unchanged:
+/// 32 GiB is `...poseidon_hasher-8-8-0-...`, 64 GiB `...-8-8-2-...`.
+#[test]
+fn every_sector_size_names_its_official_parameter_file() {
+    let dir = std::path::Path::new("/nonexistent");
+    for size in SectorSize::ALL {
+        let files =
+            arenaprove_filecoin::params::ParamFiles::in_dir(size.default_registered_proof(), dir).unwrap();
+        let name = files.params.file_name().unwrap().to_str().unwrap().to_string();
+        assert!(
+            storage_proofs_core::parameter_cache::get_parameter_data_from_id(&name).is_some(),
+            "{size}: {name} is not an official parameter file"
+        );
+        let arity = match size {
+            SectorSize::Gib32 => "-8-8-0-",
+            SectorSize::Gib64 => "-8-8-2-",
+            _ => "-8-0-0-",
+        };
+        assert!(name.contains(arity), "{size}: {name}");
+        assert_eq!(size.name().parse::<SectorSize>().unwrap(), size);
+        let err = files.require_params().unwrap_err().to_string();
+        assert!(err.contains(&name), "{err}");
+    }
 }

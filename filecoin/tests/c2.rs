@@ -195,7 +195,7 @@ fn unchecked_c2_of_a_tampered_seed_proves_only_the_original_seed() {
     // seed the tampered C1 claims.
     let engine = arenaprove_engine::pipeline::Engine::new(one_slot(), vec![circuit.spec()]).unwrap();
     let job = arenaprove_filecoin::circuit::SectorJob::new(&sector.c1).unwrap();
-    let partition = circuit.synthesis().partition(job.circuit(0).unwrap());
+    let partition = circuit.synthesis().partition(&job, 0).unwrap();
     let out = engine.prove(Job::new(circuit.kind(), vec![partition])).unwrap();
     let proof = out.partitions[0].as_ref().expect("proven").proof.to_bytes();
     let mut with_claimed_seed = sector.info.clone();

@@ -474,7 +474,8 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
         let started = Instant::now();
         pc.witness_parts(&circuit, &mut got)?;
         parallel.push(started.elapsed().as_secs_f64());
-        if got.input_assignment() != want.input_assignment() || got.aux_assignment() != want.aux_assignment() {
+        if got.input_assignment() != want.input_assignment() || got.aux_assignment() != want.aux_assignment()
+        {
             bail!("run {run}: the parallel witness differs from the serial one");
         }
         eprintln!("run {run}: serial {:.3} s, parallel {:.3} s ({parts} parts)", serial[run], parallel[run]);

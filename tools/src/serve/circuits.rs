@@ -4,51 +4,35 @@ use arenaprove::filecoin::{RegisteredSealProof, SectorSize};
 
 /// A PoRep C2 circuit of one sector size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CircuitId(pub SectorSizeKey);
-
-/// Sector sizes this build proves, in an orderable form.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum SectorSizeKey {
-    Kib2,
-    Mib8,
-    Mib512,
-}
+pub struct CircuitId(pub SectorSize);
 
 /// Every id this build proves, smallest first.
-pub const ALL: [CircuitId; 3] =
-    [CircuitId(SectorSizeKey::Kib2), CircuitId(SectorSizeKey::Mib8), CircuitId(SectorSizeKey::Mib512)];
+pub const ALL: [CircuitId; 5] = [
+    CircuitId(SectorSize::Kib2),
+    CircuitId(SectorSize::Mib8),
+    CircuitId(SectorSize::Mib512),
+    CircuitId(SectorSize::Gib32),
+    CircuitId(SectorSize::Gib64),
+];
 
 impl CircuitId {
-    /// `porep-2k`, `porep-8m`, `porep-512m`. `porep-32g` and `porep-64g` are refused with
-    /// a message saying why.
+    /// `porep-2k`, `porep-8m`, `porep-512m`, `porep-32g`, `porep-64g`.
     pub fn parse(s: &str) -> Result<CircuitId, String> {
-        match s.trim() {
-            "porep-2k" => Ok(CircuitId(SectorSizeKey::Kib2)),
-            "porep-8m" => Ok(CircuitId(SectorSizeKey::Mib8)),
-            "porep-512m" => Ok(CircuitId(SectorSizeKey::Mib512)),
-            "porep-32g" | "porep-64g" => Err(format!(
-                "`{s}`: 32 and 64 GiB PoRep circuits are not proven by this build (arenaprove-filecoin \
-                 proves 2KiB, 8MiB and 512MiB sectors)"
-            )),
-            _ => Err(format!("unknown circuit id `{s}` (known: porep-2k, porep-8m, porep-512m)")),
-        }
+        ALL.into_iter().find(|id| id.name() == s.trim()).ok_or_else(|| {
+            format!(
+                "unknown circuit id `{s}` (known: {})",
+                ALL.iter().map(|id| id.name()).collect::<Vec<_>>().join(", ")
+            )
+        })
     }
 
     /// The circuit for a sector size.
     pub fn for_size(size: SectorSize) -> CircuitId {
-        CircuitId(match size {
-            SectorSize::Kib2 => SectorSizeKey::Kib2,
-            SectorSize::Mib8 => SectorSizeKey::Mib8,
-            SectorSize::Mib512 => SectorSizeKey::Mib512,
-        })
+        CircuitId(size)
     }
 
     pub fn sector_size(self) -> SectorSize {
-        match self.0 {
-            SectorSizeKey::Kib2 => SectorSize::Kib2,
-            SectorSizeKey::Mib8 => SectorSize::Mib8,
-            SectorSizeKey::Mib512 => SectorSize::Mib512,
-        }
+        self.0
     }
 
     /// The registered proof whose parameter file serves this circuit (every API version
@@ -59,9 +43,11 @@ impl CircuitId {
 
     pub fn name(self) -> &'static str {
         match self.0 {
-            SectorSizeKey::Kib2 => "porep-2k",
-            SectorSizeKey::Mib8 => "porep-8m",
-            SectorSizeKey::Mib512 => "porep-512m",
+            SectorSize::Kib2 => "porep-2k",
+            SectorSize::Mib8 => "porep-8m",
+            SectorSize::Mib512 => "porep-512m",
+            SectorSize::Gib32 => "porep-32g",
+            SectorSize::Gib64 => "porep-64g",
         }
     }
 }
