@@ -15,6 +15,8 @@
 //! * [`pce`]: precompiled constraints of the C2 circuit, recorded once per sector size
 //!   beside the parameters and mapped by later runs (the default synthesis);
 //! * [`verify`]: filecoin-proofs' own `verify_seal`;
+//! * [`random`]: C1 outputs of the real shape with random values (any size, no sealing),
+//!   for synthesis identity and timing only;
 //! * [`shape`]: the shape of one partition circuit for every network sector size, 2 KiB
 //!   to 64 GiB (counted on the blank circuit, cached as JSON), for memory plans.
 //!
@@ -55,6 +57,7 @@ pub mod circuit;
 pub mod error;
 pub mod params;
 pub mod pce;
+pub mod random;
 pub mod seal;
 pub mod shape;
 pub mod tree;

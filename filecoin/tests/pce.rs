@@ -17,6 +17,7 @@ use arenaprove_circuits::{
 use arenaprove_filecoin::circuit::{blank_circuit, SectorJob};
 use arenaprove_filecoin::params::ParamFiles;
 use arenaprove_filecoin::pce::{load_or_record, pce_identity, pce_path};
+use arenaprove_filecoin::random::random_c1;
 use arenaprove_filecoin::{rng_from_seed, seal_sector, SealRequest, SealedSector, SectorSize};
 
 fn sealed(size: SectorSize, seed: u64) -> SealedSector {
@@ -87,6 +88,63 @@ fn porep_2kib_precompiled_is_byte_identical_for_two_sectors() {
 #[ignore = "8 MiB: ~4M constraints per partition, minutes on 2 cores"]
 fn porep_8mib_precompiled_is_byte_identical_for_two_sectors() {
     check(SectorSize::Mib8, [5, 6]);
+}
+
+/// Partition 0 of a C1 of the real shape with random values (`filecoin::random`): the
+/// bellpepper-trait synthesis, the serial precompiled one and the parallel witness agree
+/// byte for byte (a, b, c, inputs, aux, densities), on the circuit recorded from the blank
+/// one (so the random C1 has exactly the network's shape). Timings on stderr.
+fn check_random(size: SectorSize) {
+    let time = std::time::Instant::now;
+    let proof = size.default_registered_proof();
+    let started = time();
+    let c1 = random_c1(proof, &mut rng_from_seed(0x5eed)).unwrap();
+    let job = SectorJob::new(&c1).unwrap();
+    assert_eq!(job.partitions(), c1.partitions());
+    eprintln!("{size}: random C1 of {} partitions in {:.2?}", job.partitions(), started.elapsed());
+    let started = time();
+    let pc = arenaprove_circuits::record(blank_circuit(proof).unwrap(), "test").unwrap();
+    eprintln!("{size}: recorded {} rows, {} bytes in {:.2?}", pc.rows(), pc.bytes(), started.elapsed());
+    let shape = pc.shape();
+    let ledger = Ledger::unlimited();
+    let pools = AssignmentPools::for_shape(&shape, 2, &ledger, RegionConfig::default()).unwrap();
+    let started = time();
+    let want = synthesize_arena(job.circuit(0).unwrap(), &pools, &shape).unwrap();
+    eprintln!("{size}: bellpepper-trait synthesis {:.2?}", started.elapsed());
+    let started = time();
+    let got = synthesize_precompiled(job.circuit(0).unwrap(), &pc, &pools, &shape).unwrap();
+    eprintln!("{size}: precompiled, serial witness {:.2?}", started.elapsed());
+    assert_identical(&format!("{size} random C1, serial witness"), &want, &got);
+    drop(got);
+    let parts = job.parts(0).unwrap();
+    let started = time();
+    let got = synthesize_precompiled_parts(&parts, &pc, &pools, &shape).unwrap();
+    eprintln!(
+        "{size}: precompiled, parallel witness ({} parts on {} threads) {:.2?}",
+        parts.parts(),
+        rayon::current_num_threads(),
+        started.elapsed()
+    );
+    assert_identical(&format!("{size} random C1, parallel witness"), &want, &got);
+    drop((want, got));
+    assert_eq!(pools.outstanding(), 0);
+}
+
+#[test]
+fn porep_2kib_random_c1_has_the_network_shape_and_every_synthesis_agrees() {
+    check_random(SectorSize::Kib2);
+}
+
+#[test]
+#[ignore = "32 GiB: 130M constraints, two 13.6 GiB assignments and a 4 GiB recording: the GPU machine"]
+fn porep_32gib_random_c1_every_synthesis_agrees() {
+    check_random(SectorSize::Gib32);
+}
+
+#[test]
+#[ignore = "64 GiB: as 32 GiB"]
+fn porep_64gib_random_c1_every_synthesis_agrees() {
+    check_random(SectorSize::Gib64);
 }
 
 #[test]

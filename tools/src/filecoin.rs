@@ -60,16 +60,20 @@ enum Cmd {
     /// parameters, or record and save them there; print which, how long and how large.
     Pce(PceArgs),
     /// Witness generation of one partition: the serial witness (baseline) against the
-    /// parallel one (challenges in parallel), alternating, on a freshly sealed sector;
-    /// byte identity checked every run; the ratio printed.
+    /// parallel one (challenges in parallel), alternating, on a freshly sealed sector (or a
+    /// random C1 of the real shape); byte identity checked every run; the ratio printed.
     Witness(WitnessArgs),
 }
 
 #[derive(ClapArgs)]
 struct WitnessArgs {
-    /// Sector size: 2KiB, 8MiB or 512MiB.
+    /// Sector size: 2KiB, 8MiB, 512MiB (sealed here), 32GiB or 64GiB (with --random).
     #[arg(long, default_value = "2KiB")]
     sector_size: String,
+    /// Instead of sealing, a C1 of the real shape with random values (any size; timing
+    /// and identity only: its proofs could not verify).
+    #[arg(long)]
+    random: bool,
     /// Runs of each side (median reported).
     #[arg(long, default_value_t = 3)]
     runs: usize,
@@ -449,12 +453,16 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
     let shape = fc::circuit::blank_shape(proof)?;
     let pc = fc::pce::load_or_record(proof, &files, &shape)?.matrices;
     let mut rng = fc::rng_from_seed(a.rng_seed);
-    let request = fc::SealRequest::random(size, &mut rng);
-    let work = tempfile_dir()?;
-    let sealed = fc::seal_sector(&request, &mut rng, &work);
-    let _ = std::fs::remove_dir_all(&work);
-    let sealed = sealed?;
-    let job = fc::circuit::SectorJob::new(&sealed.c1)?;
+    let c1 = if a.random {
+        fc::random::random_c1(proof, &mut rng)?
+    } else {
+        let request = fc::SealRequest::random(size, &mut rng);
+        let work = tempfile_dir()?;
+        let sealed = fc::seal_sector(&request, &mut rng, &work);
+        let _ = std::fs::remove_dir_all(&work);
+        sealed?.c1
+    };
+    let job = fc::circuit::SectorJob::new(&c1)?;
     let ledger = Ledger::unlimited();
     let pools = AssignmentPools::for_shape(&shape, 2, &ledger, RegionConfig::default())?;
     let (mut serial, mut parallel) = (Vec::new(), Vec::new());
@@ -485,7 +493,8 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
     let threads = rayon::current_num_threads();
     if a.json {
         let obj = serde_json::json!({
-            "sector_size": size.name(), "constraints": shape.constraints, "aux": shape.aux, "parts": parts,
+            "sector_size": size.name(), "c1": if a.random { "random (timing only)" } else { "sealed" },
+            "constraints": shape.constraints, "aux": shape.aux, "parts": parts,
             "threads": threads, "runs": a.runs, "serial_s_median": serial_s, "parallel_s_median": parallel_s,
             "speedup": serial_s / parallel_s, "identical": true,
         });
