@@ -208,6 +208,18 @@ impl C2Engine {
     /// thread (filecoin-proofs' circuit builder), then queued. Blocks while the engine's
     /// job queue is full.
     pub fn submit(&self, c1: &C1Output) -> Result<C2Pending, FilecoinError> {
+        self.submit_with(c1, None)
+    }
+
+    /// [`C2Engine::submit`] with the proving randomness (r, s) of every partition given:
+    /// for comparing backends or runs byte for byte (tests, `filecoin c2
+    /// --insecure-randomness-seed`). Never in production: a proof's zero knowledge rests on
+    /// r and s being fresh and secret.
+    pub fn submit_with(
+        &self,
+        c1: &C1Output,
+        randomness: Option<Vec<arenaprove_engine::pipeline::Randomness>>,
+    ) -> Result<C2Pending, FilecoinError> {
         let size = c1.registered_proof.sector_size()?;
         let circuit = self.circuit(size).ok_or_else(|| FilecoinError::NotServed {
             sector_size: size.name().to_string(),
@@ -227,7 +239,9 @@ impl C2Engine {
         }
         let n_partitions = partitions.len();
         let circuit_build = started.elapsed();
-        let handle = self.engine.submit(Job::new(circuit.kind.clone(), partitions))?;
+        let mut job = Job::new(circuit.kind.clone(), partitions);
+        job.randomness = randomness;
+        let handle = self.engine.submit(job)?;
         Ok(C2Pending {
             cancel: C2Cancel(handle.canceller()),
             handle: Some(handle),

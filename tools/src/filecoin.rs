@@ -170,6 +170,11 @@ struct C2Args {
     /// Validate every parameter point while loading (slower).
     #[arg(long)]
     checked: bool,
+    /// Draw the proving randomness (r, s) of every partition from this seed, so that two
+    /// runs (the CPU and the GPU backend) give the same bytes. INSECURE: for comparisons
+    /// only; a proof's zero knowledge rests on fresh, secret r and s.
+    #[arg(long, value_name = "SEED")]
+    insecure_randomness_seed: Option<u64>,
     #[command(flatten)]
     prover: ProverArgs,
 }
@@ -378,7 +383,17 @@ fn c2(a: C2Args, cache: &Path, limit: MemoryLimit) -> Result<()> {
     let files = files_in(cache, c1.registered_proof)?;
     let limit = guard("filecoin c2", &files, c1.registered_proof, Some(1), 1, limit)?;
     let engine = start_engine(c1.registered_proof, &files, 1, &limit, &a.prover, a.checked)?;
-    let out = engine.prove(&c1)?;
+    let randomness = a.insecure_randomness_seed.map(|seed| {
+        use ff::Field;
+        let mut rng = fc::rng_from_seed(seed);
+        (0..c1.partitions())
+            .map(|_| arenaprove::engine::pipeline::Randomness {
+                r: blstrs::Scalar::random(&mut rng),
+                s: blstrs::Scalar::random(&mut rng),
+            })
+            .collect()
+    });
+    let out = engine.submit_with(&c1, randomness)?.wait()?;
     write_file(&a.out, out.proof())?;
     eprintln!("{}", out.stages());
     stop_engine(engine)?;
