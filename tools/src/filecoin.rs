@@ -480,7 +480,7 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
     let job = fc::circuit::SectorJob::new(&c1)?;
     let ledger = Ledger::unlimited();
     let pools = AssignmentPools::for_shape(&shape, 2, &ledger, RegionConfig::default())?;
-    let (mut serial, mut parallel) = (Vec::new(), Vec::new());
+    let (mut serial, mut parallel, mut products) = (Vec::new(), Vec::new(), Vec::new());
     let mut parts = 0;
     for run in 0..a.runs {
         let mut want = ArenaAssignment::new(&pools, &shape)?;
@@ -501,23 +501,32 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
         {
             bail!("run {run}: the parallel witness differs from the serial one");
         }
-        eprintln!("run {run}: serial {:.3} s, parallel {:.3} s ({parts} parts)", serial[run], parallel[run]);
+        // What follows the witness in a precompiled synthesis: a, b, c from the recording.
+        let started = Instant::now();
+        pc.products_into(&mut got)?;
+        products.push(started.elapsed().as_secs_f64());
+        eprintln!(
+            "run {run}: serial {:.3} s, parallel {:.3} s ({parts} parts); then products {:.3} s",
+            serial[run], parallel[run], products[run]
+        );
     }
     let (serial_s, parallel_s) =
         (arenaprove::benchkit::upper_median(&serial), arenaprove::benchkit::upper_median(&parallel));
+    let products_s = arenaprove::benchkit::upper_median(&products);
     let threads = rayon::current_num_threads();
     if a.json {
         let obj = serde_json::json!({
             "sector_size": size.name(), "c1": if a.random { "random (timing only)" } else { "sealed" },
             "constraints": shape.constraints, "aux": shape.aux, "parts": parts,
             "threads": threads, "runs": a.runs, "serial_s_median": serial_s, "parallel_s_median": parallel_s,
-            "speedup": serial_s / parallel_s, "identical": true,
+            "speedup": serial_s / parallel_s, "identical": true, "products_s_median": products_s,
         });
         println!("{obj}");
     } else {
         println!(
             "{size} witness, one partition ({} constraints, {} aux): serial {serial_s:.3} s, parallel {parallel_s:.3} s \
-             ({parts} parts on {threads} threads), speedup {:.2}x (median of {}; byte-identical every run)",
+             ({parts} parts on {threads} threads), speedup {:.2}x (median of {}; byte-identical every run); products \
+             {products_s:.3} s",
             shape.constraints,
             shape.aux,
             serial_s / parallel_s,

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Real Filecoin sectors on the GPU machine, with the binary built here:
+#
+#   CUDA_HOME=$(bash scripts/install-nvcc.sh | tail -1) PATH="$CUDA_HOME/bin:$PATH" \
+#     cargo build --release -p arenaprove-tools --features cuda,serve
+#   mkdir -p target-gpu && strip -o target-gpu/arenaprove target/release/arenaprove
+#   # device tool, carry ["target-gpu"]:
+#   bash scripts/gpu-filecoin.sh small     # 2 KiB and 8 MiB: seal, C2 on CPU and GPU
+#                                          # (same r, s: bytes compared), verify_seal,
+#                                          # witness serial vs parallel, bench vs filecoin-proofs
+#   bash scripts/gpu-filecoin.sh 512MiB    # the same for a 512 MiB sector
+#   bash scripts/gpu-filecoin.sh 32GiB     # parallel witness of a 32 GiB partition (random C1)
+#
+# Logs go to $OUT (default ./gpu-filecoin-out); summary.log has one line per check.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/gpu-filecoin-out}"
+mkdir -p "$OUT"
+B="${ARENAPROVE_BIN:-target-gpu/arenaprove}"
+PC="${PARAM_CACHE:-/tmp/arenaprove-fc-params}"
+mkdir -p "$PC"
+export ARENAPROVE_REQUIRE_GPU="${ARENAPROVE_REQUIRE_GPU:-1}"
+summary() { echo "$*" | tee -a "$OUT/summary.log"; }
+fc() { "$B" filecoin --param-cache "$PC" "$@"; }
+
+# seal, C2 on both backends with the same r and s, verify both, compare bytes.
+sector() {
+  local size=$1 d="/tmp/arenaprove-sector-$1"
+  rm -rf "$d"
+  local t0=$SECONDS
+  fc seal --sector-size "$size" --out "$d" --rng-seed 21 >"$OUT/seal-$size.log" 2>&1 \
+    || { summary "$size: seal FAILED"; tail -5 "$OUT/seal-$size.log"; return 1; }
+  summary "$size: sealed (params generated if absent) in $((SECONDS - t0)) s"
+  for be in cpu gpu; do
+    t0=$SECONDS
+    if fc c2 --c1 "$d/c1.json" --out "$d/proof-$be" --backend "$be" --insecure-randomness-seed 5 \
+      >"$OUT/c2-$size-$be.log" 2>&1; then
+      summary "$size: c2 --backend $be in $((SECONDS - t0)) s: $(grep -m1 'partition(s)' "$OUT/c2-$size-$be.log")"
+    else
+      summary "$size: c2 --backend $be FAILED"; tail -5 "$OUT/c2-$size-$be.log"; continue
+    fi
+    summary "$size: verify_seal on the $be proof: $(fc verify --c1 "$d/c1.json" --sector "$d/sector.json" --proof "$d/proof-$be" 2>&1 | tail -1)"
+  done
+  if cmp -s "$d/proof-cpu" "$d/proof-gpu"; then
+    summary "$size: GPU proof byte-identical to the CPU proof (same r, s)"
+  else
+    summary "$size: GPU proof DIFFERS from the CPU proof"
+  fi
+}
+
+witness() {
+  local size=$1 runs=$2; shift 2
+  fc witness --sector-size "$size" --runs "$runs" "$@" >"$OUT/witness-$size.log" 2>&1
+  summary "$(tail -1 "$OUT/witness-$size.log")"
+}
+
+bench() {
+  local size=$1 runs=$2
+  fc bench --sector-size "$size" --backend gpu --runs "$runs" >"$OUT/bench-$size.log" 2>&1
+  summary "$(grep -A1 '^filecoin c2' "$OUT/bench-$size.log" | tr '\n' ' ')"
+}
+
+case "${1:-small}" in
+  small)
+    for size in 2KiB 8MiB; do sector "$size"; done
+    witness 8MiB 3
+    bench 2KiB 1
+    bench 8MiB 2
+    ;;
+  512MiB)
+    sector 512MiB
+    witness 512MiB 2
+    ;;
+  32GiB | 64GiB)
+    witness "$1" 1 --random
+    ;;
+  *)
+    echo "usage: $0 small|512MiB|32GiB|64GiB" >&2
+    exit 2
+    ;;
+esac
+nproc >"$OUT/machine.txt"; free -g >>"$OUT/machine.txt"; nvidia-smi -L >>"$OUT/machine.txt" 2>&1
