@@ -5,7 +5,10 @@
 //!   parameters into the cache when absent;
 //! * `c2`: prove a C1 output with our engine, write the concatenated partition proofs;
 //! * `verify`: filecoin-proofs' `verify_seal` on a proof (exit 0 only when accepted);
-//! * `bench`: our C2 against filecoin-proofs' `seal_commit_phase2`, same C1, same params;
+//! * `bench`: our C2 against filecoin-proofs' `seal_commit_phase2`, same C1, same params
+//!   (in this process, or `--peer-exe`: another build of it, e.g. with cuda-supraseal, as a
+//!   child process);
+//! * `witness`: one partition's serial witness against the parallel one;
 //! * `pce`: map, or record and save, the precompiled constraints of a sector size's circuit.
 //!
 //! `c2`, `bench` and `soak` prove through the one C2 driver, `C2Engine` (`c2` and `bench`
@@ -200,6 +203,12 @@ struct BenchArgs {
     /// Runs of each side (median reported).
     #[arg(long, default_value_t = 1)]
     runs: usize,
+    /// The baseline as a child process: filecoin-proofs' seal_commit_phase2 from another
+    /// build, e.g. with cuda-supraseal (`scripts/peer-gpu.sh` builds `filecoin-baseline`),
+    /// one process per run (its own untimed warm-up, then one timed C2), alternating with
+    /// ours. Default: seal_commit_phase2 of this build, in this process.
+    #[arg(long, value_name = "EXE")]
+    peer_exe: Option<PathBuf>,
     #[command(flatten)]
     run: SealAndProveArgs,
 }
@@ -587,9 +596,16 @@ fn bench(a: BenchArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     let engine = start_engine(registered_proof, &files, 1, &limit, &a.run.prover, false)?;
     let ours_load_s = started.elapsed().as_secs_f64();
     // One untimed run per side: seal_commit_phase2 maps and caches its parameters on first
-    // use (and faults them in during its first MSMs), while ours were loaded above.
+    // use (and faults them in during its first MSMs), while ours were loaded above. A child
+    // baseline warms up in each of its processes.
     engine.prove(&sealed.c1)?;
-    fc::c2::reference_c2(&sealed.c1, &sealed.info)?;
+    let peer = match &a.peer_exe {
+        Some(exe) => Some(Peer::new(exe, &sealed, cache)?),
+        None => {
+            fc::c2::reference_c2(&sealed.c1, &sealed.info)?;
+            None
+        }
+    };
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     let mut stages = Vec::new();
     for run in 0..a.runs {
@@ -602,9 +618,15 @@ fn bench(a: BenchArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
         eprintln!("ours   run {run}: {:.2} s ({})", ours[run], out.stages());
         stages.push(out.stages().clone());
 
-        let started = Instant::now();
-        let proof = fc::c2::reference_c2(&sealed.c1, &sealed.info)?;
-        theirs.push(started.elapsed().as_secs_f64());
+        let (seconds, proof) = match &peer {
+            Some(peer) => peer.run()?,
+            None => {
+                let started = Instant::now();
+                let proof = fc::c2::reference_c2(&sealed.c1, &sealed.info)?;
+                (started.elapsed().as_secs_f64(), proof)
+            }
+        };
+        theirs.push(seconds);
         if !fc::verify_seal(&sealed.info, &proof)?.is_accepted() {
             bail!("run {run}: filecoin-proofs' proof was rejected by verify_seal");
         }
@@ -615,6 +637,10 @@ fn bench(a: BenchArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     stop_engine(engine)?;
     let mid = &stages[stages.len() / 2];
     let speedup = theirs_s / ours_s;
+    let baseline = match &a.peer_exe {
+        Some(exe) => format!("child process {}", exe.display()),
+        None => "seal_commit_phase2 of this build, in process".to_string(),
+    };
     if a.run.json {
         let obj = serde_json::json!({
             "sector_size": size.name(),
@@ -625,6 +651,7 @@ fn bench(a: BenchArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
             "ours_s_median": ours_s,
             "ours_params_load_s": ours_load_s,
             "seal_commit_phase2_s_median": theirs_s,
+            "baseline": baseline,
             "speedup": speedup,
             "stages": mid.to_json(),
         });
@@ -632,12 +659,60 @@ fn bench(a: BenchArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     } else {
         println!(
             "filecoin c2 {size}: ours {ours_s:.2} s, seal_commit_phase2 {theirs_s:.2} s, speedup {speedup:.2}x \
-             (median of {} runs; params load {ours_load_s:.2} s not included)",
+             (median of {} runs; params load {ours_load_s:.2} s not included; baseline: {baseline})",
             a.runs
         );
         println!("ours stages: {mid}");
     }
     Ok(())
+}
+
+/// A baseline binary run as a child process (`bench --peer-exe`): it reads the C1 and
+/// sector.json from files and the parameters from `FIL_PROOFS_PARAMETER_CACHE`.
+struct Peer {
+    exe: PathBuf,
+    dir: PathBuf,
+    cache: PathBuf,
+}
+
+impl Peer {
+    fn new(exe: &Path, sealed: &fc::SealedSector, cache: &Path) -> Result<Self> {
+        let dir = tempfile_dir()?;
+        write_file(&dir.join("c1.json"), &sealed.c1.to_api_json()?)?;
+        sealed.info.write(&dir.join("sector.json"))?;
+        Ok(Peer { exe: exe.to_path_buf(), dir, cache: cache.to_path_buf() })
+    }
+
+    /// One process: its warm-up, then one timed C2; the seconds it measured and its proof.
+    fn run(&self) -> Result<(f64, Vec<u8>)> {
+        let proof_path = self.dir.join("proof");
+        let output = std::process::Command::new(&self.exe)
+            .env(PARAM_CACHE_VAR, &self.cache)
+            .args(["--runs", "1", "--c1"])
+            .arg(self.dir.join("c1.json"))
+            .arg("--sector")
+            .arg(self.dir.join("sector.json"))
+            .arg("--out")
+            .arg(&proof_path)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .with_context(|| format!("running the baseline {}", self.exe.display()))?;
+        if !output.status.success() {
+            bail!("the baseline {} failed: {}", self.exe.display(), output.status);
+        }
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .with_context(|| format!("the baseline's report: {}", String::from_utf8_lossy(&output.stdout)))?;
+        let seconds = report["seconds"][0].as_f64().context("the baseline's report has no seconds")?;
+        let proof =
+            std::fs::read(&proof_path).with_context(|| format!("reading {}", proof_path.display()))?;
+        Ok((seconds, proof))
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 fn tempfile_dir() -> Result<PathBuf> {
