@@ -431,6 +431,15 @@ impl Precompiled {
         run: impl FnOnce(&mut WitnessCs<'_>) -> Result<(), CircuitError>,
     ) -> Result<(), CircuitError> {
         let constraints = self.witness_run(cs, generator, run)?;
+        self.check_witness_counts(cs)?;
+        if constraints != self.rows() {
+            return Err(self.mismatch("constraints", constraints, self.rows()));
+        }
+        Ok(())
+    }
+
+    /// An error unless `cs` holds exactly the recorded number of inputs and aux.
+    fn check_witness_counts(&self, cs: &ArenaAssignment) -> Result<(), CircuitError> {
         let (inputs, aux) = cs.witness_values();
         let h = &self.header;
         if inputs.len() as u64 != h.inputs {
@@ -438,9 +447,6 @@ impl Precompiled {
         }
         if aux.len() as u64 != h.aux {
             return Err(self.mismatch("aux", aux.len(), h.aux as usize));
-        }
-        if constraints != self.rows() {
-            return Err(self.mismatch("constraints", constraints, self.rows()));
         }
         Ok(())
     }
@@ -479,14 +485,7 @@ impl Precompiled {
     /// ([`Precompiled::witness_into`]) and no rows yet; the `input_i * 0 = 0` rows come
     /// with [`ArenaAssignment::finish`].
     pub fn products_into(&self, cs: &mut ArenaAssignment) -> Result<(), CircuitError> {
-        let (inputs, aux) = cs.witness_values();
-        let h = &self.header;
-        if inputs.len() as u64 != h.inputs {
-            return Err(self.mismatch("inputs", inputs.len(), h.inputs as usize));
-        }
-        if aux.len() as u64 != h.aux {
-            return Err(self.mismatch("aux", aux.len(), h.aux as usize));
-        }
+        self.check_witness_counts(cs)?;
         cs.set_densities(&self.a_aux, &self.b_input, &self.b_aux)?;
         let fill = cs.abc_fill(self.rows())?;
         let (inputs, aux, coeffs) = (fill.inputs, fill.aux, &self.coeffs[..]);

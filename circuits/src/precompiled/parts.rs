@@ -46,21 +46,74 @@ pub trait PartedCircuit: Send + Sync {
     fn replays_prologue(&self) -> bool;
 }
 
+/// One slab's side of a part (aux, or inputs): its window, what replaying discards first,
+/// and how many values the part has allocated so far (replay included).
+struct Stream<'a> {
+    what: &'static str,
+    window: &'a mut [Scalar],
+    /// Index the serial synthesis gives this part's first value, and the prologue's first.
+    base: usize,
+    prologue_base: usize,
+    replay: usize,
+    seen: usize,
+    scratch: Vec<Scalar>,
+}
+
+impl<'a> Stream<'a> {
+    fn new(
+        what: &'static str,
+        window: &'a mut [Scalar],
+        base: usize,
+        prologue_base: usize,
+        replay: usize,
+    ) -> Self {
+        Stream { what, window, base, prologue_base, replay, seen: 0, scratch: Vec::new() }
+    }
+
+    /// All this part allocates, replay included.
+    fn expected(&self) -> usize {
+        self.replay + self.window.len()
+    }
+
+    /// Slots for the next `n` values: scratch while replaying, the window after. A run
+    /// across the boundary or past the window is lent scratch (so synthesis can go on) and
+    /// reported as `(synthesized, expected)`.
+    fn take(&mut self, n: usize) -> (&mut [Scalar], Option<(usize, usize)>) {
+        let at = self.seen;
+        self.seen += n;
+        let overrun = at < self.replay && at + n > self.replay || at + n > self.expected();
+        if at + n <= self.replay || overrun {
+            self.scratch.clear();
+            self.scratch.resize(n, Scalar::ZERO);
+            let report = overrun.then(|| (at + n, self.expected()));
+            return (&mut self.scratch[..], report);
+        }
+        let from = at - self.replay;
+        let slots = &mut self.window[from..from + n];
+        slots.fill(Scalar::ZERO);
+        (slots, None)
+    }
+
+    /// The variable the serial synthesis gives the value at position `at` (replay included).
+    fn index(&self, at: usize) -> usize {
+        if at < self.replay {
+            self.prologue_base + at
+        } else {
+            self.base + at - self.replay
+        }
+    }
+}
+
 /// The witness-only constraint system of one part: allocations go into the part's window
-/// of the assignment's input and aux slabs (after `replay`'s, which are discarded), with
-/// the variable indices the serial synthesis gives them; `enforce` only counts.
+/// of the assignment's input and aux slabs (after the replayed prologue's, which are
+/// discarded), with the variable indices the serial synthesis gives them; `enforce` only
+/// counts.
 pub struct PartCs<'a> {
-    aux: &'a mut [Scalar],
-    inputs: &'a mut [Scalar],
-    /// Global index of this part's first aux / input value (what `Variable`s carry).
-    aux_base: usize,
-    input_base: usize,
-    /// What to discard first (the prologue, when replayed).
-    replay: Counts,
-    /// Allocations and constraints seen so far, replay included.
-    seen: Counts,
-    scratch_aux: Vec<Scalar>,
-    scratch_inputs: Vec<Scalar>,
+    aux: Stream<'a>,
+    inputs: Stream<'a>,
+    /// Constraints seen (replay included) and the replay's share of them.
+    constraints: usize,
+    replay_constraints: usize,
     sticky: Option<PrecompiledError>,
     part: usize,
     identity: &'a str,
@@ -76,134 +129,63 @@ impl<'a> PartCs<'a> {
     ) -> Self {
         let (inputs, aux) = windows;
         PartCs {
-            aux,
-            inputs,
-            input_base: bases.0,
-            aux_base: bases.1,
-            replay,
-            seen: Counts::default(),
-            scratch_aux: Vec::new(),
-            scratch_inputs: Vec::new(),
+            // The prologue's aux start at 0 and its inputs at 1, after ONE.
+            aux: Stream::new("aux (replay included)", aux, bases.1, 0, replay.aux),
+            inputs: Stream::new("inputs (replay included)", inputs, bases.0, 1, replay.inputs),
+            constraints: 0,
+            replay_constraints: replay.constraints,
             sticky: None,
             part,
             identity,
         }
     }
 
-    fn refuse(&mut self, what: &'static str, synthesized: usize, expected: usize) {
-        if self.sticky.is_none() {
-            self.sticky = Some(PrecompiledError::Parts {
-                identity: self.identity.to_string(),
-                part: Some(self.part),
-                what,
-                synthesized,
-                expected,
-            });
+    fn error(
+        identity: &str,
+        part: usize,
+        what: &'static str,
+        synthesized: usize,
+        expected: usize,
+    ) -> PrecompiledError {
+        PrecompiledError::Parts {
+            identity: identity.to_string(),
+            part: Some(part),
+            what,
+            synthesized,
+            expected,
         }
-    }
-
-    /// Slots for `n` values starting at logical position `at` of a part's stream: the
-    /// scratch while replaying, the window after; a run across the boundary or past the
-    /// window is refused (and lent scratch so synthesis can go on to report it).
-    fn slots<'s>(
-        window: &'s mut [Scalar],
-        scratch: &'s mut Vec<Scalar>,
-        replay: usize,
-        at: usize,
-        n: usize,
-    ) -> Result<&'s mut [Scalar], &'s mut [Scalar]> {
-        let refuse = |scratch: &'s mut Vec<Scalar>| {
-            scratch.clear();
-            scratch.resize(n, Scalar::ZERO);
-            &mut scratch[..]
-        };
-        if at + n <= replay {
-            return Ok(refuse(scratch));
-        }
-        if at < replay || at - replay + n > window.len() {
-            return Err(refuse(scratch));
-        }
-        Ok(&mut window[at - replay..at - replay + n])
     }
 
     fn take_aux(&mut self, n: usize) -> &mut [Scalar] {
-        let at = self.seen.aux;
-        self.seen.aux += n;
-        let expected = self.replay.aux + self.aux.len();
-        match Self::slots(self.aux, &mut self.scratch_aux, self.replay.aux, at, n) {
-            Ok(s) => s,
-            Err(s) => {
-                if self.sticky.is_none() {
-                    self.sticky = Some(PrecompiledError::Parts {
-                        identity: self.identity.to_string(),
-                        part: Some(self.part),
-                        what: "aux (replay included)",
-                        synthesized: at + n,
-                        expected,
-                    });
-                }
-                s
-            }
-        }
+        self.allocate_empty(n, 0).0
     }
 
     fn take_inputs(&mut self, n: usize) -> &mut [Scalar] {
-        let at = self.seen.inputs;
-        self.seen.inputs += n;
-        let expected = self.replay.inputs + self.inputs.len();
-        match Self::slots(self.inputs, &mut self.scratch_inputs, self.replay.inputs, at, n) {
-            Ok(s) => s,
-            Err(s) => {
-                if self.sticky.is_none() {
-                    self.sticky = Some(PrecompiledError::Parts {
-                        identity: self.identity.to_string(),
-                        part: Some(self.part),
-                        what: "inputs (replay included)",
-                        synthesized: at + n,
-                        expected,
-                    });
-                }
-                s
-            }
-        }
-    }
-
-    /// The variable the serial synthesis gives the value at logical position `at`.
-    /// (The prologue's aux start at 0 and its inputs at 1, after ONE.)
-    fn aux_variable(&self, at: usize) -> Variable {
-        let index = if at < self.replay.aux { at } else { self.aux_base + at - self.replay.aux };
-        Variable::new_unchecked(Index::Aux(index))
-    }
-
-    fn input_variable(&self, at: usize) -> Variable {
-        let index = if at < self.replay.inputs { 1 + at } else { self.input_base + at - self.replay.inputs };
-        Variable::new_unchecked(Index::Input(index))
+        self.allocate_empty(0, n).1
     }
 
     /// The part's result: its first error, or a count that is not exactly its share.
-    fn finish(mut self, result: Result<(), SynthesisError>, rows: usize) -> Result<(), CircuitError> {
-        if let Some(e) = self.sticky.take() {
+    fn finish(self, result: Result<(), SynthesisError>, rows: usize) -> Result<(), CircuitError> {
+        if let Some(e) = self.sticky {
             return Err(CircuitError::Precompiled(e));
         }
         result.map_err(CircuitError::Synthesis)?;
-        let want = Counts {
-            inputs: self.replay.inputs + self.inputs.len(),
-            aux: self.replay.aux + self.aux.len(),
-            constraints: self.replay.constraints + rows,
-        };
         for (what, got, expected) in [
-            ("inputs (replay included)", self.seen.inputs, want.inputs),
-            ("aux (replay included)", self.seen.aux, want.aux),
-            ("constraints (replay included)", self.seen.constraints, want.constraints),
+            (self.inputs.what, self.inputs.seen, self.inputs.expected()),
+            (self.aux.what, self.aux.seen, self.aux.expected()),
+            ("constraints (replay included)", self.constraints, self.replay_constraints + rows),
         ] {
             if got != expected {
-                self.refuse(what, got, expected);
+                return Err(CircuitError::Precompiled(Self::error(
+                    self.identity,
+                    self.part,
+                    what,
+                    got,
+                    expected,
+                )));
             }
         }
-        match self.sticky {
-            Some(e) => Err(CircuitError::Precompiled(e)),
-            None => Ok(()),
-        }
+        Ok(())
     }
 }
 
@@ -217,9 +199,9 @@ impl ConstraintSystem<Scalar> for PartCs<'_> {
         AR: Into<String>,
     {
         let value = f()?;
-        let at = self.seen.aux;
+        let at = self.aux.seen;
         self.take_aux(1)[0] = value;
-        Ok(self.aux_variable(at))
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.index(at))))
     }
 
     fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -229,9 +211,9 @@ impl ConstraintSystem<Scalar> for PartCs<'_> {
         AR: Into<String>,
     {
         let value = f()?;
-        let at = self.seen.inputs;
+        let at = self.inputs.seen;
         self.take_inputs(1)[0] = value;
-        Ok(self.input_variable(at))
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.index(at))))
     }
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _a: LA, _b: LB, _c: LC)
@@ -242,7 +224,7 @@ impl ConstraintSystem<Scalar> for PartCs<'_> {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        self.seen.constraints += 1;
+        self.constraints += 1;
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -271,44 +253,34 @@ impl ConstraintSystem<Scalar> for PartCs<'_> {
     }
 
     fn allocate_empty(&mut self, aux_n: usize, inputs_n: usize) -> (&mut [Scalar], &mut [Scalar]) {
-        // Both runs are checked (and counted) before either slice is lent.
-        let (aux_at, inputs_at) = (self.seen.aux, self.seen.inputs);
-        let _ = self.take_aux(aux_n);
-        let _ = self.take_inputs(inputs_n);
-        let aux = match Self::slots(self.aux, &mut self.scratch_aux, self.replay.aux, aux_at, aux_n) {
-            Ok(s) | Err(s) => s,
-        };
-        let inputs =
-            match Self::slots(self.inputs, &mut self.scratch_inputs, self.replay.inputs, inputs_at, inputs_n)
-            {
-                Ok(s) | Err(s) => s,
-            };
-        for v in aux.iter_mut().chain(inputs.iter_mut()) {
-            *v = Scalar::ZERO;
+        let (aux_what, inputs_what) = (self.aux.what, self.inputs.what);
+        let (aux, aux_overrun) = self.aux.take(aux_n);
+        let (inputs, inputs_overrun) = self.inputs.take(inputs_n);
+        let overrun = aux_overrun.map(|o| (aux_what, o)).or(inputs_overrun.map(|o| (inputs_what, o)));
+        if let (Some((what, (got, want))), None) = (overrun, &self.sticky) {
+            self.sticky = Some(Self::error(self.identity, self.part, what, got, want));
         }
         (aux, inputs)
     }
 
     fn allocate_empty_inputs(&mut self, n: usize) -> &mut [Scalar] {
-        let s = self.take_inputs(n);
-        s.fill(Scalar::ZERO);
-        s
+        self.take_inputs(n)
     }
 
     fn allocate_empty_aux(&mut self, n: usize) -> &mut [Scalar] {
-        let s = self.take_aux(n);
-        s.fill(Scalar::ZERO);
-        s
+        self.take_aux(n)
     }
 
     /// This part's inputs so far (not the whole assignment's: parts run concurrently).
     fn inputs_slice(&self) -> &[Scalar] {
-        &self.inputs[..self.seen.inputs.saturating_sub(self.replay.inputs).min(self.inputs.len())]
+        let s = &self.inputs;
+        &s.window[..s.seen.saturating_sub(s.replay).min(s.window.len())]
     }
 
     /// This part's aux so far (not the whole assignment's: parts run concurrently).
     fn aux_slice(&self) -> &[Scalar] {
-        &self.aux[..self.seen.aux.saturating_sub(self.replay.aux).min(self.aux.len())]
+        let s = &self.aux;
+        &s.window[..s.seen.saturating_sub(s.replay).min(s.window.len())]
     }
 }
 

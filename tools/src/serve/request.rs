@@ -75,7 +75,7 @@ pub fn check_kind(req: &SubmitProofRequest) -> Result<(), Status> {
 }
 
 /// The numeric registered proof, and the circuit it needs; cheap checks first (size
-/// agreement, sizes this build proves), before the payload is parsed.
+/// agreement, a proof this build proves), before the payload is parsed.
 pub fn check_proof(req: &SubmitProofRequest) -> Result<(RegisteredSealProof, CircuitId), Status> {
     let proof = registered_proof(req.registered_proof)?;
     let size_bytes = proof.sector_size_bytes();
@@ -228,9 +228,18 @@ mod tests {
 
         let e = check_proof(&request(ProofKind::PorepSealCommit, 5, 4096)).unwrap_err();
         assert!(e.message().contains("sector size mismatch"), "{}", e.message());
-        let e = check_proof(&request(ProofKind::PorepSealCommit, 8, 32 << 30)).unwrap_err();
+        // Every size has a circuit; non-interactive PoRep is refused with its reason.
+        for (n, bytes, proof, name) in [
+            (5, 2048, RegisteredSealProof::StackedDrg2KiBV1_1, "porep-2k"),
+            (8, 32 << 30, RegisteredSealProof::StackedDrg32GiBV1_1, "porep-32g"),
+            (9, 64 << 30, RegisteredSealProof::StackedDrg64GiBV1_1, "porep-64g"),
+            (13, 32 << 30, RegisteredSealProof::StackedDrg32GiBV1_1_Feat_SyntheticPoRep, "porep-32g"),
+        ] {
+            let (got, circuit) = check_proof(&request(ProofKind::PorepSealCommit, n, bytes)).unwrap();
+            assert_eq!((got, circuit.name()), (proof, name));
+        }
+        let e = check_proof(&request(ProofKind::PorepSealCommit, 18, 32 << 30)).unwrap_err();
         assert_eq!(e.code(), tonic::Code::Unimplemented, "{}", e.message());
-        let (proof, circuit) = check_proof(&request(ProofKind::PorepSealCommit, 5, 2048)).unwrap();
-        assert_eq!((proof, circuit.name()), (RegisteredSealProof::StackedDrg2KiBV1_1, "porep-2k"));
+        assert!(e.message().contains("non-interactive"), "{}", e.message());
     }
 }
