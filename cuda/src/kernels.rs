@@ -213,6 +213,21 @@ kernels! {
     /// `out[i]` = canonical little-endian bytes of `a[i]` (in place allowed).
     FrToCanonical: fr_to_canonical(a: DevPtr, out: DevPtr, n: usize);
 
+    // products.cu
+    /// `a, b, c = A.w, B.w, C.w` from a precompiled row stream, one thread per row block.
+    PceProducts: pce_products(
+        stream: DevPtr,
+        blocks: DevPtr,
+        nblocks: usize,
+        rows: usize,
+        coeffs: DevPtr,
+        inputs: DevPtr,
+        aux: DevPtr,
+        a: DevPtr,
+        b: DevPtr,
+        c: DevPtr,
+    );
+
     // msm_sort.cu
     /// Per-tile digit histograms summed into `counts[w][d]`.
     MsmHist: msm_hist(scalars: DevPtr, n: u32, c: u32, tile: u32, skip_ones: u32, counts: DevPtr);

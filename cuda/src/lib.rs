@@ -33,6 +33,7 @@ mod ntt;
 mod ntt_tables;
 mod pinned;
 mod plan;
+mod products;
 
 pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
 pub use backend::{device_plan, device_terms, CudaBackend, CudaFactory, CudaOps, GpuQuotient};

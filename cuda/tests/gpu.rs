@@ -303,3 +303,80 @@ fn pinned_registration_and_region_hook() {
     assert_eq!(hook.registered_bytes(), 0, "unregistered when the region goes");
     assert_eq!(hook.registrations(), 1);
 }
+
+/// A row of 1,100 terms (escaped header) with general coefficients, and -1 terms.
+#[derive(Clone)]
+struct LongRow(u64);
+
+impl arenaprove_engine::deps::bellpepper_core::Circuit<Scalar> for LongRow {
+    fn synthesize<CS: arenaprove_engine::deps::bellpepper_core::ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), arenaprove_engine::deps::bellpepper_core::SynthesisError> {
+        let x = Scalar::from(self.0 + 3);
+        let input = cs.alloc_input(|| "in", || Ok(x))?;
+        let vars: Vec<_> = (0..1100u64)
+            .map(|i| cs.alloc(|| "v", || Ok(x * Scalar::from(i + 1))))
+            .collect::<Result<_, _>>()?;
+        cs.enforce(
+            || "long",
+            |lc| vars.iter().enumerate().fold(lc, |lc, (i, &v)| lc + (Scalar::from(i as u64 + 2), v)),
+            |lc| lc + CS::one() - input,
+            |lc| lc - vars[0] + vars[1],
+        );
+        for w in vars.windows(2) {
+            cs.enforce(
+                || "pair",
+                |lc| lc + w[0] - w[1],
+                |lc| lc + (Scalar::from(5u64), w[1]),
+                |lc| lc + input,
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The device's sparse products (kernels/products.cu) equal the host's
+/// `Precompiled::products_into` bit for bit: +1, -1 and general coefficients (sha's
+/// packing), inputs and aux, several row blocks (sector at 4,096), an escaped row header.
+#[test]
+fn precompiled_products_on_the_device_match_the_host() {
+    use arenaprove_arena::{Ledger, RegionConfig};
+    use arenaprove_circuits::circuits::{ChainCircuit, SectorPartitionCircuit, ShaCircuit};
+    use arenaprove_circuits::{record, shape_of, synthesize_precompiled, AssignmentPools, ProverWitness};
+    use arenaprove_engine::deps::bellpepper_core::Circuit;
+
+    fn check<C: Circuit<Scalar> + Clone>(g: &mut Gpu, what: &str, circuit: C) {
+        let shape = shape_of(circuit.clone()).unwrap();
+        let pc = record(circuit.clone(), what).unwrap();
+        let ledger = Ledger::unlimited();
+        let pools = AssignmentPools::for_shape(&shape, 1, &ledger, RegionConfig::heap()).unwrap();
+        let host = synthesize_precompiled(circuit, &pc, &pools, &shape).unwrap();
+        let m = pc.row_stream();
+        let (ha, hb, hc) = host.abc().unwrap();
+        let mut dev = [vec![Scalar::ZERO; m.rows], vec![Scalar::ZERO; m.rows], vec![Scalar::ZERO; m.rows]];
+        let [da, db, dc] = &mut dev;
+        g.products(&m, host.input_assignment(), host.aux_assignment(), [da, db, dc]).unwrap();
+        for (name, d, h) in [("a", &dev[0], ha), ("b", &dev[1], hb), ("c", &dev[2], hc)] {
+            if let Some(r) = (0..m.rows).find(|&r| d[r] != h[r]) {
+                panic!("{what}: {name}[{r}] differs from the host's ({} rows)", m.rows);
+            }
+        }
+        assert!(ha[..m.rows].iter().any(|v| !bool::from(v.is_zero())), "{what}: a is all zero");
+        println!("{what}: {} rows, {} blocks: device products equal the host's", m.rows, m.blocks.len() - 1);
+    }
+
+    let Some(mut g) = gpu(12) else { return };
+    check(&mut g, "chain", ChainCircuit::new(300, 11));
+    check(&mut g, "sha (bellpepper)", ShaCircuit::new(2, 5).bellpepper());
+    check(&mut g, "sector@4096", SectorPartitionCircuit::for_constraints(79, 1, 4096));
+    check(&mut g, "long row", LongRow(7));
+    // Lengths that do not match the recording: typed errors.
+    let pc = record(ChainCircuit::new(300, 11), "chain").unwrap();
+    let m = pc.row_stream();
+    let mut out = [vec![Scalar::ZERO; m.rows], vec![Scalar::ZERO; m.rows], vec![Scalar::ZERO; m.rows - 1]];
+    let [a, b, c] = &mut out;
+    let err =
+        g.products(&m, &vec![Scalar::ZERO; m.inputs], &vec![Scalar::ZERO; m.aux], [a, b, c]).unwrap_err();
+    assert!(matches!(err, CudaError::Length { what: "products: c", .. }), "{err}");
+}

@@ -86,6 +86,11 @@ struct WitnessArgs {
     /// One JSON object on stdout.
     #[arg(long)]
     json: bool,
+    /// Also compute the products on GPU 0 (kernels/products.cu, stream and witness copied up
+    /// each run), check them against the host's bit for bit and time them (binary built
+    /// with `--features cuda`).
+    #[arg(long)]
+    device_products: bool,
 }
 
 #[derive(ClapArgs)]
@@ -490,6 +495,8 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
     let ledger = Ledger::unlimited();
     let pools = AssignmentPools::for_shape(&shape, 2, &ledger, RegionConfig::default())?;
     let (mut serial, mut parallel, mut products) = (Vec::new(), Vec::new(), Vec::new());
+    let mut device = if a.device_products { Some(DeviceProducts::open(&pc.row_stream())?) } else { None };
+    let mut device_times = Vec::new();
     let mut parts = 0;
     for run in 0..a.runs {
         let mut want = ArenaAssignment::new(&pools, &shape)?;
@@ -514,6 +521,11 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
         let started = Instant::now();
         pc.products_into(&mut got)?;
         products.push(started.elapsed().as_secs_f64());
+        if let Some(d) = device.as_mut() {
+            let (kernel_s, total_s) = d.check(&pc.row_stream(), &got)?;
+            eprintln!("run {run}: device products equal the host's: kernel {kernel_s:.4} s, with copies {total_s:.3} s");
+            device_times.push((kernel_s, total_s));
+        }
         eprintln!(
             "run {run}: serial {:.3} s, parallel {:.3} s ({parts} parts); then products {:.3} s",
             serial[run], parallel[run], products[run]
@@ -522,6 +534,11 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
     let (serial_s, parallel_s) =
         (arenaprove::benchkit::upper_median(&serial), arenaprove::benchkit::upper_median(&parallel));
     let products_s = arenaprove::benchkit::upper_median(&products);
+    let device_s = (!device_times.is_empty()).then(|| {
+        let kernel: Vec<f64> = device_times.iter().map(|t| t.0).collect();
+        let total: Vec<f64> = device_times.iter().map(|t| t.1).collect();
+        (arenaprove::benchkit::upper_median(&kernel), arenaprove::benchkit::upper_median(&total))
+    });
     let threads = rayon::current_num_threads();
     if a.json {
         let obj = serde_json::json!({
@@ -529,6 +546,8 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
             "constraints": shape.constraints, "aux": shape.aux, "parts": parts,
             "threads": threads, "runs": a.runs, "serial_s_median": serial_s, "parallel_s_median": parallel_s,
             "speedup": serial_s / parallel_s, "identical": true, "products_s_median": products_s,
+            "device_products_kernel_s_median": device_s.map(|d| d.0),
+            "device_products_with_copies_s_median": device_s.map(|d| d.1),
         });
         println!("{obj}");
     } else {
@@ -541,8 +560,73 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
             serial_s / parallel_s,
             a.runs
         );
+        if let Some((kernel, total)) = device_s {
+            println!(
+                "  products on the device: kernel {kernel:.4} s, {total:.3} s with the copies, equal to the host's \
+                 every run; host {products_s:.3} s ({:.1}x the kernel)",
+                products_s / kernel
+            );
+        }
     }
     Ok(())
+}
+
+/// `filecoin witness --device-products`: GPU 0 with an arena for one partition's products.
+#[cfg(feature = "cuda")]
+struct DeviceProducts(arenaprove::cuda::Gpu);
+
+#[cfg(feature = "cuda")]
+impl DeviceProducts {
+    fn open(m: &arenaprove::circuits::precompiled::RowStream<'_>) -> Result<Self> {
+        let mut gpu = arenaprove::cuda::Gpu::open(0)?;
+        // Stream, block table, coefficients, witness and a, b, c, with room for alignment.
+        let fr = 32;
+        let bytes =
+            m.words.len() + m.blocks.len() * 8 + (m.coeffs.len() + m.inputs + m.aux + 3 * m.rows) * fr;
+        gpu.reserve_arena(bytes + (64 << 20))?;
+        Ok(DeviceProducts(gpu))
+    }
+
+    /// The device's products of `host`'s witness, compared with `host`'s a, b, c: the
+    /// kernel's seconds and the call's (copies included).
+    fn check(
+        &mut self,
+        m: &arenaprove::circuits::precompiled::RowStream<'_>,
+        host: &arenaprove::circuits::ArenaAssignment,
+    ) -> Result<(f64, f64)> {
+        use arenaprove::circuits::ProverWitness;
+        let zero = blstrs::Scalar::from(0u64);
+        let mut out = [vec![zero; m.rows], vec![zero; m.rows], vec![zero; m.rows]];
+        let [a, b, c] = &mut out;
+        let started = Instant::now();
+        self.0.products(m, host.input_assignment(), host.aux_assignment(), [a, b, c])?;
+        let total = started.elapsed().as_secs_f64();
+        let (ha, hb, hc) = host.abc()?;
+        for (name, d, h) in [("a", &out[0], ha), ("b", &out[1], hb), ("c", &out[2], hc)] {
+            if d[..] != h[..m.rows] {
+                bail!("the device's {name} differs from the host's");
+            }
+        }
+        Ok((self.0.last_device_time().as_secs_f64(), total))
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+struct DeviceProducts;
+
+#[cfg(not(feature = "cuda"))]
+impl DeviceProducts {
+    fn open(_: &arenaprove::circuits::precompiled::RowStream<'_>) -> Result<Self> {
+        bail!("--device-products needs a binary built with --features cuda")
+    }
+
+    fn check(
+        &mut self,
+        _: &arenaprove::circuits::precompiled::RowStream<'_>,
+        _: &arenaprove::circuits::ArenaAssignment,
+    ) -> Result<(f64, f64)> {
+        bail!("--device-products needs a binary built with --features cuda")
+    }
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {

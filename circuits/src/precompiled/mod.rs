@@ -355,6 +355,19 @@ impl Precompiled {
         &self.bytes_all()[self.stream.clone()]
     }
 
+    /// The recorded matrices as the products read them, for a device that computes
+    /// them ([`RowStream`]).
+    pub fn row_stream(&self) -> RowStream<'_> {
+        RowStream {
+            words: self.stream_bytes(),
+            blocks: &self.blocks,
+            coeffs: &self.coeffs,
+            rows: self.rows(),
+            inputs: self.header.inputs as usize,
+            aux: self.header.aux as usize,
+        }
+    }
+
     /// The circuit's identity as recorded.
     pub fn identity(&self) -> &str {
         &self.header.identity
@@ -541,6 +554,21 @@ impl Precompiled {
             Err(e) => Ok((pc, Origin::RecordedUnsaved { why: e.to_string() })),
         }
     }
+}
+
+/// A recording's matrices as [`Precompiled::products_into`] reads them: the row stream
+/// (little-endian `u32` words, [`format`]), the word offset of each block of
+/// [`format::ROWS_PER_BLOCK`] rows followed by the stream's end, and the coefficient table
+/// (scalars as in memory: Montgomery form). Every column index is below `inputs` or `aux`
+/// and every coefficient index below `coeffs.len()` (checked at open).
+#[derive(Clone, Copy, Debug)]
+pub struct RowStream<'a> {
+    pub words: &'a [u8],
+    pub blocks: &'a [u64],
+    pub coeffs: &'a [Scalar],
+    pub rows: usize,
+    pub inputs: usize,
+    pub aux: usize,
 }
 
 /// How [`Precompiled::open_or_record`] got its recording.
