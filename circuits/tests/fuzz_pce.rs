@@ -91,9 +91,9 @@ fn mutate(rng: &mut ChaCha8Rng, original: &[u8], header: &Header) -> (Vec<u8>, &
 #[test]
 fn mutated_recordings_open_as_recordings_or_typed_errors_never_a_panic() {
     let circuit = ShaCircuit::new(1, 3).bellpepper();
-    let shape = shape_of(circuit.clone()).unwrap();
+    let shape = shape_of(circuit).unwrap();
     let path = std::env::temp_dir().join(format!("arenaprove-fuzz-{}.arenaprove-pce", std::process::id()));
-    record(circuit.clone(), "fuzz").unwrap().save(&path).unwrap();
+    record(circuit, "fuzz").unwrap().save(&path).unwrap();
     let original = std::fs::read(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
     let header = Header::decode(&original, "original").unwrap();
@@ -112,7 +112,7 @@ fn mutated_recordings_open_as_recordings_or_typed_errors_never_a_panic() {
                 }
                 Ok(pc) => {
                     // Whatever opens is used: a synthesis against it is a result or an error.
-                    let _ = synthesize_precompiled(circuit.clone(), &pc, &pools, &shape);
+                    let _ = synthesize_precompiled(circuit, &pc, &pools, &shape);
                     true
                 }
             }));
