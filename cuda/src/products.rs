@@ -92,3 +92,35 @@ impl Gpu {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use arenaprove_circuits::precompiled::format::{
+        CLASS_GENERAL, CLASS_MASK, CLASS_MINUS_ONE, CLASS_ONE, INDEX_BITS, INPUT_BIT, ROWS_PER_BLOCK,
+        ROW_ESCAPE, ROW_LEN_PACKED_MAX,
+    };
+
+    /// The kernel restates the row format's constants (circuits/src/precompiled/format.rs):
+    /// they must be the recorder's.
+    #[test]
+    fn the_kernel_reads_the_format_the_recorder_writes() {
+        let cu = include_str!("../kernels/products.cu");
+        assert_eq!((ROW_ESCAPE, INPUT_BIT, ROW_LEN_PACKED_MAX), (u32::MAX, 1 << 31, 1023));
+        assert_eq!(
+            (CLASS_ONE, CLASS_MINUS_ONE, CLASS_GENERAL, CLASS_MASK),
+            (0, 1 << INDEX_BITS, 2 << INDEX_BITS, 3 << INDEX_BITS)
+        );
+        for needle in [
+            format!("#define ROWS_PER_BLOCK {ROWS_PER_BLOCK}\n"),
+            "#define ROW_ESCAPE 0xffffffffu\n".to_string(),
+            format!("#define INDEX_MASK ((1u << {INDEX_BITS}) - 1)\n"),
+            "#define INPUT_BIT (1u << 31)\n".to_string(),
+            "len[0] = h & 1023u;".to_string(),
+            "len[1] = (h >> 10) & 1023u;".to_string(),
+            "len[2] = (h >> 20) & 1023u;".to_string(),
+            format!("switch ((w >> {INDEX_BITS}) & 3u)"),
+        ] {
+            assert!(cu.contains(&needle), "kernels/products.cu lacks `{}`", needle.trim_end());
+        }
+    }
+}

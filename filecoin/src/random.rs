@@ -65,10 +65,9 @@ fn random_of<Tree: SealTree>(
                 .collect::<Vec<VanillaSealProof<Tree>>>()
         })
         .collect();
-    let poseidon = |rng: &mut dyn RngCore| bytes32(&PoseidonDomain::random(&mut RngRef(rng)).into_bytes());
     Ok(Tree::c1(SealCommitPhase1Output {
         vanilla_proofs,
-        comm_r: poseidon(rng),
+        comm_r: bytes32(&PoseidonDomain::random(&mut RngRef(rng)).into_bytes()),
         comm_d: bytes32(&DefaultPieceDomain::random(&mut RngRef(rng)).into_bytes()),
         replica_id: PoseidonDomain::random(&mut RngRef(rng)),
         seed: random_seed(rng),

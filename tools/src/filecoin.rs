@@ -485,11 +485,7 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
     let c1 = if a.random {
         fc::random::random_c1(proof, &mut rng)?
     } else {
-        let request = fc::SealRequest::random(size, &mut rng);
-        let work = tempfile_dir()?;
-        let sealed = fc::seal_sector(&request, &mut rng, &work);
-        let _ = std::fs::remove_dir_all(&work);
-        sealed?.c1
+        seal_one(&fc::SealRequest::random(size, &mut rng), &mut rng)?.c1
     };
     let job = fc::circuit::SectorJob::new(&c1)?;
     let ledger = Ledger::unlimited();
@@ -672,9 +668,7 @@ fn bench(a: BenchArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     let mut rng = fc::rng_from_seed(a.run.rng_seed);
     let request = fc::SealRequest::random(size, &mut rng);
     ensure_params(registered_proof, &files, a.run.rng_seed)?;
-    let work = tempfile_dir()?;
-    let sealed = fc::seal_sector(&request, &mut rng, &work)?;
-    let _ = std::fs::remove_dir_all(&work);
+    let sealed = seal_one(&request, &mut rng)?;
 
     let started = Instant::now();
     let engine = start_engine(registered_proof, &files, 1, &limit, &a.run.prover, false)?;
@@ -797,6 +791,18 @@ impl Drop for Peer {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Seals one sector in this process's temporary directory, removed afterwards (also when
+/// sealing fails).
+fn seal_one(
+    request: &fc::SealRequest,
+    rng: &mut impl arenaprove::engine::deps::rand_core::RngCore,
+) -> Result<fc::SealedSector> {
+    let work = tempfile_dir()?;
+    let sealed = fc::seal_sector(request, rng, &work);
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(sealed?)
 }
 
 fn tempfile_dir() -> Result<PathBuf> {

@@ -49,7 +49,7 @@ use rayon::prelude::*;
 pub use error::PrecompiledError;
 use format::*;
 pub use format::{Header, TermCounts};
-pub use parts::{synthesize_precompiled_parts, Counts, PartCs, PartedCircuit};
+pub use parts::{synthesize_precompiled_parts, PartCs, PartedCircuit};
 pub use record::RecordingCs;
 pub use witness::WitnessCs;
 

@@ -27,10 +27,10 @@ use crate::{ArenaAssignment, CircuitError};
 
 /// Counts of one piece of witness synthesis: inputs (ONE excluded), aux and constraints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
-    pub inputs: usize,
-    pub aux: usize,
-    pub constraints: usize,
+struct Counts {
+    inputs: usize,
+    aux: usize,
+    constraints: usize,
 }
 
 /// A circuit whose witness is a prologue followed by [`PartedCircuit::parts`] parts of one
@@ -77,7 +77,8 @@ impl<'a> Stream<'a> {
 
     /// Slots for the next `n` values: scratch while replaying, the window after. A run
     /// across the boundary or past the window is lent scratch (so synthesis can go on) and
-    /// reported as `(synthesized, expected)`.
+    /// reported as `(synthesized, expected)`. Window slots are zero as lent: the window
+    /// comes zeroed from `extend_witness` and each slot is lent once.
     fn take(&mut self, n: usize) -> (&mut [Scalar], Option<(usize, usize)>) {
         let at = self.seen;
         self.seen += n;
@@ -89,9 +90,7 @@ impl<'a> Stream<'a> {
             return (&mut self.scratch[..], report);
         }
         let from = at - self.replay;
-        let slots = &mut self.window[from..from + n];
-        slots.fill(Scalar::ZERO);
-        (slots, None)
+        (&mut self.window[from..from + n], None)
     }
 
     /// The variable the serial synthesis gives the value at position `at` (replay included).
@@ -156,14 +155,6 @@ impl<'a> PartCs<'a> {
         }
     }
 
-    fn take_aux(&mut self, n: usize) -> &mut [Scalar] {
-        self.allocate_empty(n, 0).0
-    }
-
-    fn take_inputs(&mut self, n: usize) -> &mut [Scalar] {
-        self.allocate_empty(0, n).1
-    }
-
     /// The part's result: its first error, or a count that is not exactly its share.
     fn finish(self, result: Result<(), SynthesisError>, rows: usize) -> Result<(), CircuitError> {
         if let Some(e) = self.sticky {
@@ -200,7 +191,7 @@ impl ConstraintSystem<Scalar> for PartCs<'_> {
     {
         let value = f()?;
         let at = self.aux.seen;
-        self.take_aux(1)[0] = value;
+        self.allocate_empty_aux(1)[0] = value;
         Ok(Variable::new_unchecked(Index::Aux(self.aux.index(at))))
     }
 
@@ -212,7 +203,7 @@ impl ConstraintSystem<Scalar> for PartCs<'_> {
     {
         let value = f()?;
         let at = self.inputs.seen;
-        self.take_inputs(1)[0] = value;
+        self.allocate_empty_inputs(1)[0] = value;
         Ok(Variable::new_unchecked(Index::Input(self.inputs.index(at))))
     }
 
@@ -245,11 +236,11 @@ impl ConstraintSystem<Scalar> for PartCs<'_> {
     }
 
     fn extend_inputs(&mut self, new_inputs: &[Scalar]) {
-        self.take_inputs(new_inputs.len()).copy_from_slice(new_inputs);
+        self.allocate_empty_inputs(new_inputs.len()).copy_from_slice(new_inputs);
     }
 
     fn extend_aux(&mut self, new_aux: &[Scalar]) {
-        self.take_aux(new_aux.len()).copy_from_slice(new_aux);
+        self.allocate_empty_aux(new_aux.len()).copy_from_slice(new_aux);
     }
 
     fn allocate_empty(&mut self, aux_n: usize, inputs_n: usize) -> (&mut [Scalar], &mut [Scalar]) {
@@ -264,11 +255,11 @@ impl ConstraintSystem<Scalar> for PartCs<'_> {
     }
 
     fn allocate_empty_inputs(&mut self, n: usize) -> &mut [Scalar] {
-        self.take_inputs(n)
+        self.allocate_empty(0, n).1
     }
 
     fn allocate_empty_aux(&mut self, n: usize) -> &mut [Scalar] {
-        self.take_aux(n)
+        self.allocate_empty(n, 0).0
     }
 
     /// This part's inputs so far (not the whole assignment's: parts run concurrently).
