@@ -10,6 +10,8 @@
 #                                          # witness serial vs parallel, bench vs filecoin-proofs
 #   bash scripts/gpu-filecoin.sh 512MiB    # the same for a 512 MiB sector
 #   bash scripts/gpu-filecoin.sh 32GiB     # parallel witness of a 32 GiB partition (random C1)
+#   SECTORS=20 bash scripts/gpu-filecoin.sh soak   # real 8 MiB sectors sealed and proven on
+#                                          # the GPU, each verified; peak RSS against the plan
 #
 # Logs go to $OUT (default ./gpu-filecoin-out); summary.log has one line per check.
 set -uo pipefail
@@ -54,10 +56,21 @@ witness() {
   summary "$(tail -1 "$OUT/witness-$size.log")"
 }
 
+# Against filecoin-proofs + supraseal when scripts/peer-gpu.sh built its baseline into
+# target-gpu, else against the CPU seal_commit_phase2 in this process.
 bench() {
-  local size=$1 runs=$2
-  fc bench --sector-size "$size" --backend gpu --runs "$runs" >"$OUT/bench-$size.log" 2>&1
+  local size=$1 runs=$2 peer=()
+  [ -x target-gpu/filecoin-baseline ] && peer=(--peer-exe target-gpu/filecoin-baseline)
+  fc bench --sector-size "$size" --backend gpu --runs "$runs" "${peer[@]}" >"$OUT/bench-$size.log" 2>&1
   summary "$(grep -A1 '^filecoin c2' "$OUT/bench-$size.log" | tr '\n' ' ')"
+}
+
+# SECTORS real sectors sealed and proven on the GPU, every proof checked by verify_seal,
+# peak RSS against the plan.
+soak() {
+  local size=$1
+  fc soak --sector-size "$size" --sectors "${SECTORS:-20}" --backend gpu >"$OUT/soak-$size.log" 2>&1
+  summary "soak $size: $(tail -25 "$OUT/soak-$size.log")"
 }
 
 case "${1:-small}" in
@@ -67,6 +80,9 @@ case "${1:-small}" in
     bench 2KiB 1
     bench 8MiB 2
     ;;
+  soak)
+    soak 8MiB
+    ;;
   512MiB)
     sector 512MiB
     witness 512MiB 2
@@ -75,7 +91,7 @@ case "${1:-small}" in
     witness "$1" 1 --random
     ;;
   *)
-    echo "usage: $0 small|512MiB|32GiB|64GiB" >&2
+    echo "usage: $0 small|soak|512MiB|32GiB|64GiB" >&2
     exit 2
     ;;
 esac

@@ -189,7 +189,7 @@ fn native_arena_witness_proofs_equal_bellperson() {
         let mut w = synthesize_native(&c, &pools, &shape).unwrap();
         let start = prover.prove_start(&mut w).unwrap();
         // a, b, c went back to their pool the moment h was computed.
-        assert_eq!(pools.abc.outstanding(), 0, "{kind}: a, b, c slabs not released by prove_start");
+        assert_eq!(pools.abc.as_ref().unwrap().outstanding(), 0, "{kind}: a, b, c slabs not released by prove_start");
         let (ours, _) = prover.finalize(start, &w, r, sr).unwrap();
         drop(w);
         assert_eq!(pools.outstanding(), 0);
@@ -243,5 +243,5 @@ fn params_for_another_shape_or_bad_witness_are_errors() {
     let e = Proof::from_bytes(&inf).unwrap_err();
     assert!(e.to_string().contains("infinity"), "{e}");
     // The pool is whole again after the proofs.
-    assert_eq!(prover.memory().scalars.outstanding(), 0);
+    assert_eq!(prover.memory().scalars.as_ref().unwrap().outstanding(), 0);
 }

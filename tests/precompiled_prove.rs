@@ -40,11 +40,13 @@ fn precompiled_proofs_verify_and_equal_the_generic_path() {
             kind: "chain".into(),
             shape: shape_of(chain(0)).unwrap(),
             params: Arc::new(generate_random_parameters(chain(0), &mut rng, &mem).unwrap()),
+            matrices: None,
         },
         CircuitSpec {
             kind: "sector".into(),
             shape: shape_of(sector(0)).unwrap(),
             params: Arc::new(generate_random_parameters(sector(0), &mut rng, &mem).unwrap()),
+            matrices: None,
         },
     ];
     let config = EngineConfig { slots: 2, synth_workers: 2, ..EngineConfig::default() };

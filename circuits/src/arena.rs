@@ -30,15 +30,18 @@ use crate::density::words_for_bits;
 use crate::heap::scaled;
 use crate::native::{Lc, LcScratch, NativeCircuit, NativeCs, Term};
 use crate::witness::AbcRef;
-use crate::{CircuitError, Density, ProverWitness, Shape};
+use crate::{CircuitError, Density, Precompiled, ProverWitness, Shape};
 
 const SCALAR_BYTES: usize = std::mem::size_of::<Scalar>();
 
 /// The pools an [`ArenaAssignment`] leases from, sized for one shape.
 #[derive(Clone)]
 pub struct AssignmentPools {
-    /// a, b, c: three slabs of `domain_size` scalars per assignment.
-    pub abc: Arc<SlabPool>,
+    /// a, b, c: three slabs of `domain_size` scalars per assignment. `None` where no
+    /// assignment holds a, b, c on the host (an engine whose backend computes them on the
+    /// device from precompiled constraints): then only
+    /// [`ArenaAssignment::witness_only`] assignments can be made.
+    pub abc: Option<Arc<SlabPool>>,
     /// The input assignment: one slab of `inputs` scalars per assignment.
     pub inputs: Arc<SlabPool>,
     /// The aux assignment: one slab of `aux` scalars per assignment.
@@ -107,7 +110,7 @@ impl AssignmentPools {
             )
         });
         Ok(AssignmentPools {
-            abc: abc?,
+            abc: Some(abc?),
             inputs: inputs?,
             aux: aux?,
             density: density?,
@@ -115,14 +118,16 @@ impl AssignmentPools {
         })
     }
 
-    /// Slabs out right now, over all four pools.
+    /// Slabs out right now, over every pool.
     pub fn outstanding(&self) -> usize {
         self.pools().iter().map(|p| p.outstanding()).sum()
     }
 
-    /// The four slab pools (for shutdown checks).
-    pub fn pools(&self) -> [&SlabPool; 4] {
-        [&self.abc, &self.inputs, &self.aux, &self.density]
+    /// The slab pools (for shutdown checks): abc where there is one, inputs, aux, density.
+    pub fn pools(&self) -> Vec<&SlabPool> {
+        let mut v: Vec<&SlabPool> = self.abc.iter().map(|p| &**p).collect();
+        v.extend([&*self.inputs, &*self.aux, &*self.density]);
+        v
     }
 }
 
@@ -158,6 +163,11 @@ impl SlabBits {
 pub struct ArenaAssignment {
     shape: Shape,
     abc: Option<[SlabVec<Scalar>; 3]>,
+    /// Leased without a, b, c ([`ArenaAssignment::witness_only`]).
+    witness_only: bool,
+    /// The recording whose products give a, b, c, left to the backend
+    /// ([`Precompiled::defer_products`]).
+    deferred: Option<Arc<Precompiled>>,
     inputs: SlabVec<Scalar>,
     aux: SlabVec<Scalar>,
     a_aux_density: SlabBits,
@@ -198,22 +208,45 @@ impl ArenaAssignment {
     /// Leases every vector for `shape` from `pools` (fails at once if a pool is empty or
     /// its slabs are too small for the shape).
     pub fn new(pools: &AssignmentPools, shape: &Shape) -> Result<Self, CircuitError> {
-        let scalars = |pool: &Arc<SlabPool>, n: usize| -> Result<SlabVec<Scalar>, ArenaError> {
-            Ok(SlabVec::new(pool.try_lease(n * SCALAR_BYTES)?))
+        let Some(abc_pool) = &pools.abc else {
+            return Err(CircuitError::Invalid {
+                what: "assignment",
+                reason: "these pools hold no a, b, c (its engine computes them on the device from \
+                         precompiled constraints): only a witness-only assignment can be made"
+                    .into(),
+            });
         };
+        let abc = [
+            lease_scalars(abc_pool, shape.domain_size)?,
+            lease_scalars(abc_pool, shape.domain_size)?,
+            lease_scalars(abc_pool, shape.domain_size)?,
+        ];
+        Self::leased(pools, shape, Some(abc))
+    }
+
+    /// Leases the witness only (inputs, aux, densities), no a, b, c: for precompiled
+    /// synthesis whose products a backend computes from the recording
+    /// ([`Precompiled::defer_products`]). Any other synthesis into it fails at its first
+    /// row with a typed error.
+    pub fn witness_only(pools: &AssignmentPools, shape: &Shape) -> Result<Self, CircuitError> {
+        Self::leased(pools, shape, None)
+    }
+
+    fn leased(
+        pools: &AssignmentPools,
+        shape: &Shape,
+        abc: Option<[SlabVec<Scalar>; 3]>,
+    ) -> Result<Self, CircuitError> {
         let words = |n_bits: usize| -> Result<SlabBits, ArenaError> {
             Ok(SlabBits::new(SlabVec::new(pools.density.try_lease(words_for_bits(n_bits) * 8)?)))
         };
-        let abc = [
-            scalars(&pools.abc, shape.domain_size)?,
-            scalars(&pools.abc, shape.domain_size)?,
-            scalars(&pools.abc, shape.domain_size)?,
-        ];
         let assignment = ArenaAssignment {
             shape: *shape,
-            abc: Some(abc),
-            inputs: scalars(&pools.inputs, shape.inputs)?,
-            aux: scalars(&pools.aux, shape.aux)?,
+            witness_only: abc.is_none(),
+            abc,
+            deferred: None,
+            inputs: lease_scalars(&pools.inputs, shape.inputs)?,
+            aux: lease_scalars(&pools.aux, shape.aux)?,
             a_aux_density: words(shape.aux)?,
             b_input_density: words(shape.inputs)?,
             b_aux_density: words(shape.aux)?,
@@ -238,11 +271,20 @@ impl ArenaAssignment {
         NativeCs::alloc_input(self, Scalar::ONE)
     }
 
-    /// Appends the `input_i * 0 = 0` rows and reports any sticky error.
+    /// Appends the `input_i * 0 = 0` rows and reports any sticky error. With the products
+    /// deferred to the backend the rows are only counted (the backend writes them).
     pub fn finish(&mut self) -> Result<(), CircuitError> {
         self.release_scratch();
-        for i in 0..self.inputs.len() {
-            self.push_row(self.inputs[i], Scalar::ZERO, Scalar::ZERO);
+        if self.deferred.is_some() {
+            let rows = self.constraints + self.inputs.len();
+            if rows > self.shape.constraints {
+                self.rows_over += rows - self.shape.constraints;
+            }
+            self.constraints = rows.min(self.shape.constraints);
+        } else {
+            for i in 0..self.inputs.len() {
+                self.push_row(self.inputs[i], Scalar::ZERO, Scalar::ZERO);
+            }
         }
         if let Some(e) = self.sticky.take() {
             return Err(e);
@@ -288,7 +330,8 @@ impl ArenaAssignment {
             return;
         }
         let Some([va, vb, vc]) = self.abc.as_mut() else {
-            self.record(CircuitError::AbcReleased);
+            let e = if self.witness_only { witness_only_error() } else { CircuitError::AbcReleased };
+            self.record(e);
             return;
         };
         // Capacity is domain_size >= shape.constraints, so these cannot fail; keep the
@@ -436,7 +479,7 @@ impl ArenaAssignment {
             return Err(self.refuse("constraints", rows, self.shape.constraints));
         }
         let Some([a, b, c]) = self.abc.as_mut() else {
-            return Err(CircuitError::AbcReleased);
+            return Err(if self.witness_only { witness_only_error() } else { CircuitError::AbcReleased });
         };
         for v in [&mut *a, &mut *b, &mut *c] {
             v.clear();
@@ -451,6 +494,51 @@ impl ArenaAssignment {
             c: c.as_mut_slice(),
         })
     }
+}
+
+impl ArenaAssignment {
+    /// Sets the number of rows to `rows` (before the `input_i * 0 = 0` rows) without
+    /// computing a, b, c: they are left to the backend, from `matrices` and this witness
+    /// ([`ProverWitness::deferred_products`]). Only on a witness-only assignment with no
+    /// rows yet.
+    pub(crate) fn defer_abc(&mut self, rows: usize, matrices: Arc<Precompiled>) -> Result<(), CircuitError> {
+        if !self.witness_only || self.constraints != 0 {
+            return Err(CircuitError::Invalid {
+                what: "deferred products",
+                reason: format!(
+                    "only a witness-only assignment with no rows can leave a, b, c to the backend \
+                     (this one has {} rows{})",
+                    self.constraints,
+                    if self.witness_only { "" } else { " and a, b, c slabs" }
+                ),
+            });
+        }
+        if rows > self.shape.constraints {
+            return Err(self.refuse("constraints", rows, self.shape.constraints));
+        }
+        self.constraints = rows;
+        self.deferred = Some(matrices);
+        Ok(())
+    }
+
+    /// Whether a, b, c slabs were leased ([`ArenaAssignment::new`]) rather than the
+    /// witness only.
+    pub fn holds_abc_slabs(&self) -> bool {
+        !self.witness_only
+    }
+}
+
+fn witness_only_error() -> CircuitError {
+    CircuitError::Invalid {
+        what: "assignment",
+        reason: "a witness-only assignment has no a, b, c: only precompiled synthesis with \
+                 deferred products can fill it"
+            .into(),
+    }
+}
+
+fn lease_scalars(pool: &Arc<SlabPool>, n: usize) -> Result<SlabVec<Scalar>, ArenaError> {
+    Ok(SlabVec::new(pool.try_lease(n * SCALAR_BYTES)?))
 }
 
 /// a, b, c lent for writing, with the witness they are computed from
@@ -616,7 +704,7 @@ impl ProverWitness for ArenaAssignment {
         self.b_aux_density.as_density()
     }
     fn abc(&self) -> Result<AbcRef<'_>, CircuitError> {
-        let [a, b, c] = self.abc.as_ref().ok_or(CircuitError::AbcReleased)?;
+        let [a, b, c] = self.abc.as_ref().ok_or_else(|| self.no_abc())?;
         let n = self.constraints;
         Ok((&a[..n], &b[..n], &c[..n]))
     }
@@ -626,7 +714,8 @@ impl ProverWitness for ArenaAssignment {
             return Err(CircuitError::DomainTooSmall { domain_size, constraints: n });
         }
         let shape = self.shape;
-        let abc = self.abc.as_mut().ok_or(CircuitError::AbcReleased)?;
+        let no_abc = self.no_abc();
+        let abc = self.abc.as_mut().ok_or(no_abc)?;
         if domain_size > abc[0].capacity() {
             return Err(CircuitError::OverShape {
                 what: "domain",
@@ -644,6 +733,20 @@ impl ProverWitness for ArenaAssignment {
     }
     fn release_abc(&mut self) {
         self.abc = None;
+    }
+    fn deferred_products(&self) -> Option<&Arc<Precompiled>> {
+        self.deferred.as_ref()
+    }
+}
+
+impl ArenaAssignment {
+    /// Why a, b, c cannot be read: left to the backend, never leased, or released.
+    fn no_abc(&self) -> CircuitError {
+        match &self.deferred {
+            Some(pc) => CircuitError::AbcDeferred { recording: pc.identity().to_string() },
+            None if self.witness_only => witness_only_error(),
+            None => CircuitError::AbcReleased,
+        }
     }
 }
 

@@ -25,6 +25,13 @@ pub enum CircuitError {
     /// `abc*` was called after `release_abc`.
     #[error("a, b, c were already released")]
     AbcReleased,
+    /// `abc*` on an assignment whose products were left to the backend: a, b, c exist only
+    /// where the backend computes them from the recording's matrices.
+    #[error(
+        "a, b, c of this assignment are computed by the backend from the recording '{recording}' \
+         (products on the device); the host never held them"
+    )]
+    AbcDeferred { recording: String },
     /// `abc_padded_mut` with a domain smaller than the number of constraints.
     #[error("domain size {domain_size} is smaller than the {constraints} constraints")]
     DomainTooSmall { domain_size: usize, constraints: usize },

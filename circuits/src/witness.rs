@@ -27,4 +27,11 @@ pub trait ProverWitness {
     fn abc_padded_mut(&mut self, domain_size: usize) -> Result<[&mut [Scalar]; 3], CircuitError>;
     /// Hands a, b, c storage back (slabs return to their pools at once); later abc calls error.
     fn release_abc(&mut self);
+    /// The precompiled recording whose products are a, b, c when synthesis left them to the
+    /// backend (a witness-only assignment: `abc` errs, and the backend computes a = A.w,
+    /// b = B.w, c = C.w from the recording and this witness, then the `input_i * 0 = 0`
+    /// rows); `None` when a, b, c are in the witness.
+    fn deferred_products(&self) -> Option<&std::sync::Arc<crate::Precompiled>> {
+        None
+    }
 }

@@ -49,7 +49,8 @@ fn setup(shape: &Shape) -> (std::sync::Arc<Ledger>, AssignmentPools) {
 
 fn assert_all_back(ledger: &Ledger, pools: &AssignmentPools) {
     assert_eq!(pools.outstanding(), 0, "slabs still leased");
-    assert_eq!(pools.abc.free_count(), pools.abc.slab_count());
+    let abc = pools.abc.as_ref().unwrap();
+    assert_eq!(abc.free_count(), abc.slab_count());
     assert!(ledger.snapshot().balanced(), "ledger unbalanced: {:?}", ledger.snapshot());
 }
 

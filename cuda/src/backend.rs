@@ -38,7 +38,9 @@ use arenaprove_engine::groth16::domain::Domain;
 use arenaprove_engine::groth16::ops::same_len;
 use arenaprove_engine::groth16::{
     G1Query, G2Query, Groth16Error, Parameters, ProofShape, Prover, ProverMemory, ProverOps, ScalarBytes,
+    WitnessScalars,
 };
+use arenaprove_circuits::Precompiled;
 use arenaprove_engine::pipeline::{PlanTerm, Scope};
 use arenaprove_engine::{Backend, BackendFactory};
 
@@ -49,6 +51,7 @@ use crate::msm::{G1Bases, G2Bases};
 use crate::ntt::DeviceH;
 use crate::pinned::CudaRegionHook;
 use crate::plan::DevicePlan;
+use crate::products::DeviceRows;
 
 type Result<T, E = Groth16Error> = std::result::Result<T, E>;
 
@@ -57,18 +60,31 @@ fn backend_err(e: CudaError) -> Groth16Error {
 }
 
 /// The device memory one parameter set of `shape` needs: NTT tables for its domain, its
-/// five base sets resident (H, L, A, B_G1 in G1; B_G2 in G2), and the largest operation's
-/// scratch (the h pipeline, or an MSM over the longest base set).
-pub fn device_plan(shape: &ProofShape) -> DevicePlan {
+/// five base sets resident (H, L, A, B_G1 in G1; B_G2 in G2), the kind's recording when a,
+/// b, c are computed on the device from it, and the largest operation's scratch (the h
+/// pipeline, from a, b, c or from the recording; an MSM over the longest base set; a
+/// witness MSM with its staged aux).
+pub fn device_plan(shape: &ProofShape, rows: Option<&Precompiled>) -> DevicePlan {
+    device_plan_sized(shape, rows.map(|pc| crate::products::rows_resident_bytes(&pc.row_stream())))
+}
+
+/// [`device_plan`] with the resident recording given by its size (`rows_bytes`, e.g. an
+/// estimate from the recording file's size, for `arenaprove plan` before one exists).
+pub fn device_plan_sized(shape: &ProofShape, rows_bytes: Option<usize>) -> DevicePlan {
     let domain = shape.domain_size.max(2);
     let h_points = domain - 1;
     let msm_max = h_points.max(shape.aux).max(shape.a_points).max(shape.b_points);
-    DevicePlan::new(
+    let plan = DevicePlan::new(
         domain.trailing_zeros(),
         &[h_points, shape.aux, shape.a_points, shape.b_points],
         &[shape.b_points],
         msm_max,
     )
+    .with_witness_msms(shape.aux, shape.a_points, shape.b_points);
+    match rows_bytes {
+        Some(b) => plan.with_rows(b, domain.trailing_zeros(), shape.inputs, shape.aux),
+        None => plan,
+    }
 }
 
 /// The arena for several shapes on one device: the largest NTT tables (they serve every
@@ -76,7 +92,7 @@ pub fn device_plan(shape: &ProofShape) -> DevicePlan {
 /// a time).
 fn arena_bytes(plans: &[DevicePlan]) -> usize {
     let tables = plans.iter().map(|p| p.ntt_tables_bytes).max().unwrap_or(0);
-    let bases: usize = plans.iter().map(|p| p.g1_bases_bytes + p.g2_bases_bytes).sum();
+    let bases: usize = plans.iter().map(|p| p.g1_bases_bytes + p.g2_bases_bytes + p.rows_bytes).sum();
     let scratch = plans.iter().map(DevicePlan::scratch_bytes).max().unwrap_or(0);
     tables + bases + scratch
 }
@@ -90,19 +106,25 @@ pub fn device_terms(ordinal: usize, plan: &DevicePlan) -> Vec<PlanTerm> {
         count: 1,
         scope: Scope::Device,
     };
-    vec![
+    let mut terms = vec![
         term("NTT tables (persistent)".into(), plan.ntt_tables_bytes),
         term("G1 bases H, L, A, B_G1 (resident)".into(), plan.g1_bases_bytes),
         term("G2 bases B_G2 (resident)".into(), plan.g2_bases_bytes),
-        term(
-            format!(
-                "scratch: max(h pipeline {} MiB, MSM {} MiB)",
-                plan.h_scratch_bytes >> 20,
-                plan.msm_scratch_bytes >> 20
-            ),
-            plan.scratch_bytes(),
+    ];
+    if plan.rows_bytes > 0 {
+        terms.push(term("precompiled rows: stream, blocks, row offsets, coefficients (resident)".into(), plan.rows_bytes));
+    }
+    terms.push(term(
+        format!(
+            "scratch: max(h pipeline {} MiB, h from rows {} MiB, MSM {} MiB, witness MSM {} MiB)",
+            plan.h_scratch_bytes >> 20,
+            plan.h_rows_scratch_bytes >> 20,
+            plan.msm_scratch_bytes >> 20,
+            plan.witness_scratch_bytes >> 20,
         ),
-    ]
+        plan.scratch_bytes(),
+    ));
+    terms
 }
 
 /// One GPU of a factory: its ordinal and the device, one operation at a time.
@@ -119,15 +141,21 @@ pub struct CudaFactory {
     gpus: Arc<[Slot]>,
     /// Page-locks the engine's regions once, for every GPU (`CU_MEMHOSTREGISTER_PORTABLE`).
     hook: Arc<CudaRegionHook>,
-    /// Shapes the engine planned (`plan_terms`), so each GPU's one arena holds them all.
-    planned: Mutex<Vec<ProofShape>>,
+    /// Shapes the engine planned (`plan_terms`) with their device plans, so each GPU's one
+    /// arena holds them all.
+    planned: Mutex<Vec<(ProofShape, DevicePlan)>>,
     /// Bases already resident, per parameter set (one copy per GPU): a second `build` over
     /// the same params (fresh mode builds one prover per partition; an engine rebuilt over
     /// the same factory) shares them instead of uploading them again into the arenas,
     /// which free nothing. The `Weak` keeps the `Arc`'s allocation, so its address is
     /// never reused by another parameter set while the entry exists.
     resident: Mutex<Vec<(Weak<Parameters>, PerGpuBases)>>,
+    /// Recordings already resident, per recording (one copy per GPU), as `resident`.
+    resident_rows: Mutex<Vec<(Weak<Precompiled>, PerGpuRows)>>,
 }
+
+/// One recording on each GPU of a factory, in the factory's order.
+type PerGpuRows = Arc<[DeviceRows]>;
 
 /// One parameter set's bases on each GPU of a factory, in the factory's order.
 type PerGpuBases = Arc<[ResidentBases]>;
@@ -173,6 +201,7 @@ impl CudaFactory {
             hook,
             planned: Mutex::new(Vec::new()),
             resident: Mutex::new(Vec::new()),
+            resident_rows: Mutex::new(Vec::new()),
         })
     }
 
@@ -251,15 +280,18 @@ impl BackendFactory for CudaFactory {
         "cuda"
     }
 
-    fn plan_terms(&self, shape: &ProofShape, _slots: usize) -> Vec<PlanTerm> {
-        let mut planned = self.planned.lock().unwrap_or_else(|e| e.into_inner());
-        if !planned.contains(shape) {
-            planned.push(*shape);
-        }
+    fn plan_terms(&self, shape: &ProofShape, rows: Option<&Precompiled>, _slots: usize) -> Vec<PlanTerm> {
+        let plan = device_plan(shape, rows);
+        self.note_planned(shape, plan);
         // One prover per GPU: the device terms do not scale with the slots; each GPU holds
         // its own copy.
-        let plan = device_plan(shape);
         self.gpus.iter().flat_map(|s| device_terms(s.ordinal, &plan)).collect()
+    }
+
+    /// a, b, c from a kind's recording, split vectors from the assignment: the engine
+    /// plans no a, b, c slabs on the host for precompiled kinds.
+    fn proves_from_witness(&self) -> bool {
+        true
     }
 
     fn region_hook(&self) -> Option<SharedHook> {
@@ -282,8 +314,14 @@ impl BackendFactory for CudaFactory {
         self.gpus.len()
     }
 
-    fn build(&self, params: Arc<Parameters>, memory: ProverMemory) -> Result<Arc<dyn Backend>> {
+    fn build(
+        &self,
+        params: Arc<Parameters>,
+        rows: Option<Arc<Precompiled>>,
+        memory: ProverMemory,
+    ) -> Result<Arc<dyn Backend>> {
         let shape = ProofShape::of_params(&params);
+        self.note_planned(&shape, device_plan(&shape, rows.as_deref()));
         let mut resident = self.resident.lock().unwrap_or_else(|e| e.into_inner());
         let key = Arc::downgrade(&params);
         let bases = match resident.iter().find(|(w, _)| Weak::ptr_eq(w, &key)) {
@@ -307,23 +345,55 @@ impl BackendFactory for CudaFactory {
             }
         };
         drop(resident);
-        let ops = CudaOps { gpus: self.gpus.clone(), bases, next: AtomicUsize::new(0) };
+        let rows = match rows {
+            Some(pc) => Some(self.resident_rows(&pc, &shape)?),
+            None => None,
+        };
+        let ops = CudaOps { gpus: self.gpus.clone(), bases, rows, next: AtomicUsize::new(0) };
         Ok(Arc::new(Prover::from_ops(params, memory, ops)?))
     }
 }
 
 impl CudaFactory {
+    /// Records a shape's device plan for the arenas reserved at the first build.
+    fn note_planned(&self, shape: &ProofShape, plan: DevicePlan) {
+        let mut planned = self.planned.lock().unwrap_or_else(|e| e.into_inner());
+        if !planned.contains(&(*shape, plan)) {
+            planned.push((*shape, plan));
+        }
+    }
+
+    /// The recording `pc` on every GPU, uploaded at its first use.
+    fn resident_rows(&self, pc: &Arc<Precompiled>, shape: &ProofShape) -> Result<PerGpuRows> {
+        let mut resident = self.resident_rows.lock().unwrap_or_else(|e| e.into_inner());
+        let key = Arc::downgrade(pc);
+        if let Some((_, rows)) = resident.iter().find(|(w, _)| Weak::ptr_eq(w, &key)) {
+            return Ok(rows.clone());
+        }
+        let mut each = Vec::with_capacity(self.gpus.len());
+        for slot in self.gpus.iter() {
+            let mut gpu = lock(&slot.gpu);
+            self.prepare(&mut gpu, shape).map_err(backend_err)?;
+            each.push(gpu.upload_rows(pc).map_err(backend_err)?);
+        }
+        let rows: PerGpuRows = each.into();
+        resident.push((key, rows.clone()));
+        Ok(rows)
+    }
+
     /// Reserves `gpu`'s arena at its first build (for every planned shape) and its NTT
     /// tables for `shape`'s domain.
     fn prepare(&self, gpu: &mut Gpu, shape: &ProofShape) -> std::result::Result<(), CudaError> {
         if gpu.arena_stats().is_none() {
-            let mut shapes = self.planned.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            if !shapes.contains(shape) {
-                shapes.push(*shape);
-            }
-            let plans: Vec<DevicePlan> = shapes.iter().map(device_plan).collect();
+            let planned = self.planned.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let plans: Vec<DevicePlan> = planned.iter().map(|(_, p)| *p).collect();
             gpu.reserve_arena(arena_bytes(&plans))?;
-            let max_log = shapes.iter().map(|s| s.domain_size.max(2).trailing_zeros()).max().unwrap_or(1);
+            let max_log = planned
+                .iter()
+                .map(|(s, _)| s.domain_size.max(2).trailing_zeros())
+                .chain([shape.domain_size.max(2).trailing_zeros()])
+                .max()
+                .unwrap_or(1);
             gpu.prepare_ntt(max_log)?;
         }
         gpu.prepare_ntt(shape.domain_size.max(2).trailing_zeros())
@@ -355,6 +425,8 @@ pub struct CudaOps {
     gpus: Arc<[Slot]>,
     /// The parameter set's bases on each GPU (same order as `gpus`).
     bases: PerGpuBases,
+    /// The kind's recording on each GPU, when a, b, c are computed from it.
+    rows: Option<PerGpuRows>,
     /// Where the next operation starts looking for a free GPU (round robin).
     next: AtomicUsize,
 }
@@ -444,6 +516,49 @@ impl ProverOps for CudaOps {
         same_len(query.name(), self.bases[0].b_g2.len, scalars.len())?;
         self.on_gpu(device, |g, bases| g.msm_g2_resident(&bases.b_g2, scalars))
     }
+
+    /// Split vectors built on the device; a, b, c from the kind's resident recording.
+    fn proves_from_witness(&self) -> bool {
+        true
+    }
+
+    fn h_quotient_rows<'a>(
+        &'a self,
+        domain: &Domain,
+        rows: &'a Precompiled,
+        inputs: &'a [Scalar],
+        aux: &'a [Scalar],
+        device: &mut Duration,
+    ) -> Result<GpuQuotient<'a>> {
+        let resident = self.rows.as_ref().ok_or_else(|| {
+            backend_err(CudaError::Devices(format!(
+                "the recording '{}' is not resident: this kind was built without one, so its \
+                 partitions must hold a, b, c on the host",
+                rows.identity()
+            )))
+        })?;
+        if !resident[0].matches(rows) {
+            return Err(backend_err(CudaError::Devices(format!(
+                "the partition's recording '{}' is not the kind's resident one ('{}')",
+                rows.identity(),
+                resident[0].identity()
+            ))));
+        }
+        let (index, mut gpu) = self.take_gpu();
+        let h = gpu.h_quotient_rows(&resident[index], inputs, aux, domain.size).map_err(backend_err)?;
+        *device += gpu.last_device_time();
+        Ok(GpuQuotient { gpu, bases: &self.bases[index].h, h })
+    }
+
+    fn msm_witness_g1(&self, query: G1Query, s: WitnessScalars<'_>, device: &mut Duration) -> Result<G1Projective> {
+        same_len(query.name(), self.bases[0].g1(query).len, s.len())?;
+        self.on_gpu(device, |g, bases| g.msm_witness_g1(bases.g1(query), s.head, s.aux, s.density))
+    }
+
+    fn msm_witness_g2(&self, query: G2Query, s: WitnessScalars<'_>, device: &mut Duration) -> Result<G2Projective> {
+        same_len(query.name(), self.bases[0].b_g2.len, s.len())?;
+        self.on_gpu(device, |g, bases| g.msm_witness_g2(&bases.b_g2, s.head, s.aux, s.density))
+    }
 }
 
 #[cfg(test)]
@@ -458,7 +573,7 @@ mod tests {
     #[test]
     fn device_terms_sum_to_the_arena_of_one_shape() {
         for log in [10, 16, 20] {
-            let plan = device_plan(&shape(log));
+            let plan = device_plan(&shape(log), None);
             let terms = device_terms(0, &plan);
             let sum: usize = terms.iter().map(PlanTerm::bytes).sum();
             assert_eq!(sum, plan.total_bytes());
@@ -474,7 +589,7 @@ mod tests {
 
     #[test]
     fn two_shapes_share_tables_and_scratch_but_not_bases() {
-        let (small, big) = (device_plan(&shape(12)), device_plan(&shape(16)));
+        let (small, big) = (device_plan(&shape(12), None), device_plan(&shape(16), None));
         let both = arena_bytes(&[small, big]);
         assert_eq!(
             both,

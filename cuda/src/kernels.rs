@@ -214,11 +214,13 @@ kernels! {
     FrToCanonical: fr_to_canonical(a: DevPtr, out: DevPtr, n: usize);
 
     // products.cu
-    /// `a, b, c = A.w, B.w, C.w` from a precompiled row stream, one thread per row block.
+    /// Each row's word offset from its block's start, one thread per row block.
+    PceRowOffsets: pce_row_offsets(stream: DevPtr, blocks: DevPtr, nblocks: usize, rows: usize, offsets: DevPtr);
+    /// `a, b, c = A.w, B.w, C.w` from a precompiled row stream, one thread per row.
     PceProducts: pce_products(
         stream: DevPtr,
         blocks: DevPtr,
-        nblocks: usize,
+        offsets: DevPtr,
         rows: usize,
         coeffs: DevPtr,
         inputs: DevPtr,
@@ -226,6 +228,20 @@ kernels! {
         a: DevPtr,
         b: DevPtr,
         c: DevPtr,
+    );
+    /// Per density word, the set bits before it in its chunk of 64 words; per chunk, its total.
+    DensityWordPrefix: density_word_prefix(words: DevPtr, nwords: usize, word_prefix: DevPtr, chunk_totals: DevPtr);
+    /// Exclusive prefix sum in place (one block).
+    ScanExclusiveU32: scan_exclusive_u32(v: DevPtr, n: usize);
+    /// The aux variables a density selects (all when `all`), as canonical scalars, in order.
+    FrGatherCanonical: fr_gather_canonical(
+        aux: DevPtr,
+        naux: usize,
+        all: u32,
+        words: DevPtr,
+        word_prefix: DevPtr,
+        chunk_prefix: DevPtr,
+        out: DevPtr,
     );
 
     // msm_sort.cu

@@ -36,7 +36,7 @@ mod plan;
 mod products;
 
 pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
-pub use backend::{device_plan, device_terms, CudaBackend, CudaFactory, CudaOps, GpuQuotient};
+pub use backend::{device_plan, device_plan_sized, device_terms, CudaBackend, CudaFactory, CudaOps, GpuQuotient};
 pub use device::{device_count, driver_present};
 pub use error::{CudaError, Result};
 pub use gpu::Gpu;
@@ -46,6 +46,7 @@ pub use ntt::{h_scratch_bytes, DeviceH};
 pub use ntt_tables::{ntt_tables_bytes, omega, NTT_LOG_MAX};
 pub use pinned::{CudaRegionHook, HostRegistration};
 pub use plan::DevicePlan;
+pub use products::{h_rows_scratch_bytes, rows_resident_bytes, witness_msm_scratch_bytes, DeviceRows};
 
 /// One line on whether the CUDA backend can run here, and why not: for the engine's
 /// "uses the CPU backend" log line and for tests that skip.

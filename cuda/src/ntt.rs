@@ -38,7 +38,7 @@ pub fn h_scratch_bytes(log_n: u32) -> usize {
 }
 
 /// The h pipeline's three vectors, each `bytes` long.
-fn h_spans(b: &mut Bump, bytes: usize) -> Result<[DevSpan; 3]> {
+pub(crate) fn h_spans(b: &mut Bump, bytes: usize) -> Result<[DevSpan; 3]> {
     Ok([b.take("h pipeline: a", bytes)?, b.take("h pipeline: b", bytes)?, b.take("h pipeline: c", bytes)?])
 }
 
@@ -82,7 +82,7 @@ impl Gpu {
     }
 
     /// Domain size check: `len` must be a power of two within the prepared tables.
-    fn domain_log(&self, what: &'static str, len: usize) -> Result<u32> {
+    pub(crate) fn domain_log(&self, what: &'static str, len: usize) -> Result<u32> {
         if !len.is_power_of_two() {
             return Err(CudaError::Length { what, got: len, want: len.max(1).next_power_of_two() });
         }
@@ -192,8 +192,19 @@ impl Gpu {
             // every copy event first.
             unsafe { self.dev.upload_overlapped(slot, s.ptr, v) }?;
         }
+        self.h_transforms(&spans, log_n, true)?;
+        Ok((spans, bump))
+    }
+
+    /// Enqueues the h pipeline over a, b, c in `spans` (each `2^log_n` scalars); with
+    /// `uploaded`, each vector's transforms first wait for its upload (event slot 0, 1, 2).
+    /// h ends in the first span.
+    pub(crate) fn h_transforms(&self, spans: &[DevSpan; 3], log_n: u32, uploaded: bool) -> Result<()> {
+        let n = 1usize << log_n;
         for (slot, s) in spans.iter().enumerate() {
-            self.dev.wait_upload(slot)?;
+            if uploaded {
+                self.dev.wait_upload(slot)?;
+            }
             self.ntt_enqueue(s.dev_ptr(), log_n, true)?;
             // ifft's 1/n and coset_fft's distribute_powers(g) in one pass.
             self.scale_enqueue(s.dev_ptr(), log_n, Some(false))?;
@@ -204,8 +215,7 @@ impl Gpu {
         self.dev.k.fr_ab_minus_c_div_z.launch(Dims::per_item(n, THREADS), d_a, d_b, d_c, n, z_inv)?;
         self.ntt_enqueue(d_a, log_n, true)?;
         // icoset_fft: ifft's 1/n and distribute_powers(g^-1) in one pass.
-        self.scale_enqueue(d_a, log_n, Some(true))?;
-        Ok((spans, bump))
+        self.scale_enqueue(d_a, log_n, Some(true))
     }
 
     /// [`Gpu::h_pipeline`] with `h`'s first `n - 1` coefficients written as canonical
@@ -244,8 +254,14 @@ impl Gpu {
         self.dev.bind()?;
         self.dev.timer_start()?;
         let (spans, bump) = self.h_enqueue(a, b, c, log_n)?;
+        self.h_finish(&spans[0], n, bump)
+    }
+
+    /// After the h pipeline: h's first span to canonical bytes in place, the device timer
+    /// stopped, waited for and kept; h stays on the device.
+    pub(crate) fn h_finish(&mut self, h_span: &DevSpan, n: usize, bump: Bump) -> Result<DeviceH> {
         // In place: each thread reads its element before writing it.
-        let h = spans[0].dev_ptr();
+        let h = h_span.dev_ptr();
         self.dev.k.fr_to_canonical.launch(Dims::per_item(n, THREADS), h, h, n)?;
         self.dev.timer_stop()?;
         // The stop follows the last kernel, which waited for every upload: once it has

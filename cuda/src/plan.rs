@@ -6,6 +6,7 @@
 use crate::arena::SPAN_ALIGN_BYTES;
 use crate::msm::{Curve, MsmPlan};
 use crate::ntt::h_scratch_bytes;
+use crate::products::{h_rows_scratch_bytes, witness_msm_scratch_bytes};
 use crate::ntt_tables::ntt_tables_bytes;
 
 /// Bytes of one blst affine point: G1 (two Fp), G2 (two Fp2).
@@ -25,6 +26,14 @@ pub struct DevicePlan {
     pub h_scratch_bytes: usize,
     /// The largest MSM's buckets, sorted indices and scalars (scratch).
     pub msm_scratch_bytes: usize,
+    /// A precompiled recording kept resident to compute a, b, c on the device (persistent;
+    /// 0 without one): [`DevicePlan::with_rows`].
+    pub rows_bytes: usize,
+    /// The h pipeline fed from the resident recording: a, b, c plus the witness (scratch).
+    pub h_rows_scratch_bytes: usize,
+    /// The largest witness MSM: the MSM plus the aux and density staged above it
+    /// (scratch): [`DevicePlan::with_witness_msms`].
+    pub witness_scratch_bytes: usize,
 }
 
 impl DevicePlan {
@@ -41,16 +50,46 @@ impl DevicePlan {
             g2_bases_bytes: g2_sets.iter().map(|n| span(n * G2_AFFINE_BYTES)).sum(),
             h_scratch_bytes: h_scratch_bytes(domain_log),
             msm_scratch_bytes,
+            rows_bytes: 0,
+            h_rows_scratch_bytes: 0,
+            witness_scratch_bytes: 0,
         }
     }
 
+    /// With the witness MSMs ([`crate::Gpu::msm_witness_g1`]) of a proof with `aux`
+    /// variables: L (all aux), A over `a_points` and B over `b_points` (G1 and G2), each
+    /// staging the aux and, for A and B, the density above its MSM.
+    pub fn with_witness_msms(mut self, aux: usize, a_points: usize, b_points: usize) -> DevicePlan {
+        self.witness_scratch_bytes = [
+            witness_msm_scratch_bytes(Curve::G1, aux, aux, false),
+            witness_msm_scratch_bytes(Curve::G1, a_points, aux, true),
+            witness_msm_scratch_bytes(Curve::G1, b_points, aux, true),
+            witness_msm_scratch_bytes(Curve::G2, b_points, aux, true),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        self
+    }
+
+    /// With a recording of `rows_bytes` resident ([`crate::rows_resident_bytes`]) and the
+    /// h pipeline fed from it (a domain of `2^domain_log`, a witness of `inputs` + `aux`).
+    pub fn with_rows(mut self, rows_bytes: usize, domain_log: u32, inputs: usize, aux: usize) -> DevicePlan {
+        self.rows_bytes = rows_bytes;
+        self.h_rows_scratch_bytes = h_rows_scratch_bytes(domain_log, inputs, aux);
+        self
+    }
+
     pub fn persistent_bytes(&self) -> usize {
-        self.ntt_tables_bytes + self.g1_bases_bytes + self.g2_bases_bytes
+        self.ntt_tables_bytes + self.g1_bases_bytes + self.g2_bases_bytes + self.rows_bytes
     }
 
     /// Operations run one at a time and reuse the same scratch: the largest one counts.
     pub fn scratch_bytes(&self) -> usize {
-        self.h_scratch_bytes.max(self.msm_scratch_bytes)
+        self.h_scratch_bytes
+            .max(self.msm_scratch_bytes)
+            .max(self.h_rows_scratch_bytes)
+            .max(self.witness_scratch_bytes)
     }
 
     /// What [`crate::Gpu::reserve_arena`] should reserve.

@@ -1,29 +1,288 @@
-//! The sparse products of precompiled constraints on the device (`kernels/products.cu`):
-//! a = A·w, b = B·w, c = C·w from a recording's row stream and a witness, equal to the
-//! host's `Precompiled::products_into` bit for bit.
+//! Proving from the witness alone (`kernels/products.cu`):
 //!
-//! This is the kernel and its check only: [`Gpu::products`] uploads the stream and the
-//! witness per call and reads a, b, c back. The proving path still computes the products
-//! on the host; keeping the stream resident and feeding the h pipeline from the device is
-//! the next step (README, "Precompiled constraints").
+//! * a = A·w, b = B·w, c = C·w from a precompiled recording's row stream, equal to the
+//!   host's `Precompiled::products_into` bit for bit. [`Gpu::upload_rows`] makes a
+//!   recording resident once (the stream, its block table, its coefficients, and one word
+//!   offset per row computed on the device so the products run one thread per row);
+//!   [`Gpu::h_quotient_rows`] then computes a, b, c straight into the h pipeline's buffers
+//!   from the witness, so the host never holds them.
+//! * The L, A and B MSMs' split vectors built on the device from the aux assignment and a
+//!   density bitmap ([`Gpu::msm_witness_g1`], [`Gpu::msm_witness_g2`]): the aux goes up
+//!   as the slab holds it (Montgomery form), and the selected variables are gathered, as
+//!   canonical scalars, to where the MSM's layout keeps its scalars.
+//!
+//! [`Gpu::products`] is the same kernel with the stream uploaded per call and a, b, c read
+//! back, for the equality test and `filecoin witness --device-products`.
 
 use arenaprove_circuits::precompiled::format::ROWS_PER_BLOCK;
 use arenaprove_circuits::precompiled::RowStream;
-use blstrs::Scalar;
+use arenaprove_circuits::{Density, Precompiled};
+use blst::{blst_p1, blst_p2};
+use blstrs::{G1Projective, G2Projective, Scalar};
 
+use crate::arena::{Bump, DevPtr, DevSpan};
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
 use crate::kernels::Dims;
+use crate::msm::{combine, Bases, Curve, G1Bases, G2Bases, MsmPlan, Scalars, SCALAR_BYTES};
+use crate::ntt::{h_spans, DeviceH};
 use crate::ntt_tables::FR_BYTES;
 
-/// Threads per CUDA block of the products kernel (one thread per row block).
-const THREADS: u32 = 64;
+/// Threads per CUDA block of the row-block walk (one thread per block of rows).
+const WALK_THREADS: u32 = 64;
+/// Threads per CUDA block of the per-row and per-variable kernels.
+const THREADS: u32 = 256;
+/// Density words per chunk of the split-vector prefix (as `CHUNK_WORDS` in products.cu).
+const CHUNK_WORDS: usize = 64;
+
+/// A recording's rows in device memory: the stream, the block table, the per-row offsets
+/// and the coefficient table.
+#[derive(Clone, Copy, Debug)]
+struct RowSpans {
+    stream: DevSpan,
+    blocks: DevSpan,
+    offsets: DevSpan,
+    coeffs: DevSpan,
+}
+
+/// Lays out the spans of `m`'s rows with `take` (persistent or scratch).
+fn row_spans(
+    m: &RowStream<'_>,
+    mut take: impl FnMut(&'static str, usize) -> Result<DevSpan>,
+) -> Result<RowSpans> {
+    Ok(RowSpans {
+        stream: take("recording: row stream", m.words.len())?,
+        blocks: take("recording: block table", std::mem::size_of_val(m.blocks))?,
+        offsets: take("recording: row offsets", m.rows * 4)?,
+        coeffs: take("recording: coefficients", m.coeffs.len() * FR_BYTES)?,
+    })
+}
+
+/// Device bytes of a resident recording (its spans as [`Gpu::upload_rows`] carves them).
+pub fn rows_resident_bytes(m: &RowStream<'_>) -> usize {
+    let mut b = Bump::dry();
+    row_spans(m, |what, len| b.take(what, len)).expect("a dry layout has room");
+    b.used_bytes()
+}
+
+/// Scratch of [`Gpu::h_quotient_rows`] for a domain of `2^log_n` and a witness of
+/// `inputs` + `aux` scalars: the h pipeline's three vectors, then the witness.
+pub fn h_rows_scratch_bytes(log_n: u32, inputs: usize, aux: usize) -> usize {
+    let mut b = Bump::dry();
+    h_spans(&mut b, (1usize << log_n) * FR_BYTES).expect("a dry layout has room");
+    b.take("", inputs * FR_BYTES).expect("dry");
+    b.take("", aux * FR_BYTES).expect("dry");
+    b.used_bytes()
+}
+
+/// The staging of one witness MSM, above the MSM's own layout.
+struct WitnessSpans {
+    /// Where the MSM's layout keeps its scalars (the start of the scratch).
+    scalars: DevSpan,
+    aux: DevSpan,
+    /// Density words, per-word prefix, per-chunk totals (`None` for all aux).
+    dense: Option<[DevSpan; 3]>,
+}
+
+fn witness_spans(b: &mut Bump, curve: Curve, n: usize, naux: usize, dense: bool) -> Result<WitnessSpans> {
+    let msm_bytes = MsmPlan::new(n).scratch_bytes(curve);
+    let scalars = b.take("witness MSM: scalars", n * SCALAR_BYTES)?;
+    let taken = (n * SCALAR_BYTES).max(1).next_multiple_of(crate::arena::SPAN_ALIGN_BYTES);
+    if msm_bytes > taken {
+        b.take("witness MSM: the MSM's layout", msm_bytes - taken)?;
+    }
+    let aux = b.take("witness MSM: aux", naux * FR_BYTES)?;
+    let dense = if dense {
+        let words = naux.div_ceil(64);
+        Some([
+            b.take("witness MSM: density words", words * 8)?,
+            b.take("witness MSM: word prefix", words * 4)?,
+            b.take("witness MSM: chunk prefix", words.div_ceil(CHUNK_WORDS) * 4)?,
+        ])
+    } else {
+        None
+    };
+    Ok(WitnessSpans { scalars, aux, dense })
+}
+
+/// Scratch of a witness MSM of `n` points over `naux` aux variables (`dense`: filtered by
+/// a density).
+pub fn witness_msm_scratch_bytes(curve: Curve, n: usize, naux: usize, dense: bool) -> usize {
+    let mut b = Bump::dry();
+    witness_spans(&mut b, curve, n, naux, dense).expect("a dry layout has room");
+    b.used_bytes()
+}
+
+/// A precompiled recording resident in one GPU's arena ([`Gpu::upload_rows`]).
+#[derive(Debug)]
+pub struct DeviceRows {
+    spans: RowSpans,
+    pub rows: usize,
+    pub inputs: usize,
+    pub aux: usize,
+    identity: String,
+    stream_bytes: usize,
+    arena_id: u64,
+}
+
+impl DeviceRows {
+    /// Whether `pc` is the recording these rows were uploaded from (identity and sizes).
+    pub fn matches(&self, pc: &Precompiled) -> bool {
+        let m = pc.row_stream();
+        self.identity == pc.identity()
+            && (self.rows, self.inputs, self.aux, self.stream_bytes) == (m.rows, m.inputs, m.aux, m.words.len())
+    }
+
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+}
+
+fn check_stream(m: &RowStream<'_>) -> Result<()> {
+    let want = m.rows.div_ceil(ROWS_PER_BLOCK) + 1;
+    if m.blocks.len() != want {
+        return Err(CudaError::Length { what: "products: block table", got: m.blocks.len(), want });
+    }
+    Ok(())
+}
 
 impl Gpu {
+    /// Makes the recording `pc` resident in the arena's persistent part (once per kind and
+    /// GPU) and computes its per-row offsets on the device.
+    pub fn upload_rows(&mut self, pc: &Precompiled) -> Result<DeviceRows> {
+        let m = pc.row_stream();
+        check_stream(&m)?;
+        self.dev.bind()?;
+        let arena = self.arena_mut()?;
+        let spans = row_spans(&m, |what, len| arena.carve_persistent(what, len))?;
+        let arena_id = arena.id();
+        // SAFETY: each span was carved for the slice copied into it.
+        unsafe {
+            self.dev.upload(spans.stream.ptr, m.words)?;
+            self.dev.upload(spans.blocks.ptr, m.blocks)?;
+            self.dev.upload(spans.coeffs.ptr, m.coeffs)?;
+        }
+        let nblocks = m.blocks.len() - 1;
+        self.enqueue_row_offsets(&spans, nblocks, m.rows)?;
+        self.dev.sync()?;
+        Ok(DeviceRows {
+            spans,
+            rows: m.rows,
+            inputs: m.inputs,
+            aux: m.aux,
+            identity: pc.identity().to_string(),
+            stream_bytes: m.words.len(),
+            arena_id,
+        })
+    }
+
+    fn enqueue_row_offsets(&self, s: &RowSpans, nblocks: usize, rows: usize) -> Result<()> {
+        self.dev.k.pce_row_offsets.launch(
+            Dims::per_item(nblocks, WALK_THREADS),
+            s.stream.dev_ptr(),
+            s.blocks.dev_ptr(),
+            nblocks,
+            rows,
+            s.offsets.dev_ptr(),
+        )
+    }
+
+    /// Enqueues a, b, c (`rows` each, at `out`) from the rows `s` and the witness on the
+    /// device.
+    fn enqueue_products(&self, s: &RowSpans, rows: usize, inputs: DevPtr, aux: DevPtr, out: [DevPtr; 3]) -> Result<()> {
+        self.dev.k.pce_products.launch(
+            Dims::per_item(rows, THREADS),
+            s.stream.dev_ptr(),
+            s.blocks.dev_ptr(),
+            s.offsets.dev_ptr(),
+            rows,
+            s.coeffs.dev_ptr(),
+            inputs,
+            aux,
+            out[0],
+            out[1],
+            out[2],
+        )
+    }
+
+    /// The h pipeline ([`Gpu::h_quotient_resident`]) with a, b, c computed on the device
+    /// from the resident recording `rows` and the witness (`inputs`, ONE first; `aux`):
+    /// the recorded rows, then `input_i * 0 = 0` per input, then zeros to `domain_size`,
+    /// exactly as the host's products, `finish` and padding lay them out. Waits for the
+    /// device; [`Gpu::last_device_time`] covers the witness upload, the products and the
+    /// pipeline.
+    pub fn h_quotient_rows(
+        &mut self,
+        rows: &DeviceRows,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        domain_size: usize,
+    ) -> Result<DeviceH> {
+        let checks = [
+            ("h from rows: inputs", inputs.len(), rows.inputs),
+            ("h from rows: aux", aux.len(), rows.aux),
+        ];
+        for (what, got, want) in checks {
+            if got != want {
+                return Err(CudaError::Length { what, got, want });
+            }
+        }
+        if rows.rows + inputs.len() > domain_size {
+            return Err(CudaError::Length {
+                what: "h from rows: rows + input rows (over the domain)",
+                got: rows.rows + inputs.len(),
+                want: domain_size,
+            });
+        }
+        let n = domain_size;
+        let log_n = self.domain_log("h from rows: domain", n)?;
+        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
+        if rows.arena_id != arena.id() {
+            return Err(CudaError::ForeignHandle("resident recording"));
+        }
+        self.dev.bind()?;
+        self.dev.timer_start()?;
+        let mut bump = arena.scratch();
+        let spans = h_spans(&mut bump, n * FR_BYTES)?;
+        let d_inputs = bump.take("h from rows: inputs", inputs.len() * FR_BYTES)?;
+        let d_aux = bump.take("h from rows: aux", aux.len() * FR_BYTES)?;
+        let (r, k) = (rows.rows, inputs.len());
+        // SAFETY: every range lies in a span of this layout sized for it; the host slices
+        // stay borrowed until `h_finish` waits for the stream's last kernel, after these
+        // copies on the same stream.
+        unsafe {
+            self.dev.upload_async(d_inputs.ptr, inputs)?;
+            self.dev.upload_async(d_aux.ptr, aux)?;
+            // Past the recorded rows: a holds the inputs (their rows), everything else 0.
+            if n > r + k {
+                self.dev.zero(spans[0].ptr + ((r + k) * FR_BYTES) as u64, (n - r - k) * FR_BYTES)?;
+            }
+            if n > r {
+                for s in &spans[1..] {
+                    self.dev.zero(s.ptr + (r * FR_BYTES) as u64, (n - r) * FR_BYTES)?;
+                }
+            }
+        }
+        self.enqueue_products(
+            &rows.spans,
+            r,
+            d_inputs.dev_ptr(),
+            d_aux.dev_ptr(),
+            spans.map(|s| s.dev_ptr()),
+        )?;
+        if k > 0 {
+            // SAFETY: `k` scalars from the inputs' span into a's rows r .. r + k, inside a's span.
+            unsafe { self.dev.copy_d2d(spans[0].ptr + (r * FR_BYTES) as u64, d_inputs.ptr, k * FR_BYTES) }?;
+        }
+        self.h_transforms(&spans, log_n, false)?;
+        self.h_finish(&spans[0], n, bump)
+    }
+
     /// a, b, c (each `m.rows` long) of the recording `m` for the witness `inputs` (ONE
-    /// first) and `aux`, computed on the device. Lengths that do not match the recording are
-    /// typed errors; the stream's indices were checked when it was opened. Afterwards
-    /// [`Gpu::last_device_time`] is the kernel's time, without the copies.
+    /// first) and `aux`, computed on the device with the stream uploaded for this call
+    /// (not resident). Lengths that do not match the recording are typed errors.
+    /// Afterwards [`Gpu::last_device_time`] is the offsets and products kernels' time,
+    /// without the copies.
     pub fn products(
         &mut self,
         m: &RowStream<'_>,
@@ -37,19 +296,17 @@ impl Gpu {
             ("products: a", out[0].len(), m.rows),
             ("products: b", out[1].len(), m.rows),
             ("products: c", out[2].len(), m.rows),
-            ("products: block table", m.blocks.len(), m.rows.div_ceil(ROWS_PER_BLOCK) + 1),
         ];
         for (what, got, want) in checks {
             if got != want {
                 return Err(CudaError::Length { what, got, want });
             }
         }
+        check_stream(m)?;
         self.dev.bind()?;
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         let mut bump = arena.scratch();
-        let d_stream = bump.take("products: row stream", m.words.len())?;
-        let d_blocks = bump.take("products: block table", std::mem::size_of_val(m.blocks))?;
-        let d_coeffs = bump.take("products: coefficients", m.coeffs.len() * FR_BYTES)?;
+        let spans = row_spans(m, |what, len| bump.take(what, len))?;
         let d_inputs = bump.take("products: inputs", inputs.len() * FR_BYTES)?;
         let d_aux = bump.take("products: aux", aux.len() * FR_BYTES)?;
         let d_out = [
@@ -59,29 +316,17 @@ impl Gpu {
         ];
         // SAFETY: each span was sized above for the slice copied into it.
         unsafe {
-            self.dev.upload(d_stream.ptr, m.words)?;
-            self.dev.upload(d_blocks.ptr, m.blocks)?;
-            self.dev.upload(d_coeffs.ptr, m.coeffs)?;
+            self.dev.upload(spans.stream.ptr, m.words)?;
+            self.dev.upload(spans.blocks.ptr, m.blocks)?;
+            self.dev.upload(spans.coeffs.ptr, m.coeffs)?;
             self.dev.upload(d_inputs.ptr, inputs)?;
             self.dev.upload(d_aux.ptr, aux)?;
         }
-        let nblocks = m.blocks.len() - 1;
         self.dev.timer_start()?;
-        self.dev.k.pce_products.launch(
-            Dims::per_item(nblocks, THREADS),
-            d_stream.dev_ptr(),
-            d_blocks.dev_ptr(),
-            nblocks,
-            m.rows,
-            d_coeffs.dev_ptr(),
-            d_inputs.dev_ptr(),
-            d_aux.dev_ptr(),
-            d_out[0].dev_ptr(),
-            d_out[1].dev_ptr(),
-            d_out[2].dev_ptr(),
-        )?;
+        self.enqueue_row_offsets(&spans, m.blocks.len() - 1, m.rows)?;
+        self.enqueue_products(&spans, m.rows, d_inputs.dev_ptr(), d_aux.dev_ptr(), d_out.map(|s| s.dev_ptr()))?;
         self.dev.timer_stop()?;
-        // The kernel alone (copies excluded): [`Gpu::last_device_time`].
+        // The kernels alone (copies excluded): [`Gpu::last_device_time`].
         self.last_device.set(self.dev.timer_elapsed()?);
         for (host, d) in out.into_iter().zip(&d_out) {
             // SAFETY: `d` holds `m.rows` scalars written by the kernel; the download is
@@ -91,6 +336,129 @@ impl Gpu {
         self.arena_mut()?.note_scratch(&bump);
         Ok(())
     }
+
+    /// `sum s[i] * bases[i]` in G1 with resident bases, over the scalars `head` (canonical
+    /// bytes) followed by the aux variables `density` selects (all of them when `None`),
+    /// built on the device from `aux` as the assignment holds it.
+    pub fn msm_witness_g1(
+        &mut self,
+        bases: &G1Bases,
+        head: &[[u8; SCALAR_BYTES]],
+        aux: &[Scalar],
+        density: Option<Density<'_>>,
+    ) -> Result<G1Projective> {
+        let (sums, c) = self.msm_witness::<_, blst_p1>(Curve::G1, bases, head, aux, density)?;
+        Ok(combine(&sums, c))
+    }
+
+    /// [`Gpu::msm_witness_g1`] in G2.
+    pub fn msm_witness_g2(
+        &mut self,
+        bases: &G2Bases,
+        head: &[[u8; SCALAR_BYTES]],
+        aux: &[Scalar],
+        density: Option<Density<'_>>,
+    ) -> Result<G2Projective> {
+        let (sums, c) = self.msm_witness::<_, blst_p2>(Curve::G2, bases, head, aux, density)?;
+        Ok(combine(&sums, c))
+    }
+
+    fn msm_witness<A, J: Copy + Default>(
+        &mut self,
+        curve: Curve,
+        bases: &Bases<A>,
+        head: &[[u8; SCALAR_BYTES]],
+        aux: &[Scalar],
+        density: Option<Density<'_>>,
+    ) -> Result<(Vec<J>, u32)> {
+        if let Some(d) = density {
+            if d.len() != aux.len() {
+                return Err(CudaError::Length { what: "witness MSM: density bits", got: d.len(), want: aux.len() });
+            }
+            if d.words().len() < aux.len().div_ceil(64) {
+                return Err(CudaError::Length {
+                    what: "witness MSM: density words",
+                    got: d.words().len(),
+                    want: aux.len().div_ceil(64),
+                });
+            }
+        }
+        let selected = density.map_or(aux.len(), |d| d.count_ones());
+        let n = head.len() + selected;
+        if n == 0 {
+            return self.msm_resident(curve, bases, Scalars::Host(&[]));
+        }
+        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
+        if bases.arena_id != arena.id() {
+            return Err(CudaError::ForeignHandle("MSM bases"));
+        }
+        if n > bases.len {
+            return Err(CudaError::Length { what: "witness MSM: scalars", got: n, want: bases.len });
+        }
+        self.dev.bind()?;
+        self.dev.timer_start()?;
+        let mut stage = arena.scratch();
+        let s = witness_spans(&mut stage, curve, n, aux.len(), density.is_some())?;
+        // SAFETY: each range lies in a span of this layout sized for it; the host slices
+        // stay borrowed until the MSM's download synchronizes the stream.
+        unsafe {
+            if !head.is_empty() {
+                self.dev.upload_async(s.scalars.ptr, head)?;
+            }
+            if !aux.is_empty() {
+                self.dev.upload_async(s.aux.ptr, aux)?;
+            }
+        }
+        if selected > 0 {
+            let out = s.scalars.at(head.len() * SCALAR_BYTES);
+            let naux = aux.len();
+            let k = &self.dev.k;
+            match (density, s.dense) {
+                (Some(d), Some([words, word_prefix, chunks])) => {
+                    let nwords = naux.div_ceil(64);
+                    let nchunks = nwords.div_ceil(CHUNK_WORDS);
+                    // SAFETY: the words span holds `nwords` words; the slice stays borrowed
+                    // until the download syncs.
+                    unsafe { self.dev.upload_async(words.ptr, &d.words()[..nwords]) }?;
+                    k.density_word_prefix.launch(
+                        Dims::per_item(nchunks, THREADS),
+                        words.dev_ptr(),
+                        nwords,
+                        word_prefix.dev_ptr(),
+                        chunks.dev_ptr(),
+                    )?;
+                    k.scan_exclusive_u32.launch(Dims::blocks(1, 1024), chunks.dev_ptr(), nchunks)?;
+                    k.fr_gather_canonical.launch(
+                        Dims::per_item(naux, THREADS),
+                        s.aux.dev_ptr(),
+                        naux,
+                        0,
+                        words.dev_ptr(),
+                        word_prefix.dev_ptr(),
+                        chunks.dev_ptr(),
+                        out,
+                    )?;
+                }
+                _ => k.fr_gather_canonical.launch(
+                    Dims::per_item(naux, THREADS),
+                    s.aux.dev_ptr(),
+                    naux,
+                    1,
+                    DevPtr::NULL,
+                    DevPtr::NULL,
+                    DevPtr::NULL,
+                    out,
+                )?,
+            }
+        }
+        // The MSM lays its spans out afresh from the scratch's start: its scalars span is
+        // `s.scalars`, already filled, and its other spans end below the staging.
+        let mut b = arena.scratch();
+        let pk = self.point_kernels(curve);
+        let r = self.msm_run(&mut b, &pk, bases.span.dev_ptr(), Scalars::Device { ptr: s.scalars.dev_ptr(), n });
+        self.arena_mut()?.note_scratch(&stage);
+        r
+    }
 }
 
 #[cfg(test)]
@@ -99,6 +467,8 @@ mod tests {
         CLASS_GENERAL, CLASS_MASK, CLASS_MINUS_ONE, CLASS_ONE, INDEX_BITS, INPUT_BIT, ROWS_PER_BLOCK,
         ROW_ESCAPE, ROW_LEN_PACKED_MAX,
     };
+
+    use super::*;
 
     /// The kernel restates the row format's constants (circuits/src/precompiled/format.rs):
     /// they must be the recorder's.
@@ -119,8 +489,28 @@ mod tests {
             "len[1] = (h >> 10) & 1023u;".to_string(),
             "len[2] = (h >> 20) & 1023u;".to_string(),
             format!("switch ((w >> {INDEX_BITS}) & 3u)"),
+            format!("if (((w >> {INDEX_BITS}) & 3u) >= 2u)"),
+            format!("#define CHUNK_WORDS {CHUNK_WORDS}\n"),
         ] {
             assert!(cu.contains(&needle), "kernels/products.cu lacks `{}`", needle.trim_end());
+        }
+    }
+
+    /// The witness MSM's staging lies above the whole MSM layout, so the MSM (laid out
+    /// afresh from the scratch's start) never overwrites the aux it is gathered from
+    /// before the gather ran, and its scalars span is the staging's first span.
+    #[test]
+    fn witness_staging_sits_above_the_msm_layout() {
+        for (curve, n, naux, dense) in
+            [(Curve::G1, 1000, 1000, false), (Curve::G1, 300, 5000, true), (Curve::G2, 1 << 16, 1 << 17, true)]
+        {
+            let msm = MsmPlan::new(n).scratch_bytes(curve);
+            let mut b = Bump::dry();
+            let s = witness_spans(&mut b, curve, n, naux, dense).unwrap();
+            assert_eq!(s.scalars.ptr, 0);
+            assert!(s.aux.ptr as usize >= msm, "{curve:?} {n}: aux at {} inside the MSM's {msm}", s.aux.ptr);
+            assert_eq!(s.dense.is_some(), dense);
+            assert_eq!(witness_msm_scratch_bytes(curve, n, naux, dense), b.used_bytes());
         }
     }
 }

@@ -86,7 +86,7 @@ fn engine_with(
     if let Some(f) = gpu {
         cfg.backend = f;
     }
-    Engine::new(cfg, vec![CircuitSpec { kind: kind.to_string(), shape, params: params.clone() }])
+    Engine::new(cfg, vec![CircuitSpec { kind: kind.to_string(), shape, params: params.clone(), matrices: None }])
         .expect("engine")
 }
 
@@ -274,7 +274,7 @@ fn a_gpu_proof_shows_the_same_tracing_spans_as_a_cpu_proof() {
     let shape = ProofShape::of_params(&params);
     let memory =
         || ProverMemory::reserve(&shape, 1, &Ledger::unlimited(), RegionConfig::heap()).expect("memory");
-    let cpu = CpuBackend.build(params.clone(), memory()).expect("cpu backend");
+    let cpu = CpuBackend.build(params.clone(), None, memory()).expect("cpu backend");
     let cpu_spans = spans_of_one_proof(&*cpu, circuit(kind, constraints, 0));
     assert_eq!(
         cpu_spans,
@@ -282,10 +282,78 @@ fn a_gpu_proof_shows_the_same_tracing_spans_as_a_cpu_proof() {
         "the prover's stage spans, in the paper's order"
     );
     let Some(gpu) = open_or_skip() else { return };
-    gpu.plan_terms(&shape, 1);
-    let backend = gpu.build(params, memory()).expect("gpu backend");
+    gpu.plan_terms(&shape, None, 1);
+    let backend = gpu.build(params, None, memory()).expect("gpu backend");
     assert_eq!(backend.name(), "cuda");
     assert_eq!(spans_of_one_proof(&*backend, circuit(kind, constraints, 0)), cpu_spans);
+}
+
+/// Proving from the witness alone: a precompiled kind on the GPU engine plans no a, b, c
+/// on the host (its slots hold inputs, aux and densities), keeps the recording resident on
+/// the device, computes a, b, c there into the h pipeline and builds the L, A and B split
+/// vectors there; the proofs equal the CPU engine's for the same r and s, byte for byte.
+/// A generic job of that kind fails with a typed error (its slot has no a, b, c), and the
+/// next job proves.
+#[test]
+fn a_precompiled_kind_proves_from_the_witness_alone_on_the_gpu() {
+    let Some(gpu) = open_or_skip() else { return };
+    for (kind, log) in [(CircuitKind::Sector, 14), (CircuitKind::Sha, 14), (CircuitKind::Chain, 12)] {
+        let constraints = 1usize << log;
+        let params = params_for(kind, constraints, 40 + log as u64);
+        let pc = Arc::new(
+            arenaprove_circuits::record_native(&circuit(kind, constraints, 0), &format!("{kind}@{constraints}"))
+                .expect("recorded"),
+        );
+        let shape = shape_of_native(&circuit(kind, constraints, 0)).expect("shape");
+        let spec = CircuitSpec::new(kind.to_string(), shape, params.clone()).with_matrices(pc.clone());
+        let cfg = EngineConfig {
+            slots: 2,
+            synth_workers: 2,
+            region: RegionConfig { huge_pages: false, ..RegionConfig::default() },
+            ..EngineConfig::default()
+        };
+        let cpu = Engine::new(cfg.clone(), vec![spec.clone()]).expect("cpu engine");
+        assert!(cpu.memory_plan().host_abc(), "the CPU's NTTs run in the a, b, c slabs");
+        let dev = Engine::new(EngineConfig { backend: gpu.clone(), ..cfg }, vec![spec]).expect("gpu engine");
+        let plan = dev.memory_plan();
+        assert!(!plan.host_abc(), "no a, b, c on the host:\n{plan}");
+        assert!(plan.terms.iter().any(|t| t.what.contains("precompiled rows")), "{plan}");
+        let precompiled_job = |seed: u64| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let parts = (0..3u64)
+                .map(|p| arenaprove_engine::pipeline::precompiled(ViaBridge(circuit(kind, constraints, p)), pc.clone()))
+                .collect();
+            let mut j = Job::new(kind.to_string(), parts);
+            j.randomness = Some(
+                (0..3)
+                    .map(|_| Randomness { r: Scalar::random(&mut rng), s: Scalar::random(&mut rng) })
+                    .collect(),
+            );
+            j
+        };
+        let want = cpu.prove(precompiled_job(5)).expect("cpu job");
+        assert!(want.is_ok(), "cpu: {:?}", want.first_error());
+        let t = Instant::now();
+        let got = dev.prove(precompiled_job(5)).expect("gpu job");
+        let t_gpu = t.elapsed();
+        assert!(got.is_ok(), "gpu: {:?}", got.first_error());
+        assert_eq!(got.proof_bytes().unwrap(), want.proof_bytes().unwrap(), "{kind} 2^{log}: GPU proofs differ");
+        bellperson_verifies(&params, &got);
+        // A generic job of this kind has nowhere to put a, b, c: a typed error, no panic.
+        let generic = dev.prove(job(kind, constraints, 1, 3)).expect("submitted");
+        let err = generic.first_error().expect("a generic partition on a witness-only slot fails").to_string();
+        assert!(err.contains("witness-only"), "{err}");
+        let again = dev.prove(precompiled_job(6)).expect("gpu job");
+        assert!(again.is_ok(), "the next job proves: {:?}", again.first_error());
+        println!(
+            "{kind} 2^{log} x3 from the witness alone: identical to the CPU and verified; gpu job {:.3}s; plan: {} MiB host per slot",
+            t_gpu.as_secs_f64(),
+            plan.slot_bytes() >> 20
+        );
+        cpu.shutdown(ShutdownMode::Drain);
+        let report = dev.shutdown(ShutdownMode::Drain);
+        assert!(report.deinit.is_clean(), "{:?}", report.deinit);
+    }
 }
 
 /// After warm-up, proofs make no device allocation (the arena's one stays one, its

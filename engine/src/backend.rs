@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arenaprove_arena::SharedHook;
-use arenaprove_circuits::ProverWitness;
+use arenaprove_circuits::{Precompiled, ProverWitness};
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
 
@@ -128,8 +128,16 @@ pub trait BackendFactory: Send + Sync + std::fmt::Debug {
     fn name(&self) -> &'static str;
     /// What a backend for parameters of `shape` will hold beyond the engine's pools, with
     /// `slots` partitions in flight (device terms), known before anything is reserved.
-    fn plan_terms(&self, _shape: &ProofShape, _slots: usize) -> Vec<PlanTerm> {
+    /// `rows` is the kind's precompiled recording when its backend proves from the witness
+    /// ([`BackendFactory::proves_from_witness`]) and will keep it (a GPU: resident).
+    fn plan_terms(&self, _shape: &ProofShape, _rows: Option<&Precompiled>, _slots: usize) -> Vec<PlanTerm> {
         Vec::new()
+    }
+    /// Whether its backends prove from the witness alone ([`crate::groth16::ProverOps::proves_from_witness`]):
+    /// a, b, c computed from a kind's recording and the split vectors built by the backend,
+    /// so the engine plans no a, b, c slabs for kinds synthesized through a recording.
+    fn proves_from_witness(&self) -> bool {
+        false
     }
     /// Whether its backends run NTTs on the CPU, over a host twiddle table per domain (the
     /// plan reserves one only then). The GPU's tables live in its device arena.
@@ -154,8 +162,14 @@ pub trait BackendFactory: Send + Sync + std::fmt::Debug {
     fn prover_workers(&self) -> usize {
         1
     }
-    /// The backend for one kind, over the engine's memory for it.
-    fn build(&self, params: Arc<Parameters>, memory: ProverMemory) -> Result<Arc<dyn Backend>>;
+    /// The backend for one kind, over the engine's memory for it; `rows` as in
+    /// [`BackendFactory::plan_terms`].
+    fn build(
+        &self,
+        params: Arc<Parameters>,
+        rows: Option<Arc<Precompiled>>,
+        memory: ProverMemory,
+    ) -> Result<Arc<dyn Backend>>;
 }
 
 /// The CPU backend's factory (the default).
@@ -168,12 +182,17 @@ impl BackendFactory for CpuBackend {
     }
     /// blst's MSM scratch on the heap, for the largest MSM of the shape, over blst's pool
     /// (one worker per CPU).
-    fn plan_terms(&self, shape: &ProofShape, _slots: usize) -> Vec<PlanTerm> {
+    fn plan_terms(&self, shape: &ProofShape, _rows: Option<&Precompiled>, _slots: usize) -> Vec<PlanTerm> {
         let g1 = shape.domain_size.saturating_sub(1).max(shape.aux).max(shape.a_points).max(shape.b_points);
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         vec![crate::pipeline::msm_heap_term(g1, shape.b_points, threads)]
     }
-    fn build(&self, params: Arc<Parameters>, memory: ProverMemory) -> Result<Arc<dyn Backend>> {
+    fn build(
+        &self,
+        params: Arc<Parameters>,
+        _rows: Option<Arc<Precompiled>>,
+        memory: ProverMemory,
+    ) -> Result<Arc<dyn Backend>> {
         Ok(Arc::new(Prover::with_memory(params, memory)?))
     }
 }

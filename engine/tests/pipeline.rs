@@ -98,7 +98,7 @@ fn config(alloc: AllocMode, slots: usize) -> EngineConfig {
 fn engine(alloc: AllocMode, slots: usize) -> (Engine, Arc<Parameters>) {
     let (shape, params) = setup(STEPS);
     let cfg = config(alloc, slots);
-    let e = Engine::new(cfg, vec![CircuitSpec { kind: "squares".into(), shape, params: params.clone() }])
+    let e = Engine::new(cfg, vec![CircuitSpec { kind: "squares".into(), shape, params: params.clone(), matrices: None }])
         .unwrap();
     (e, params)
 }
@@ -273,7 +273,7 @@ fn params_for_another_shape_are_refused_at_start() {
     let (_, other) = setup(STEPS + 40);
     let r = Engine::new(
         EngineConfig::default(),
-        vec![CircuitSpec { kind: "squares".into(), shape, params: other }],
+        vec![CircuitSpec { kind: "squares".into(), shape, params: other, matrices: None }],
     );
     let err = r.err().expect("must refuse");
     let msg = err.to_string();
@@ -426,8 +426,8 @@ fn memory_plan_is_what_the_engine_reserves() {
     let e = Engine::new(
         cfg,
         vec![
-            CircuitSpec { kind: "small".into(), shape: small_shape, params: small },
-            CircuitSpec { kind: "large".into(), shape: large_shape, params: large },
+            CircuitSpec { kind: "small".into(), shape: small_shape, params: small, matrices: None },
+            CircuitSpec { kind: "large".into(), shape: large_shape, params: large, matrices: None },
         ],
     )
     .unwrap();
@@ -455,7 +455,7 @@ fn memory_plan_is_what_the_engine_reserves() {
 fn plan_over_the_limit_is_refused_at_once() {
     let (shape, params) = setup(STEPS);
     let cfg = EngineConfig { memory_limit_bytes: 1 << 20, ..EngineConfig::default() };
-    let err = Engine::new(cfg, vec![CircuitSpec { kind: "s".into(), shape, params }]).err().expect("refused");
+    let err = Engine::new(cfg, vec![CircuitSpec { kind: "s".into(), shape, params, matrices: None }]).err().expect("refused");
     let msg = err.to_string();
     assert!(matches!(err, EngineError::Plan(_)), "{msg}");
     assert!(msg.contains("over the limit of 1048576 bytes") && msg.contains("abc"), "{msg}");
@@ -480,7 +480,7 @@ impl RegionHook for CountingHook {
 #[test]
 fn two_finalizers_prove_and_verify_and_stay_within_the_slots() {
     let (shape, params) = setup(STEPS);
-    let spec = || CircuitSpec { kind: "squares".into(), shape, params: params.clone() };
+    let spec = || CircuitSpec { kind: "squares".into(), shape, params: params.clone(), matrices: None };
     let cfg = |slots, finalize_workers| EngineConfig { finalize_workers, ..config(AllocMode::Slab, slots) };
     // The CPU backend's own choice is one finalizer; an explicit count must fit the slots.
     assert_eq!(cfg(3, None).finalize_workers(), 1);
@@ -524,16 +524,17 @@ impl BackendFactory for DeviceLike {
     fn build(
         &self,
         params: Arc<Parameters>,
+        rows: Option<Arc<arenaprove_circuits::Precompiled>>,
         memory: arenaprove_engine::groth16::ProverMemory,
     ) -> Result<Arc<dyn arenaprove_engine::Backend>, arenaprove_engine::groth16::Groth16Error> {
-        CpuBackend.build(params, memory)
+        CpuBackend.build(params, rows, memory)
     }
 }
 
 #[test]
 fn a_factory_with_two_devices_gets_two_prover_threads() {
     let (shape, params) = setup(STEPS);
-    let spec = CircuitSpec { kind: "squares".into(), shape, params: params.clone() };
+    let spec = CircuitSpec { kind: "squares".into(), shape, params: params.clone(), matrices: None };
     let two = DeviceLike { prover_workers: 2, host_twiddles: true };
     let cfg = EngineConfig { backend: Arc::new(two), ..config(AllocMode::Slab, 3) };
     let e = Engine::new(cfg, vec![spec]).unwrap();
@@ -553,7 +554,7 @@ fn a_factory_with_two_devices_gets_two_prover_threads() {
 #[test]
 fn a_backend_without_host_ntts_gets_no_twiddle_table_and_the_cpu_cannot_run_without_one() {
     let (shape, params) = setup(STEPS);
-    let spec = || CircuitSpec { kind: "squares".into(), shape, params: params.clone() };
+    let spec = || CircuitSpec { kind: "squares".into(), shape, params: params.clone(), matrices: None };
     let with = Engine::plan(&config(AllocMode::Slab, 2), &[spec()]).unwrap();
     let twiddles = with.terms.iter().filter(|t| t.pool == "twiddles").count();
     assert_eq!(twiddles, 1, "the CPU backend's plan has the domain's table");

@@ -138,9 +138,15 @@ impl C2Circuit {
         &self.synthesis
     }
 
-    /// The engine's circuit kind for this circuit (name, shape, parameters).
+    /// The engine's circuit kind for this circuit (name, shape, parameters, and the
+    /// recording when partitions are precompiled: a GPU engine keeps it on the device and
+    /// computes a, b, c there).
     pub fn spec(&self) -> CircuitSpec {
-        CircuitSpec { kind: self.kind.clone(), shape: self.shape, params: self.params.clone() }
+        let matrices = match &self.synthesis {
+            Synthesis::Precompiled(pc) => Some(pc.clone()),
+            Synthesis::Generic => None,
+        };
+        CircuitSpec { kind: self.kind.clone(), shape: self.shape, params: self.params.clone(), matrices }
     }
 }
 

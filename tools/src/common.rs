@@ -238,7 +238,7 @@ pub fn engine(
     backend: Arc<dyn BackendFactory>,
 ) -> Result<Engine> {
     let cfg = engine_config(slots, alloc, limit, backend);
-    let spec = CircuitSpec { kind: kind.to_string(), shape: loaded.shape, params: loaded.params.clone() };
+    let spec = CircuitSpec { kind: kind.to_string(), shape: loaded.shape, params: loaded.params.clone(), matrices: None };
     Ok(Engine::new(cfg, vec![spec])?)
 }
 
@@ -459,7 +459,7 @@ fn gib(b: u64) -> f64 {
 /// resident terms (the bench commands hold their baseline's copy beside ours).
 pub fn plan_with_params(shape: &Shape, slots: usize, params: &ParamsEstimate, copies: usize) -> MemoryPlan {
     // The backend's own terms (the CPU one: blst's MSM scratch on the heap), as Engine::new adds them.
-    let backend = EngineConfig::default().backend.plan_terms(&ProofShape::of_circuit(shape), slots);
+    let backend = EngineConfig::default().backend.plan_terms(&ProofShape::of_circuit(shape), None, slots);
     let mut plan = MemoryPlan::for_shapes(&[*shape], slots).with_terms(backend);
     for copy in 0..copies {
         let what = match (copy, params.source) {

@@ -27,6 +27,11 @@ pub struct Args {
     /// Partitions in flight.
     #[arg(long, default_value_t = 2)]
     pub slots: usize,
+    /// The backend to plan for: cpu, or gpu (one GPU: its device terms, no host twiddles;
+    /// a Filecoin partition is precompiled, so a, b, c and the split vectors live on the
+    /// device and a slot holds the witness alone).
+    #[arg(long, default_value = "cpu")]
+    pub backend: String,
     /// The limit to compare with: bytes (or with KiB/MiB/GiB), or auto (MemAvailable).
     #[arg(long, default_value = "auto")]
     pub memory_limit: MemoryLimit,
@@ -86,7 +91,11 @@ pub fn run(a: Args) -> Result<()> {
         Some(size) => filecoin_subject(size, a.json)?,
         None => test_subject(a.circuit, a.constraints)?,
     };
-    let plan = common::plan_with_params(&subject.shape, a.slots, &subject.params, 1);
+    let plan = match a.backend.as_str() {
+        "cpu" => common::plan_with_params(&subject.shape, a.slots, &subject.params, 1),
+        "gpu" => gpu_plan(&subject, a.slots),
+        other => bail!("--backend {other}: cpu or gpu"),
+    };
     let limit = a.memory_limit.resolve()?;
     // Slab bytes (per-slot and shared terms), the regions they are carved from, and the
     // host total the engine checks: regions + resident params.
@@ -118,6 +127,9 @@ pub fn run(a: Args) -> Result<()> {
             "engine_bytes": engine_bytes,
             "region_bytes": plan.region_bytes(),
             "slot_bytes": plan.slot_bytes(),
+            "backend": a.backend,
+            "device_bytes": plan.device_bytes(),
+            "host_abc": plan.host_abc(),
             "params_bytes": plan.resident_bytes(),
             "params_source": subject.params.source,
             "params_generation_bytes": subject.params.generation_bytes,
@@ -149,7 +161,14 @@ pub fn run(a: Args) -> Result<()> {
         println!("  {line}");
     }
     print!("{plan}");
-    println!("  per slot       {:>10.2} GiB", plan.slot_bytes() as f64 / GIB);
+    println!("  per slot       {:>10.2} GiB (host, per partition in flight)", plan.slot_bytes() as f64 / GIB);
+    if plan.device_bytes() > 0 {
+        println!(
+            "  device         {:>10.2} GiB on cuda:0 ({}; not in the host total)",
+            plan.device_bytes() as f64 / GIB,
+            if plan.host_abc() { "a, b, c on the host" } else { "a, b, c and split vectors on the device" }
+        );
+    }
     println!(
         "  engine slabs   {:>10.2} GiB ({} slots; {:.2} GiB of regions)",
         engine_bytes as f64 / GIB,
@@ -203,6 +222,30 @@ pub fn run(a: Args) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The plan a GPU engine makes for `subject` (as `Engine::plan` with the CUDA factory over
+/// one GPU): no host twiddle table; for a precompiled Filecoin partition no a, b, c slabs
+/// (the recording resident on the device, its size estimated from the recording file's);
+/// the device terms from the same layout code the backend reserves with.
+fn gpu_plan(subject: &Subject, slots: usize) -> arenaprove::engine::pipeline::MemoryPlan {
+    use arenaprove::engine::groth16::ProofShape;
+    use arenaprove::engine::pipeline::MemoryPlan;
+    let mut plan = MemoryPlan::for_shapes(&[subject.shape], slots).without_host_twiddles();
+    // The recorded rows plus one u32 offset per row, estimated from the file (which also
+    // holds the densities, not uploaded: an over-estimate by those bits).
+    let rows_bytes = subject.precompiled_bytes.map(|b| b as usize + subject.shape.constraints * 4);
+    if rows_bytes.is_some() {
+        plan = plan.without_host_abc();
+    }
+    let shape = ProofShape::of_circuit(&subject.shape);
+    let device = arenaprove_cuda::device_plan_sized(&shape, rows_bytes);
+    let what = match subject.params.source {
+        "file" => "parameters (the file's size)",
+        _ => "parameters (estimate: every A and B query point)",
+    };
+    plan.with_terms(arenaprove_cuda::device_terms(0, &device))
+        .with_resident(what, usize::try_from(subject.params.bytes).unwrap_or(usize::MAX))
 }
 
 fn test_subject(kind: CircuitKind, constraints: usize) -> Result<Subject> {

@@ -40,6 +40,7 @@ mod witness;
 
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
@@ -520,6 +521,27 @@ impl Precompiled {
                 }
             });
         Ok(())
+    }
+
+    /// Leaves a, b, c to the backend: sets the recorded densities and the row count on the
+    /// witness-only assignment `cs` (which holds the witness, [`Precompiled::witness_into`]
+    /// or [`Precompiled::witness_parts`], and no rows yet) and records this recording as
+    /// the source of its products ([`crate::ProverWitness::deferred_products`]). The
+    /// backend then computes exactly what [`Precompiled::products_into`] would have.
+    pub fn defer_products(self: &Arc<Self>, cs: &mut ArenaAssignment) -> Result<(), CircuitError> {
+        self.check_witness_counts(cs)?;
+        cs.set_densities(&self.a_aux, &self.b_input, &self.b_aux)?;
+        cs.defer_abc(self.rows(), self.clone())
+    }
+
+    /// [`Precompiled::products_into`] where `cs` holds a, b, c slabs, else
+    /// [`Precompiled::defer_products`]: the products go where the assignment has room.
+    pub fn products_or_defer(self: &Arc<Self>, cs: &mut ArenaAssignment) -> Result<(), CircuitError> {
+        if cs.holds_abc_slabs() {
+            self.products_into(cs)
+        } else {
+            self.defer_products(cs)
+        }
     }
 
     /// Maps `path` if it holds this circuit's recording, else records it with `record`,

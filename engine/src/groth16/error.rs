@@ -79,6 +79,10 @@ pub enum Groth16Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A limit of the engine (domain size, batch size) was exceeded.
+    /// A backend asked for an operation it does not have (e.g. products from a recording
+    /// on the CPU backend).
+    #[error("the {backend} backend cannot {what}")]
+    Unsupported { backend: &'static str, what: &'static str },
     #[error("limit exceeded: {what} is {value}, limit {limit}")]
     Limit { what: &'static str, value: usize, limit: usize },
 }

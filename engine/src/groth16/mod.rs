@@ -24,7 +24,7 @@ pub mod verifier;
 pub use domain::Twiddles;
 pub use error::{Groth16Error, PointFault};
 pub use generator::{generate_parameters, generate_random_parameters, ToxicWaste};
-pub use ops::{CpuOps, G1Query, G2Query, ProverOps, ScalarBytes};
+pub use ops::{CpuOps, G1Query, G2Query, ProverOps, ScalarBytes, WitnessScalars};
 pub use params::{Parameters, ParamsMemory, VerifyingKey};
 pub use proof::{Proof, PROOF_BYTES};
 pub use prover::{

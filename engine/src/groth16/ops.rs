@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arenaprove_arena::map_in_place;
+use arenaprove_circuits::{Density, Precompiled};
 use blstrs::{G1Projective, G2Projective, Scalar};
 
 use super::domain::{Domain, Twiddles};
@@ -88,6 +89,28 @@ impl G2Query {
     }
 }
 
+/// The scalars of one witness MSM as the assignment holds them, for a backend that builds
+/// the split vector itself ([`ProverOps::proves_from_witness`]): `head` (canonical bytes)
+/// first, then `aux[i]` (Montgomery form, as in the slab) for every set bit `i` of
+/// `density` (every `i` when `None`), each as canonical bytes. The prover checked the
+/// lengths: `head.len()` plus the set bits is the query's length.
+#[derive(Clone, Copy, Debug)]
+pub struct WitnessScalars<'a> {
+    pub head: &'a [ScalarBytes],
+    pub aux: &'a [Scalar],
+    pub density: Option<Density<'a>>,
+}
+
+impl WitnessScalars<'_> {
+    /// Scalars of the MSM: `head` plus the aux variables the density selects.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.density.map_or(self.aux.len(), |d| d.count_ones())
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// What a backend supplies to the Groth16 prover (see the module docs). Implementations
 /// hold their parameter set's bases; every call is for that parameter set.
 pub trait ProverOps: Send + Sync + std::fmt::Debug + 'static {
@@ -123,6 +146,51 @@ pub trait ProverOps: Send + Sync + std::fmt::Debug + 'static {
 
     /// `sum scalars[i] * query[i]` in G2, one scalar per base.
     fn msm_g2(&self, query: G2Query, scalars: &[ScalarBytes], device: &mut Duration) -> Result<G2Projective>;
+
+    /// Whether this backend proves from the witness alone: it computes a, b, c itself from
+    /// a precompiled recording ([`ProverOps::h_quotient_rows`]) and builds the L, A and B
+    /// scalars from the assignment ([`ProverOps::msm_witness_g1`],
+    /// [`ProverOps::msm_witness_g2`]). The prover then leases no split vectors, and the
+    /// engine plans no a, b, c slabs for the kinds it synthesizes through a recording.
+    /// The CPU does not (its NTTs run in place in the a, b, c slabs).
+    fn proves_from_witness(&self) -> bool {
+        false
+    }
+
+    /// [`ProverOps::h_quotient`] with a, b, c computed by the backend from the recording
+    /// `rows` and the witness (`inputs`, ONE first; `aux`), exactly as
+    /// `Precompiled::products_into` then the `input_i * 0 = 0` rows and the zero padding
+    /// would have written them.
+    fn h_quotient_rows<'a>(
+        &'a self,
+        _domain: &Domain,
+        _rows: &'a Precompiled,
+        _inputs: &'a [Scalar],
+        _aux: &'a [Scalar],
+        _device: &mut Duration,
+    ) -> Result<Self::Quotient<'a>> {
+        Err(Groth16Error::Unsupported { backend: self.name(), what: "compute a, b, c from a recording" })
+    }
+
+    /// `sum s[i] * query[i]` over the witness scalars `s` (see [`WitnessScalars`]).
+    fn msm_witness_g1(
+        &self,
+        _query: G1Query,
+        _s: WitnessScalars<'_>,
+        _device: &mut Duration,
+    ) -> Result<G1Projective> {
+        Err(Groth16Error::Unsupported { backend: self.name(), what: "build split vectors itself" })
+    }
+
+    /// `sum s[i] * query[i]` in G2 over the witness scalars `s`.
+    fn msm_witness_g2(
+        &self,
+        _query: G2Query,
+        _s: WitnessScalars<'_>,
+        _device: &mut Duration,
+    ) -> Result<G2Projective> {
+        Err(Groth16Error::Unsupported { backend: self.name(), what: "build split vectors itself" })
+    }
 }
 
 /// The CPU's operations: NTTs in place in the witness's slabs over a shared twiddle table,

@@ -36,7 +36,7 @@ use rayon::prelude::*;
 use super::domain::{Domain, Twiddles};
 use super::error::{Groth16Error, Result};
 use super::msm::SCALAR_BYTES;
-use super::ops::{same_len, CpuOps, G1Query, G2Query, ProverOps, ScalarBytes};
+use super::ops::{same_len, CpuOps, G1Query, G2Query, ProverOps, ScalarBytes, WitnessScalars};
 use super::{Parameters, Proof};
 
 /// How long a lease waits for a slab before the proof fails (a slab that does not come
@@ -97,8 +97,9 @@ impl ProofShape {
 /// Where a prover's large buffers come from (see the module docs).
 #[derive(Clone, Debug)]
 pub struct ProverMemory {
-    /// Slabs of at least [`ProofShape::scalar_slab_bytes`] for the split vectors.
-    pub scalars: Arc<SlabPool>,
+    /// Slabs of at least [`ProofShape::scalar_slab_bytes`] for the split vectors; `None`
+    /// for a backend that builds them itself ([`ProverOps::proves_from_witness`]).
+    pub scalars: Option<Arc<SlabPool>>,
     /// The domain's host twiddle table, for a backend that runs its NTTs on the CPU
     /// (`None` where the engine's backend keeps its own tables, e.g. on the device:
     /// [`crate::BackendFactory::host_twiddles`]).
@@ -124,7 +125,7 @@ impl ProverMemory {
         .with_region(region.clone());
         let scalars = SlabPool::new(cfg, ledger, None)?;
         let twiddles = Arc::new(reserve_twiddles(shape.domain_size, ledger, region)?);
-        Ok(ProverMemory { scalars, twiddles: Some(twiddles) })
+        Ok(ProverMemory { scalars: Some(scalars), twiddles: Some(twiddles) })
     }
 }
 
@@ -294,12 +295,15 @@ impl<O: ProverOps> Prover<O> {
     /// leased from `memory` (checked to fit the params).
     pub fn from_ops(params: Arc<Parameters>, memory: ProverMemory, ops: O) -> Result<Prover<O>> {
         let shape = ProofShape::of_params(&params);
-        if memory.scalars.slab_bytes() < shape.scalar_slab_bytes() {
-            return Err(Groth16Error::ShapeMismatch {
-                section: "scalar slabs (bytes)",
-                params_len: shape.scalar_slab_bytes(),
-                circuit_len: memory.scalars.slab_bytes(),
-            });
+        if !ops.proves_from_witness() {
+            let have = memory.scalars.as_ref().map_or(0, |p| p.slab_bytes());
+            if have < shape.scalar_slab_bytes() {
+                return Err(Groth16Error::ShapeMismatch {
+                    section: "scalar slabs (bytes)",
+                    params_len: shape.scalar_slab_bytes(),
+                    circuit_len: have,
+                });
+            }
         }
         Ok(Prover { params, memory, ops })
     }
@@ -317,7 +321,12 @@ impl<O: ProverOps> Prover<O> {
 
     fn lease<T: arenaprove_arena::Plain>(&self, count: usize) -> Result<SlabVec<T>> {
         let bytes = (count * std::mem::size_of::<T>()).max(1);
-        Ok(SlabVec::new(self.memory.scalars.lease(bytes, LEASE_TIMEOUT)?))
+        let pool = self.memory.scalars.as_ref().ok_or(Groth16Error::ShapeMismatch {
+            section: "scalar slabs (none reserved)",
+            params_len: bytes,
+            circuit_len: 0,
+        })?;
+        Ok(SlabVec::new(pool.lease(bytes, LEASE_TIMEOUT)?))
     }
 
     /// Checks that the parameters were made for this witness's circuit.
@@ -340,20 +349,37 @@ impl<O: ProverOps> Prover<O> {
         Ok(domain)
     }
 
-    /// Stage 1: the h quotient (a, b, c padded to the domain), the h MSM; then a, b, c go
-    /// back.
+    /// Stage 1: the h quotient (a, b, c padded to the domain, or computed by the backend
+    /// from the recording when synthesis deferred them), the h MSM; then a, b, c go back.
     pub fn prove_start(&self, w: &mut dyn ProverWitness) -> Result<ProveStart> {
         let domain = self.check_witness(w)?;
         let mut t = StageTimings::default();
-        let h = {
-            // The padding to the domain (zeros past the constraints) counts as ntt_h.
-            let t_pad = Instant::now();
-            let [a, b, c] = w.abc_padded_mut(domain.size)?;
-            t.ntt_h += t_pad.elapsed();
-            let dev = &mut t.device;
-            let quotient =
-                stage(Stage::NttH, &mut t.ntt_h, || self.ops.h_quotient(&domain, a, b, c, &mut dev.ntt_h))?;
-            stage(Stage::MsmH, &mut t.msm_h, || self.ops.msm_h(quotient, &mut dev.msm_h))?
+        let dev = &mut t.device;
+        let h = match w.deferred_products() {
+            Some(rows) => {
+                let rows = rows.clone();
+                if rows.rows() + w.input_assignment().len() != w.num_constraints() {
+                    return Err(Groth16Error::ShapeMismatch {
+                        section: "recorded rows + input rows",
+                        params_len: rows.rows() + w.input_assignment().len(),
+                        circuit_len: w.num_constraints(),
+                    });
+                }
+                let (inputs, aux) = (w.input_assignment(), w.aux_assignment());
+                let quotient = stage(Stage::NttH, &mut t.ntt_h, || {
+                    self.ops.h_quotient_rows(&domain, &rows, inputs, aux, &mut dev.ntt_h)
+                })?;
+                stage(Stage::MsmH, &mut t.msm_h, || self.ops.msm_h(quotient, &mut dev.msm_h))?
+            }
+            None => {
+                // The padding to the domain (zeros past the constraints) counts as ntt_h.
+                let t_pad = Instant::now();
+                let [a, b, c] = w.abc_padded_mut(domain.size)?;
+                t.ntt_h += t_pad.elapsed();
+                let quotient =
+                    stage(Stage::NttH, &mut t.ntt_h, || self.ops.h_quotient(&domain, a, b, c, &mut dev.ntt_h))?;
+                stage(Stage::MsmH, &mut t.msm_h, || self.ops.msm_h(quotient, &mut dev.msm_h))?
+            }
         };
         w.release_abc();
         Ok(ProveStart { h, timings: t })
@@ -376,6 +402,20 @@ impl<O: ProverOps> Prover<O> {
         // was; every split vector below then has exactly its query's length.
         self.check_witness(w)?;
         let mut t = start.timings;
+        let (l, a_sum, b1, b2) = if self.ops.proves_from_witness() {
+            self.witness_msms(w, &mut t)?
+        } else {
+            self.split_vector_msms(w, &mut t)?
+        };
+        let sums = MsmSums { h: start.h, l, a: a_sum, b_g1: b1, b_g2: b2 };
+        let proof = stage(Stage::Finalize, &mut t.finalize, || combine_proof(vk, &sums, r, s));
+        Ok((proof, t))
+    }
+
+    /// The L, A, B_G1 and B_G2 sums over split vectors the prover builds on the host, in
+    /// slabs leased for this proof.
+    fn split_vector_msms(&self, w: &dyn ProverWitness, t: &mut StageTimings) -> Result<WitnessSums> {
+        let p = &self.params;
         let dev = &mut t.device;
         let ops = &self.ops;
         let inputs = w.input_assignment();
@@ -408,11 +448,33 @@ impl<O: ProverOps> Prover<O> {
         })?;
         let b2 =
             stage(Stage::MsmBG2, &mut t.msm_b_g2, || ops.msm_g2(G2Query::BG2, &b_vec, &mut dev.msm_b_g2))?;
-        drop(b_vec);
+        Ok((l, a_sum, b1, b2))
+    }
 
-        let sums = MsmSums { h: start.h, l, a: a_sum, b_g1: b1, b_g2: b2 };
-        let proof = stage(Stage::Finalize, &mut t.finalize, || combine_proof(vk, &sums, r, s));
-        Ok((proof, t))
+    /// The same sums with the backend building each split vector from the assignment
+    /// ([`ProverOps::proves_from_witness`]): the host leases nothing; only the inputs (a
+    /// few hundred) are converted here.
+    fn witness_msms(&self, w: &dyn ProverWitness, t: &mut StageTimings) -> Result<WitnessSums> {
+        let dev = &mut t.device;
+        let ops = &self.ops;
+        let aux = w.aux_assignment();
+        let input_bytes: Vec<ScalarBytes> = w.input_assignment().iter().map(|s| s.to_bytes_le()).collect();
+        let b_inputs: Vec<ScalarBytes> = {
+            let d = w.b_input_density();
+            input_bytes.iter().enumerate().filter(|&(i, _)| d.get(i)).map(|(_, b)| *b).collect()
+        };
+        let l = stage(Stage::MsmL, &mut t.msm_l, || {
+            let s = WitnessScalars { head: &[], aux, density: None };
+            ops.msm_witness_g1(G1Query::L, s, &mut dev.msm_l)
+        })?;
+        let a_sum = stage(Stage::MsmA, &mut t.msm_a, || {
+            let s = WitnessScalars { head: &input_bytes, aux, density: Some(w.a_aux_density()) };
+            ops.msm_witness_g1(G1Query::A, s, &mut dev.msm_a)
+        })?;
+        let b = WitnessScalars { head: &b_inputs, aux, density: Some(w.b_aux_density()) };
+        let b1 = stage(Stage::MsmBG1, &mut t.msm_b_g1, || ops.msm_witness_g1(G1Query::BG1, b, &mut dev.msm_b_g1))?;
+        let b2 = stage(Stage::MsmBG2, &mut t.msm_b_g2, || ops.msm_witness_g2(G2Query::BG2, b, &mut dev.msm_b_g2))?;
+        Ok((l, a_sum, b1, b2))
     }
 
     /// Both stages with the caller's randomness (bellperson's `create_proof(.., r, s)`).
@@ -443,6 +505,9 @@ impl<O: ProverOps> Prover<O> {
         crate::backend::prove_circuit(self, circuit, r, s)
     }
 }
+
+/// The L, A, B_G1 and B_G2 sums of one proof.
+type WitnessSums = (G1Projective, G1Projective, G1Projective, G2Projective);
 
 /// The five MSM sums of one proof.
 #[derive(Clone, Copy, Debug)]

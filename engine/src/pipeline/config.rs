@@ -3,17 +3,35 @@
 use std::sync::Arc;
 
 use arenaprove_arena::RegionConfig;
-use arenaprove_circuits::Shape;
+use arenaprove_circuits::{Precompiled, Shape};
 
 use crate::backend::{BackendFactory, CpuBackend};
 use crate::groth16::Parameters;
 
-/// A circuit kind the engine serves: its name, its shape and its parameters.
+/// A circuit kind the engine serves: its name, its shape and its parameters, and the
+/// precompiled recording its partitions are synthesized through, if any.
 #[derive(Clone)]
 pub struct CircuitSpec {
     pub kind: String,
     pub shape: Shape,
     pub params: Arc<Parameters>,
+    /// The kind's recording, when its jobs use precompiled synthesis: with a backend that
+    /// proves from the witness ([`BackendFactory::proves_from_witness`], the GPU) the
+    /// backend keeps it and computes a, b, c from it, and the kind's partitions lease no
+    /// a, b, c slabs. Jobs of the kind must then be synthesized through this recording.
+    pub matrices: Option<Arc<Precompiled>>,
+}
+
+impl CircuitSpec {
+    /// A kind without a recording (its partitions hold a, b, c on the host).
+    pub fn new(kind: impl Into<String>, shape: Shape, params: Arc<Parameters>) -> CircuitSpec {
+        CircuitSpec { kind: kind.into(), shape, params, matrices: None }
+    }
+
+    /// The same kind synthesized through `matrices`.
+    pub fn with_matrices(self, matrices: Arc<Precompiled>) -> CircuitSpec {
+        CircuitSpec { matrices: Some(matrices), ..self }
+    }
 }
 
 /// Where a partition's large vectors come from.

@@ -58,6 +58,12 @@ pub struct EngineStats {
     pub jobs_done: u64,
 }
 
+/// Whether the engine's backend computes `spec`'s a, b, c from its recording (then its
+/// partitions lease the witness only).
+fn proves_from_witness(config: &EngineConfig, spec: &CircuitSpec) -> bool {
+    spec.matrices.is_some() && config.backend.proves_from_witness()
+}
+
 /// The long-lived proving engine. See the module docs.
 pub struct Engine {
     shared: Arc<Shared>,
@@ -109,6 +115,9 @@ impl Engine {
         if !config.backend.host_twiddles() {
             plan = plan.without_host_twiddles();
         }
+        if config.alloc == AllocMode::Slab && specs.iter().all(|s| proves_from_witness(config, s)) {
+            plan = plan.without_host_abc();
+        }
         plan.mlock = config.region.mlock;
         for s in specs {
             plan = plan.with_resident(
@@ -116,8 +125,9 @@ impl Engine {
                 s.params.resident_bytes(),
             );
             // The backend's own terms (the GPU's device arena), known before it reserves.
-            plan =
-                plan.with_terms(config.backend.plan_terms(&ProofShape::of_params(&s.params), config.slots));
+            let rows = s.matrices.as_deref().filter(|_| proves_from_witness(config, s));
+            let shape = ProofShape::of_params(&s.params);
+            plan = plan.with_terms(config.backend.plan_terms(&shape, rows, config.slots));
         }
         plan.check_fits(config.memory_limit_bytes)?;
         Ok(plan)
@@ -149,13 +159,15 @@ impl Engine {
                 SlotMemory::Slab(mem) => {
                     let shape = ProofShape::of_params(&spec.params);
                     let pm = mem.prover_memory(&shape);
-                    let backend = config.backend.build(spec.params.clone(), pm);
+                    let rows = spec.matrices.clone().filter(|_| proves_from_witness(&config, &spec));
+                    let backend = config.backend.build(spec.params.clone(), rows, pm);
                     Some(backend.map_err(|source| EngineError::Backend { kind: spec.kind.clone(), source })?)
                 }
                 SlotMemory::Fresh => None,
             };
             let pvk = prepare_verifying_key(&spec.params.vk);
-            kinds.insert(spec.kind.clone(), Arc::new(Kind { spec, pvk, backend }));
+            let witness_only = config.alloc == AllocMode::Slab && proves_from_witness(&config, &spec);
+            kinds.insert(spec.kind.clone(), Arc::new(Kind { spec, pvk, backend, witness_only }));
         }
         if config.alloc == AllocMode::Slab {
             ledger.freeze();
@@ -314,7 +326,7 @@ impl Engine {
         self.stop(mode);
         let slabs_outstanding = self.slabs_outstanding();
         let pools = match &self.shared.memory {
-            SlotMemory::Slab(m) => m.slot_pools().to_vec(),
+            SlotMemory::Slab(m) => m.slot_pools(),
             SlotMemory::Fresh => Vec::new(),
         };
         // Logs each pool with slabs out at `error` level.

@@ -11,6 +11,10 @@
 //! | `aux` | 1 | `aux` scalars |
 //! | `density` | 3 | one bit per variable |
 //!
+//! With a backend that proves from the witness (the GPU: a, b, c computed on the device
+//! from each kind's recording, split vectors built there) and every kind precompiled, the
+//! `abc` term is gone ([`MemoryPlan::without_host_abc`]): a slot is its witness alone.
+//!
 //! and once per engine: one twiddle table per distinct domain size (constant per domain),
 //! plus what each backend holds beyond these pools ([`crate::backend::Backend::plan_terms`]).
 //! h is computed and converted to bytes in place in `a`, so no proof needs a slab beyond
@@ -137,6 +141,20 @@ impl MemoryPlan {
         MemoryPlan { slots, covering, terms, mlock: false, domains }
     }
 
+    /// Without the `abc` term: every kind's a, b, c are computed by the backend from its
+    /// recording and its split vectors built there too
+    /// ([`crate::BackendFactory::proves_from_witness`]), so a slot holds the witness alone
+    /// on the host (inputs, aux, densities).
+    pub fn without_host_abc(mut self) -> MemoryPlan {
+        self.terms.retain(|t| t.pool != "abc");
+        self
+    }
+
+    /// Whether the plan reserves a, b, c slabs on the host.
+    pub fn host_abc(&self) -> bool {
+        self.terms.iter().any(|t| t.pool == "abc")
+    }
+
     /// Without host twiddle tables: for a backend whose NTTs do not read them (the GPU's
     /// tables live in its device arena). At a 2^27 domain a table is 2.25 GiB of host memory.
     pub fn without_host_twiddles(mut self) -> MemoryPlan {
@@ -242,8 +260,9 @@ impl MemoryPlan {
         };
         let find =
             |name: &str| self.terms.iter().find(|t| t.pool == name).expect("plan has every assignment term");
+        let abc = self.terms.iter().find(|t| t.pool == "abc").map(pool).transpose()?;
         let assign = AssignmentPools {
-            abc: pool(find("abc"))?,
+            abc,
             inputs: pool(find("inputs"))?,
             aux: pool(find("aux"))?,
             density: pool(find("density"))?,
@@ -389,7 +408,7 @@ impl EngineMemory {
     }
 
     /// The pools slots lease from (for the shutdown check).
-    pub fn slot_pools(&self) -> [&SlabPool; 4] {
+    pub fn slot_pools(&self) -> Vec<&SlabPool> {
         self.assign.pools()
     }
 }

@@ -23,7 +23,7 @@ impl<C: Circuit<Scalar> + Send + 'static> PartitionCircuit for PrecompiledCircui
     fn synthesize_into(self: Box<Self>, cs: &mut ArenaAssignment) -> Result<(), SynthesisError> {
         let PrecompiledCircuit { circuit, matrices } = *self;
         matrices.witness_into(circuit, cs).map_err(|e| e.into_synthesis())?;
-        matrices.products_into(cs).map_err(|e| e.into_synthesis())
+        matrices.products_or_defer(cs).map_err(|e| e.into_synthesis())
     }
 }
 
@@ -48,7 +48,7 @@ impl<P: PartedCircuit + 'static> PartitionCircuit for PartedPrecompiled<P> {
     fn synthesize_into(self: Box<Self>, cs: &mut ArenaAssignment) -> Result<(), SynthesisError> {
         let PartedPrecompiled { circuit, matrices } = *self;
         matrices.witness_parts(&circuit, cs).map_err(|e| e.into_synthesis())?;
-        matrices.products_into(cs).map_err(|e| e.into_synthesis())
+        matrices.products_or_defer(cs).map_err(|e| e.into_synthesis())
     }
 }
 

@@ -18,6 +18,9 @@ pub(super) struct Kind {
     /// Slab mode: the backend over the engine's pools. Fresh mode: `None` (each partition
     /// builds its own).
     pub backend: Option<Arc<dyn Backend>>,
+    /// Slab mode with a backend that computes a, b, c from the kind's recording: its
+    /// partitions lease the witness only.
+    pub witness_only: bool,
 }
 
 /// The engine's memory, by mode.
@@ -51,7 +54,12 @@ impl SlotMemory {
         let shape = &kind.spec.shape;
         match self {
             SlotMemory::Slab(mem) => {
-                Ok(Held { witness: ArenaAssignment::new(&mem.assign, shape)?, fresh: None })
+                let witness = if kind.witness_only {
+                    ArenaAssignment::witness_only(&mem.assign, shape)?
+                } else {
+                    ArenaAssignment::new(&mem.assign, shape)?
+                };
+                Ok(Held { witness, fresh: None })
             }
             SlotMemory::Fresh => {
                 // The reference stack's way: fresh mappings for this partition alone, its
@@ -61,7 +69,7 @@ impl SlotMemory {
                 let pools = AssignmentPools::for_shape(shape, 1, &ledger, region.clone())?;
                 let params = kind.spec.params.clone();
                 let memory = ProverMemory::reserve(&ProofShape::of_params(&params), 1, &ledger, region)?;
-                let prover = config.backend.build(params, memory)?;
+                let prover = config.backend.build(params, None, memory)?;
                 Ok(Held { witness: ArenaAssignment::new(&pools, shape)?, fresh: Some((pools, prover)) })
             }
         }
