@@ -23,8 +23,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?);
 
     // Everything is reserved here, then the arena is frozen.
-    let engine =
-        Engine::new(EngineConfig::default(), vec![CircuitSpec { kind: "chain".into(), shape, params, matrices: None }])?;
+    let engine = Engine::new(
+        EngineConfig::default(),
+        vec![CircuitSpec { kind: "chain".into(), shape, params, matrices: None }],
+    )?;
     print!("{}", engine.memory_plan());
 
     for sector in 1..=3u64 {

@@ -189,7 +189,11 @@ fn native_arena_witness_proofs_equal_bellperson() {
         let mut w = synthesize_native(&c, &pools, &shape).unwrap();
         let start = prover.prove_start(&mut w).unwrap();
         // a, b, c went back to their pool the moment h was computed.
-        assert_eq!(pools.abc.as_ref().unwrap().outstanding(), 0, "{kind}: a, b, c slabs not released by prove_start");
+        assert_eq!(
+            pools.abc.as_ref().unwrap().outstanding(),
+            0,
+            "{kind}: a, b, c slabs not released by prove_start"
+        );
         let (ours, _) = prover.finalize(start, &w, r, sr).unwrap();
         drop(w);
         assert_eq!(pools.outstanding(), 0);

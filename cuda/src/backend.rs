@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use arenaprove_arena::SharedHook;
+use arenaprove_circuits::Precompiled;
 use arenaprove_engine::deps::blstrs::{G1Projective, G2Projective, Scalar};
 use arenaprove_engine::groth16::domain::Domain;
 use arenaprove_engine::groth16::ops::same_len;
@@ -40,7 +41,6 @@ use arenaprove_engine::groth16::{
     G1Query, G2Query, Groth16Error, Parameters, ProofShape, Prover, ProverMemory, ProverOps, ScalarBytes,
     WitnessScalars,
 };
-use arenaprove_circuits::Precompiled;
 use arenaprove_engine::pipeline::{PlanTerm, Scope};
 use arenaprove_engine::{Backend, BackendFactory};
 
@@ -112,7 +112,10 @@ pub fn device_terms(ordinal: usize, plan: &DevicePlan) -> Vec<PlanTerm> {
         term("G2 bases B_G2 (resident)".into(), plan.g2_bases_bytes),
     ];
     if plan.rows_bytes > 0 {
-        terms.push(term("precompiled rows: stream, blocks, row offsets, coefficients (resident)".into(), plan.rows_bytes));
+        terms.push(term(
+            "precompiled rows: stream, blocks, row offsets, coefficients (resident)".into(),
+            plan.rows_bytes,
+        ));
     }
     terms.push(term(
         format!(
@@ -550,12 +553,22 @@ impl ProverOps for CudaOps {
         Ok(GpuQuotient { gpu, bases: &self.bases[index].h, h })
     }
 
-    fn msm_witness_g1(&self, query: G1Query, s: WitnessScalars<'_>, device: &mut Duration) -> Result<G1Projective> {
+    fn msm_witness_g1(
+        &self,
+        query: G1Query,
+        s: WitnessScalars<'_>,
+        device: &mut Duration,
+    ) -> Result<G1Projective> {
         same_len(query.name(), self.bases[0].g1(query).len, s.len())?;
         self.on_gpu(device, |g, bases| g.msm_witness_g1(bases.g1(query), s.head, s.aux, s.density))
     }
 
-    fn msm_witness_g2(&self, query: G2Query, s: WitnessScalars<'_>, device: &mut Duration) -> Result<G2Projective> {
+    fn msm_witness_g2(
+        &self,
+        query: G2Query,
+        s: WitnessScalars<'_>,
+        device: &mut Duration,
+    ) -> Result<G2Projective> {
         same_len(query.name(), self.bases[0].b_g2.len, s.len())?;
         self.on_gpu(device, |g, bases| g.msm_witness_g2(&bases.b_g2, s.head, s.aux, s.density))
     }

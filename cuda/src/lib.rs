@@ -36,7 +36,9 @@ mod plan;
 mod products;
 
 pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
-pub use backend::{device_plan, device_plan_sized, device_terms, CudaBackend, CudaFactory, CudaOps, GpuQuotient};
+pub use backend::{
+    device_plan, device_plan_sized, device_terms, CudaBackend, CudaFactory, CudaOps, GpuQuotient,
+};
 pub use device::{device_count, driver_present};
 pub use error::{CudaError, Result};
 pub use gpu::Gpu;

@@ -6,8 +6,8 @@
 use crate::arena::SPAN_ALIGN_BYTES;
 use crate::msm::{Curve, MsmPlan};
 use crate::ntt::h_scratch_bytes;
-use crate::products::{h_rows_scratch_bytes, witness_msm_scratch_bytes};
 use crate::ntt_tables::ntt_tables_bytes;
+use crate::products::{h_rows_scratch_bytes, witness_msm_scratch_bytes};
 
 /// Bytes of one blst affine point: G1 (two Fp), G2 (two Fp2).
 const G1_AFFINE_BYTES: usize = 96;

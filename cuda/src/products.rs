@@ -130,7 +130,8 @@ impl DeviceRows {
     pub fn matches(&self, pc: &Precompiled) -> bool {
         let m = pc.row_stream();
         self.identity == pc.identity()
-            && (self.rows, self.inputs, self.aux, self.stream_bytes) == (m.rows, m.inputs, m.aux, m.words.len())
+            && (self.rows, self.inputs, self.aux, self.stream_bytes)
+                == (m.rows, m.inputs, m.aux, m.words.len())
     }
 
     pub fn identity(&self) -> &str {
@@ -189,7 +190,14 @@ impl Gpu {
 
     /// Enqueues a, b, c (`rows` each, at `out`) from the rows `s` and the witness on the
     /// device.
-    fn enqueue_products(&self, s: &RowSpans, rows: usize, inputs: DevPtr, aux: DevPtr, out: [DevPtr; 3]) -> Result<()> {
+    fn enqueue_products(
+        &self,
+        s: &RowSpans,
+        rows: usize,
+        inputs: DevPtr,
+        aux: DevPtr,
+        out: [DevPtr; 3],
+    ) -> Result<()> {
         self.dev.k.pce_products.launch(
             Dims::per_item(rows, THREADS),
             s.stream.dev_ptr(),
@@ -218,10 +226,8 @@ impl Gpu {
         aux: &[Scalar],
         domain_size: usize,
     ) -> Result<DeviceH> {
-        let checks = [
-            ("h from rows: inputs", inputs.len(), rows.inputs),
-            ("h from rows: aux", aux.len(), rows.aux),
-        ];
+        let checks =
+            [("h from rows: inputs", inputs.len(), rows.inputs), ("h from rows: aux", aux.len(), rows.aux)];
         for (what, got, want) in checks {
             if got != want {
                 return Err(CudaError::Length { what, got, want });
@@ -324,7 +330,13 @@ impl Gpu {
         }
         self.dev.timer_start()?;
         self.enqueue_row_offsets(&spans, m.blocks.len() - 1, m.rows)?;
-        self.enqueue_products(&spans, m.rows, d_inputs.dev_ptr(), d_aux.dev_ptr(), d_out.map(|s| s.dev_ptr()))?;
+        self.enqueue_products(
+            &spans,
+            m.rows,
+            d_inputs.dev_ptr(),
+            d_aux.dev_ptr(),
+            d_out.map(|s| s.dev_ptr()),
+        )?;
         self.dev.timer_stop()?;
         // The kernels alone (copies excluded): [`Gpu::last_device_time`].
         self.last_device.set(self.dev.timer_elapsed()?);
@@ -373,7 +385,11 @@ impl Gpu {
     ) -> Result<(Vec<J>, u32)> {
         if let Some(d) = density {
             if d.len() != aux.len() {
-                return Err(CudaError::Length { what: "witness MSM: density bits", got: d.len(), want: aux.len() });
+                return Err(CudaError::Length {
+                    what: "witness MSM: density bits",
+                    got: d.len(),
+                    want: aux.len(),
+                });
             }
             if d.words().len() < aux.len().div_ceil(64) {
                 return Err(CudaError::Length {
@@ -455,7 +471,8 @@ impl Gpu {
         // `s.scalars`, already filled, and its other spans end below the staging.
         let mut b = arena.scratch();
         let pk = self.point_kernels(curve);
-        let r = self.msm_run(&mut b, &pk, bases.span.dev_ptr(), Scalars::Device { ptr: s.scalars.dev_ptr(), n });
+        let r =
+            self.msm_run(&mut b, &pk, bases.span.dev_ptr(), Scalars::Device { ptr: s.scalars.dev_ptr(), n });
         self.arena_mut()?.note_scratch(&stage);
         r
     }
@@ -501,9 +518,11 @@ mod tests {
     /// before the gather ran, and its scalars span is the staging's first span.
     #[test]
     fn witness_staging_sits_above_the_msm_layout() {
-        for (curve, n, naux, dense) in
-            [(Curve::G1, 1000, 1000, false), (Curve::G1, 300, 5000, true), (Curve::G2, 1 << 16, 1 << 17, true)]
-        {
+        for (curve, n, naux, dense) in [
+            (Curve::G1, 1000, 1000, false),
+            (Curve::G1, 300, 5000, true),
+            (Curve::G2, 1 << 16, 1 << 17, true),
+        ] {
             let msm = MsmPlan::new(n).scratch_bytes(curve);
             let mut b = Bump::dry();
             let s = witness_spans(&mut b, curve, n, naux, dense).unwrap();

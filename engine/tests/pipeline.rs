@@ -98,8 +98,11 @@ fn config(alloc: AllocMode, slots: usize) -> EngineConfig {
 fn engine(alloc: AllocMode, slots: usize) -> (Engine, Arc<Parameters>) {
     let (shape, params) = setup(STEPS);
     let cfg = config(alloc, slots);
-    let e = Engine::new(cfg, vec![CircuitSpec { kind: "squares".into(), shape, params: params.clone(), matrices: None }])
-        .unwrap();
+    let e = Engine::new(
+        cfg,
+        vec![CircuitSpec { kind: "squares".into(), shape, params: params.clone(), matrices: None }],
+    )
+    .unwrap();
     (e, params)
 }
 
@@ -455,7 +458,9 @@ fn memory_plan_is_what_the_engine_reserves() {
 fn plan_over_the_limit_is_refused_at_once() {
     let (shape, params) = setup(STEPS);
     let cfg = EngineConfig { memory_limit_bytes: 1 << 20, ..EngineConfig::default() };
-    let err = Engine::new(cfg, vec![CircuitSpec { kind: "s".into(), shape, params, matrices: None }]).err().expect("refused");
+    let err = Engine::new(cfg, vec![CircuitSpec { kind: "s".into(), shape, params, matrices: None }])
+        .err()
+        .expect("refused");
     let msg = err.to_string();
     assert!(matches!(err, EngineError::Plan(_)), "{msg}");
     assert!(msg.contains("over the limit of 1048576 bytes") && msg.contains("abc"), "{msg}");

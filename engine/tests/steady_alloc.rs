@@ -41,7 +41,8 @@ fn steady_state_heap_allocations_are_a_small_constant_per_partition() {
         memory_limit_bytes: 1 << 30,
         ..EngineConfig::default()
     };
-    let engine = Engine::new(cfg, vec![CircuitSpec { kind: "chain".into(), shape, params, matrices: None }]).unwrap();
+    let engine =
+        Engine::new(cfg, vec![CircuitSpec { kind: "chain".into(), shape, params, matrices: None }]).unwrap();
     let run = |sectors: u64| {
         for k in 0..sectors {
             let parts = (0..5).map(|p| native(ChainCircuit::new(steps, 100 + k * 5 + p))).collect();

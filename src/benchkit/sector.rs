@@ -102,8 +102,9 @@ pub fn run_ours(
         backend,
         ..EngineConfig::default()
     };
-    let engine = Engine::new(config, vec![CircuitSpec { kind: cfg.kind.to_string(), shape, params, matrices: None }])
-        .map_err(|e| e.to_string())?;
+    let engine =
+        Engine::new(config, vec![CircuitSpec { kind: cfg.kind.to_string(), shape, params, matrices: None }])
+            .map_err(|e| e.to_string())?;
     let job = |sector: u64| -> Result<Job, String> {
         let n = if sector == 1 { cfg.warmup_partitions.clamp(1, cfg.partitions) } else { cfg.partitions };
         let parts = (0..n)

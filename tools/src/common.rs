@@ -238,7 +238,12 @@ pub fn engine(
     backend: Arc<dyn BackendFactory>,
 ) -> Result<Engine> {
     let cfg = engine_config(slots, alloc, limit, backend);
-    let spec = CircuitSpec { kind: kind.to_string(), shape: loaded.shape, params: loaded.params.clone(), matrices: None };
+    let spec = CircuitSpec {
+        kind: kind.to_string(),
+        shape: loaded.shape,
+        params: loaded.params.clone(),
+        matrices: None,
+    };
     Ok(Engine::new(cfg, vec![spec])?)
 }
 
@@ -259,6 +264,13 @@ pub fn peak_rss_bytes() -> u64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
+}
+
+/// Resets the peak resident set (VmHWM) to the current RSS (`5` to /proc/self/clear_refs,
+/// Linux 4.0+), so a later [`peak_rss_bytes`] covers only what follows. False where it
+/// cannot be reset.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 pub fn quantile_u64(v: &mut [u64], q: f64) -> u64 {

@@ -21,6 +21,7 @@
 //! parameters only from `FIL_PROOFS_PARAMETER_CACHE`, once per process, so for them
 //! `--param-cache` also sets that variable: first thing, while the process runs one thread.
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -278,8 +279,22 @@ fn start_engine(
     prover: &ProverArgs,
     checked: bool,
 ) -> Result<fc::C2Engine> {
-    let config =
-        common::engine_config(slots, AllocMode::Slab, limit, common::backend_factory(prover.backend));
+    let backend = common::backend_factory(prover.backend);
+    start_engine_on(registered_proof, files, slots, limit, prover, checked, backend)
+}
+
+/// [`start_engine`] on a backend the caller opened (the soak opens it before measuring
+/// its base RSS, so the driver's own host memory is in the base, not in the plan's error).
+fn start_engine_on(
+    registered_proof: RegisteredSealProof,
+    files: &ParamFiles,
+    slots: usize,
+    limit: &ResolvedLimit,
+    prover: &ProverArgs,
+    checked: bool,
+    backend: Arc<dyn arenaprove::engine::BackendFactory>,
+) -> Result<fc::C2Engine> {
+    let config = common::engine_config(slots, AllocMode::Slab, limit, backend);
     let started = Instant::now();
     let options = fc::LoadOptions { checked, precompiled: !prover.no_precompiled };
     let c2 = fc::C2Engine::start(registered_proof, files, config, options)?;
@@ -826,8 +841,25 @@ fn soak(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     let files = files_in(cache, registered_proof)?;
     let limit = guard("filecoin soak", &files, registered_proof, Some(a.slots), 1, limit)?;
     ensure_params(registered_proof, &files, a.run.rng_seed)?;
+    // The backend first (a GPU's driver context holds host memory of its own): the base
+    // RSS the plan's prediction starts from includes it.
+    let backend = common::backend_factory(a.run.prover.backend);
     let rss_start = rss_bytes();
-    let c2 = start_engine(registered_proof, &files, a.slots, &limit, &a.run.prover, false)?;
+    let c2 = start_engine_on(registered_proof, &files, a.slots, &limit, &a.run.prover, false, backend)?;
+    // The plan's peak: the engine's regions and resident parameters over the base, plus the
+    // precompiled recording's file pages (mapped; read by the host products or uploaded
+    // once to the device, so all of them count in RSS).
+    let recording_bytes: usize = c2
+        .circuits()
+        .iter()
+        .map(|c| match c.synthesis() {
+            fc::pce::Synthesis::Precompiled(pc) => pc.bytes(),
+            fc::pce::Synthesis::Generic => 0,
+        })
+        .sum();
+    let predicted =
+        (c2.engine().memory_plan().predicted_peak_rss(rss_start as usize) + recording_bytes) as u64;
+    eprintln!("{}", c2.engine().memory_plan());
     let partitions = usize::from(registered_proof.porep_config()?.partitions);
     let work = tempfile_dir()?;
     let mut rng = fc::rng_from_seed(a.run.rng_seed);
@@ -864,7 +896,10 @@ fn soak(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     let ledger = c2.engine().ledger();
     let constraints = c2.circuits()[0].shape().constraints;
     stop_engine(c2)?;
-    let report = rec.report(format!("stacked-drg-{size}"), "slab".into(), constraints, &ledger);
+    let mut report = rec.report(format!("stacked-drg-{size}"), "slab".into(), constraints, &ledger);
+    report.plan_peak_rss_bytes = Some(predicted);
+    report.plan_peak_rss_error_pct =
+        Some((report.rss_peak_bytes as f64 - predicted as f64) / predicted as f64 * 100.0);
     if a.run.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {

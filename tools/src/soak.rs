@@ -61,7 +61,15 @@ pub struct SoakReport {
     pub rss_start_bytes: u64,
     pub rss_warm_bytes: u64,
     pub rss_end_bytes: u64,
+    /// Peak RSS of the measured phase: from the recorder's start (engine started,
+    /// parameters loaded) to the end. The kernel's high-water mark is reset there
+    /// (`/proc/self/clear_refs`), so a parameter generation or load before it is not in it.
     pub rss_peak_bytes: u64,
+    /// Peak RSS before the measured phase (parameter generation or loading, engine start),
+    /// reported apart.
+    pub setup_peak_rss_bytes: u64,
+    /// Whether the high-water mark could be reset (else `rss_peak_bytes` includes setup).
+    pub peak_reset: bool,
     pub rss_end_vs_warm: f64,
     pub warmup_sectors: usize,
     pub minflt_per_partition: f64,
@@ -100,6 +108,8 @@ pub struct SoakRecorder {
     warmup: usize,
     t0: Instant,
     rss_start: u64,
+    setup_peak: u64,
+    peak_reset: bool,
     /// Seconds since start at each sector's completion, and RSS then.
     done_at: Vec<f64>,
     rss_at: Vec<u64>,
@@ -116,8 +126,14 @@ pub struct SoakRecorder {
 
 impl SoakRecorder {
     /// Starts the clock; warm-up is the first tenth of the sectors (at least one).
+    /// Starts the measured phase: call it once the engine is up (parameters loaded). It
+    /// notes the setup's peak RSS and resets the high-water mark.
     pub fn new(sectors: usize, partitions: usize, rss_start: u64) -> Self {
+        let setup_peak = common::peak_rss_bytes();
+        let peak_reset = common::reset_peak_rss();
         SoakRecorder {
+            setup_peak,
+            peak_reset,
             sectors,
             partitions,
             warmup: (sectors / 10).max(1).min(sectors),
@@ -196,6 +212,8 @@ impl SoakRecorder {
             rss_warm_bytes: self.rss_warm,
             rss_end_bytes: self.rss_end,
             rss_peak_bytes: common::peak_rss_bytes(),
+            setup_peak_rss_bytes: self.setup_peak,
+            peak_reset: self.peak_reset,
             rss_end_vs_warm: self.rss_end as f64 / self.rss_warm.max(1) as f64,
             warmup_sectors: self.warmup,
             minflt_per_partition: if n > self.warmup {
@@ -352,6 +370,11 @@ pub fn print_report(r: &SoakReport, proofs: &str) {
         mib(r.rss_end_bytes),
         (r.rss_end_vs_warm - 1.0) * 100.0,
         mib(r.rss_peak_bytes)
+    );
+    println!(
+        "  setup                peak {:.1} MiB before the measured phase (params generated or loaded, engine start){}",
+        mib(r.setup_peak_rss_bytes),
+        if r.peak_reset { "; reported apart" } else { "; the high-water mark could not be reset: it is in the peak" }
     );
     if let (Some(p), Some(e)) = (r.plan_peak_rss_bytes, r.plan_peak_rss_error_pct) {
         println!("  plan                 predicted peak {:.1} MiB; measured {e:+.1}% off", mib(p));

@@ -144,6 +144,7 @@ fn soak_keeps_memory_flat_and_verifies_every_proof() {
             "rss_warm_bytes",
             "rss_end_bytes",
             "rss_peak_bytes",
+            "setup_peak_rss_bytes",
             "partition_release_ns_p99",
             "throughput_first_tenth",
             "throughput_last_tenth",
@@ -157,6 +158,11 @@ fn soak_keeps_memory_flat_and_verifies_every_proof() {
         }
         // Per-slab handback: measured in slab mode; fresh mode has no pool to hand back to.
         assert_eq!(r["handback_ns_p99"].is_number(), alloc == "slab", "{r}");
+        // The measured phase's peak is its own: reset after setup where /proc allows it.
+        assert!(r["peak_reset"].is_boolean(), "{r}");
+        if r["peak_reset"] == true {
+            assert!(r["rss_peak_bytes"].as_f64() >= r["rss_end_bytes"].as_f64(), "{r}");
+        }
         if alloc == "slab" {
             // Memory flat after warm-up (generous bound for a noisy CI machine).
             let (warm, end) = (r["rss_warm_bytes"].as_f64().unwrap(), r["rss_end_bytes"].as_f64().unwrap());

@@ -376,8 +376,9 @@ impl<O: ProverOps> Prover<O> {
                 let t_pad = Instant::now();
                 let [a, b, c] = w.abc_padded_mut(domain.size)?;
                 t.ntt_h += t_pad.elapsed();
-                let quotient =
-                    stage(Stage::NttH, &mut t.ntt_h, || self.ops.h_quotient(&domain, a, b, c, &mut dev.ntt_h))?;
+                let quotient = stage(Stage::NttH, &mut t.ntt_h, || {
+                    self.ops.h_quotient(&domain, a, b, c, &mut dev.ntt_h)
+                })?;
                 stage(Stage::MsmH, &mut t.msm_h, || self.ops.msm_h(quotient, &mut dev.msm_h))?
             }
         };
@@ -472,8 +473,10 @@ impl<O: ProverOps> Prover<O> {
             ops.msm_witness_g1(G1Query::A, s, &mut dev.msm_a)
         })?;
         let b = WitnessScalars { head: &b_inputs, aux, density: Some(w.b_aux_density()) };
-        let b1 = stage(Stage::MsmBG1, &mut t.msm_b_g1, || ops.msm_witness_g1(G1Query::BG1, b, &mut dev.msm_b_g1))?;
-        let b2 = stage(Stage::MsmBG2, &mut t.msm_b_g2, || ops.msm_witness_g2(G2Query::BG2, b, &mut dev.msm_b_g2))?;
+        let b1 =
+            stage(Stage::MsmBG1, &mut t.msm_b_g1, || ops.msm_witness_g1(G1Query::BG1, b, &mut dev.msm_b_g1))?;
+        let b2 =
+            stage(Stage::MsmBG2, &mut t.msm_b_g2, || ops.msm_witness_g2(G2Query::BG2, b, &mut dev.msm_b_g2))?;
         Ok((l, a_sum, b1, b2))
     }
 

@@ -1,0 +1,87 @@
+//! The daemon on the GPU with real sectors, not in CI (it needs a GPU and minutes of
+//! sealing): for each size in `ARENAPROVE_SERVE_SIZES` (default `2KiB,8MiB`; `512MiB`
+//! seals for ~6 minutes on 16 cores), development parameters made if absent, one sector
+//! sealed by filecoin-proofs, a daemon started with `gpus.devices = [0]`, and the sector's
+//! C1 sent as Curio sends it (`Prove`). The proof must come back COMPLETED, one 192-byte
+//! proof per partition, and filecoin-proofs' `verify_seal` must accept it. Prints one JSON
+//! line per size (recorded in BENCHMARKS.md).
+//!
+//! Build with the GPU backend and run on the GPU machine:
+//! `cargo test --release -p arenaprove-tools --features cuda,serve --test serve_gpu --no-run`,
+//! then `serve_gpu --ignored --nocapture --test-threads=1` there.
+
+#[allow(dead_code)] // the other daemon tests use the rest
+mod common;
+
+use std::time::Instant;
+
+use arenaprove::filecoin::params::{ensure_params, ParamFiles};
+use arenaprove::filecoin::{rng_from_seed, seal_sector, verify_seal, SealRequest, SectorSize, Verdict};
+use arenaprove_tools::serve::pb::await_proof_response::Status as JobStatus;
+use arenaprove_tools::serve::pb::proving_engine_client::ProvingEngineClient;
+use arenaprove_tools::serve::pb::*;
+use arenaprove_tools::serve::{start, Overrides, ServeConfig};
+use common::{porep, PARAM_CACHE};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a GPU and real sectors (minutes): run on the GPU machine"]
+async fn the_daemon_proves_real_sectors_on_gpu_0() {
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", PARAM_CACHE);
+    let sizes = std::env::var("ARENAPROVE_SERVE_SIZES").unwrap_or_else(|_| "2KiB,8MiB".into());
+    for name in sizes.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let size: SectorSize = name.parse().expect("a sector size");
+        let proof = size.default_registered_proof();
+        let files = ParamFiles::in_dir(proof, std::path::Path::new(PARAM_CACHE)).expect("param files");
+        let t = Instant::now();
+        ensure_params(proof, &files, &mut rng_from_seed(0xc2)).expect("development params");
+        let params_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let mut rng = rng_from_seed(77);
+        let work = tempfile::tempdir().expect("tempdir");
+        let sector = seal_sector(&SealRequest::random(size, &mut rng), &mut rng, work.path()).expect("seal");
+        let seal_s = t.elapsed().as_secs_f64();
+
+        let id = arenaprove_tools::serve::circuits::CircuitId(size).name();
+        let toml = format!(
+            "[daemon]\nlisten = [\"127.0.0.1:0\"]\n[srs]\nparam_cache = \"{PARAM_CACHE}\"\npreload = [\"{id}\"]\n\
+             [gpus]\ndevices = [0]\n[engine]\nslots = 2\n"
+        );
+        let config = ServeConfig::from_toml(&toml, &Overrides::default()).expect("config");
+        let running = start(config).await.expect("daemon starts on GPU 0");
+        let mut c = ProvingEngineClient::connect(format!("http://{}", running.tcp[0])).await.unwrap();
+        let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
+        assert_eq!(status.gpus.len(), 1, "one GPU in the status: {status:?}");
+
+        let mut request = porep(format!("gpu-{name}"), &sector, Priority::Normal);
+        let bytes = size.bytes();
+        request.sector_size = bytes;
+        request.vanilla_proof =
+            common::envelope(&sector.c1.to_api_json().unwrap(), sector.info.sector_id, bytes);
+        let t = Instant::now();
+        let result =
+            c.prove(ProveRequest { submit: Some(request) }).await.unwrap().into_inner().result.unwrap();
+        let prove_s = t.elapsed().as_secs_f64();
+        assert_eq!(result.status(), JobStatus::Completed, "{name}: {}", result.error_message);
+        assert_eq!(result.proof.len(), 192 * sector.c1.partitions(), "{name}: one proof per partition");
+        assert_eq!(verify_seal(&sector.info, &result.proof).unwrap(), Verdict::Accepted, "{name}");
+        println!(
+            "{}",
+            serde_json::json!({
+                "sector_size": name,
+                "partitions": sector.c1.partitions(),
+                "gpu": status.gpus[0].name,
+                "params_s": params_s,
+                "seal_s": seal_s,
+                "prove_call_s": prove_s,
+                "synthesis_ms": result.synthesis_ms,
+                "gpu_compute_ms": result.gpu_compute_ms,
+                "total_ms": result.total_ms,
+                "verify_seal": "accepted",
+            })
+        );
+        let report = running.drain(std::future::pending()).await.expect("drain");
+        if let Some(r) = report {
+            assert!(r.deinit.is_clean(), "{name}: every slab back at shutdown: {}", r.deinit);
+        }
+    }
+}
