@@ -215,6 +215,10 @@ struct BenchArgs {
     /// ours. Default: seal_commit_phase2 of this build, in this process.
     #[arg(long, value_name = "EXE")]
     peer_exe: Option<PathBuf>,
+    /// A sector sealed before (a directory `filecoin seal --out` wrote: c1.json,
+    /// sector.json) instead of sealing one now: a 512 MiB seal takes minutes.
+    #[arg(long, value_name = "DIR")]
+    sealed: Option<PathBuf>,
     #[command(flatten)]
     run: SealAndProveArgs,
 }
@@ -681,9 +685,22 @@ fn bench(a: BenchArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     // Ours holds one slot and the params; seal_commit_phase2 maps the same file beside it.
     let limit = guard("filecoin bench", &files, registered_proof, Some(1), 2, limit)?;
     let mut rng = fc::rng_from_seed(a.run.rng_seed);
-    let request = fc::SealRequest::random(size, &mut rng);
     ensure_params(registered_proof, &files, a.run.rng_seed)?;
-    let sealed = seal_one(&request, &mut rng)?;
+    let sealed = match &a.sealed {
+        Some(dir) => {
+            let info = SectorInfo::read(&dir.join("sector.json"))?;
+            if info.registered_proof != registered_proof {
+                bail!(
+                    "{}: a sector of {:?}, not of --sector-size {size}",
+                    dir.display(),
+                    info.registered_proof
+                );
+            }
+            let c1 = C1Output::read(&dir.join("c1.json"), None)?;
+            fc::SealedSector { c1, info, timings: Default::default() }
+        }
+        None => seal_one(&fc::SealRequest::random(size, &mut rng), &mut rng)?,
+    };
 
     let started = Instant::now();
     let engine = start_engine(registered_proof, &files, 1, &limit, &a.run.prover, false)?;

@@ -4,7 +4,9 @@
 //! sealed by filecoin-proofs, a daemon started with `gpus.devices = [0]`, and the sector's
 //! C1 sent as Curio sends it (`Prove`). The proof must come back COMPLETED, one 192-byte
 //! proof per partition, and filecoin-proofs' `verify_seal` must accept it. Prints one JSON
-//! line per size (recorded in BENCHMARKS.md).
+//! line per size (recorded in BENCHMARKS.md). `ARENAPROVE_SERVE_SEALED=512MiB=/tmp/s512`
+//! proves a sector `arenaprove filecoin seal --out /tmp/s512` sealed before instead of
+//! sealing one.
 //!
 //! Build with the GPU backend and run on the GPU machine:
 //! `cargo test --release -p arenaprove-tools --features cuda,serve --test serve_gpu --no-run`,
@@ -16,12 +18,20 @@ mod common;
 use std::time::Instant;
 
 use arenaprove::filecoin::params::{ensure_params, ParamFiles};
-use arenaprove::filecoin::{rng_from_seed, seal_sector, verify_seal, SealRequest, SectorSize, Verdict};
+use arenaprove::filecoin::{
+    rng_from_seed, seal_sector, verify_seal, C1Output, SealRequest, SealedSector, SectorInfo, SectorSize, Verdict,
+};
 use arenaprove_tools::serve::pb::await_proof_response::Status as JobStatus;
 use arenaprove_tools::serve::pb::proving_engine_client::ProvingEngineClient;
 use arenaprove_tools::serve::pb::*;
 use arenaprove_tools::serve::{start, Overrides, ServeConfig};
 use common::{porep, PARAM_CACHE};
+
+/// The directory `ARENAPROVE_SERVE_SEALED` names for the size `name` (`SIZE=DIR,..`).
+fn sealed_dir(name: &str) -> Option<std::path::PathBuf> {
+    let v = std::env::var("ARENAPROVE_SERVE_SEALED").ok()?;
+    v.split(',').find_map(|kv| kv.split_once('=').filter(|(k, _)| k.trim() == name).map(|(_, d)| d.trim().into()))
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a GPU and real sectors (minutes): run on the GPU machine"]
@@ -36,9 +46,19 @@ async fn the_daemon_proves_real_sectors_on_gpu_0() {
         ensure_params(proof, &files, &mut rng_from_seed(0xc2)).expect("development params");
         let params_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let mut rng = rng_from_seed(77);
-        let work = tempfile::tempdir().expect("tempdir");
-        let sector = seal_sector(&SealRequest::random(size, &mut rng), &mut rng, work.path()).expect("seal");
+        let sector = match sealed_dir(name) {
+            Some(dir) => SealedSector {
+                info: SectorInfo::read(&dir.join("sector.json")).expect("sector.json"),
+                c1: C1Output::read(&dir.join("c1.json"), None).expect("c1.json"),
+                timings: Default::default(),
+            },
+            None => {
+                let mut rng = rng_from_seed(77);
+                let work = tempfile::tempdir().expect("tempdir");
+                seal_sector(&SealRequest::random(size, &mut rng), &mut rng, work.path()).expect("seal")
+            }
+        };
+        assert_eq!(sector.info.registered_proof, proof, "{name}: the sealed sector's size");
         let seal_s = t.elapsed().as_secs_f64();
 
         let id = arenaprove_tools::serve::circuits::CircuitId(size).name();

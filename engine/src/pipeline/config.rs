@@ -68,6 +68,11 @@ pub struct EngineConfig {
     pub slots: usize,
     /// Threads synthesizing partitions in parallel (at most `slots`).
     pub synth_workers: usize,
+    /// Threads one partition's synthesis may spread its own parallel work over (the
+    /// parallel witness's parts, the host products), shared by every synthesis worker;
+    /// `None`: one per core. Without this pool a partition's parallel work would run on
+    /// the synthesis workers' own pool, i.e. serially with one worker.
+    pub witness_threads: Option<usize>,
     /// Threads finalizing partitions side by side (at most `slots`); `None` takes the
     /// backend's choice ([`BackendFactory::finalize_workers`]): one on the CPU, whose MSMs
     /// already use every core; one per GPU on CUDA (a second on one GPU only queued on the
@@ -105,6 +110,7 @@ impl Default for EngineConfig {
         EngineConfig {
             slots: 2,
             synth_workers: 1,
+            witness_threads: None,
             finalize_workers: None,
             job_queue_max: 64,
             partitions_per_job_max: 64,

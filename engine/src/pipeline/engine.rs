@@ -177,7 +177,16 @@ impl Engine {
         for i in 0..config.slots {
             slot_tx.send(i).expect("slot channel sized to slots");
         }
+        let witness_threads = config
+            .witness_threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1);
+        let witness_pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(witness_threads)
+            .thread_name(|i| format!("arenaprove-witness-{i}"))
+            .build()?;
         let shared = Arc::new(Shared {
+            witness_pool,
             ledger,
             memory,
             cancel: AtomicBool::new(false),

@@ -26,6 +26,8 @@ pub(super) const TID_DISPATCH: u32 = 0;
 
 pub(super) struct Shared {
     pub config: EngineConfig,
+    /// Where a partition's synthesis runs its own parallel work (`witness_threads`).
+    pub witness_pool: rayon::ThreadPool,
     pub ledger: Arc<Ledger>,
     pub memory: SlotMemory,
     pub cancel: AtomicBool,
@@ -189,8 +191,11 @@ fn synthesize(sh: Arc<Shared>, work: WorkItem, slot: usize, tx: Sender<Synthesiz
         let cs = &mut held.witness;
         cs.alloc_one().map_err(|e| synth_err(partition, e))?;
         let span = tracing::info_span!("synthesize", job = job.id, partition);
-        let run =
-            std::panic::catch_unwind(AssertUnwindSafe(|| span.in_scope(|| circuit.synthesize_into(cs))));
+        // On the witness pool: the partition's parallel work (parts, products) spreads over
+        // every core, not over this worker's pool.
+        let run = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            sh.witness_pool.install(|| span.in_scope(|| circuit.synthesize_into(cs)))
+        }));
         match run {
             Err(p) => return Err(PartitionError::Panicked { partition, reason: panic_message(&*p) }),
             Ok(Err(e)) => {
