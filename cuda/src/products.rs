@@ -65,6 +65,29 @@ pub fn rows_resident_bytes(m: &RowStream<'_>) -> usize {
     b.used_bytes()
 }
 
+/// Scratch of [`Gpu::products`] for the recording `m`: the stream uploaded for the call,
+/// the witness and a, b, c.
+pub fn products_scratch_bytes(m: &RowStream<'_>) -> usize {
+    let mut b = Bump::dry();
+    products_spans(&mut b, m).expect("a dry layout has room");
+    b.used_bytes()
+}
+
+/// The spans of one [`Gpu::products`] call: the rows, the witness, a, b, c.
+fn products_spans(b: &mut Bump, m: &RowStream<'_>) -> Result<(RowSpans, [DevSpan; 2], [DevSpan; 3])> {
+    let rows = row_spans(m, |what, len| b.take(what, len))?;
+    let witness = [
+        b.take("products: inputs", m.inputs * FR_BYTES)?,
+        b.take("products: aux", m.aux * FR_BYTES)?,
+    ];
+    let out = [
+        b.take("products: a", m.rows * FR_BYTES)?,
+        b.take("products: b", m.rows * FR_BYTES)?,
+        b.take("products: c", m.rows * FR_BYTES)?,
+    ];
+    Ok((rows, witness, out))
+}
+
 /// Scratch of [`Gpu::h_quotient_rows`] for a domain of `2^log_n` and a witness of
 /// `inputs` + `aux` scalars: the h pipeline's three vectors, then the witness.
 pub fn h_rows_scratch_bytes(log_n: u32, inputs: usize, aux: usize) -> usize {
@@ -312,14 +335,7 @@ impl Gpu {
         self.dev.bind()?;
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         let mut bump = arena.scratch();
-        let spans = row_spans(m, |what, len| bump.take(what, len))?;
-        let d_inputs = bump.take("products: inputs", inputs.len() * FR_BYTES)?;
-        let d_aux = bump.take("products: aux", aux.len() * FR_BYTES)?;
-        let d_out = [
-            bump.take("products: a", m.rows * FR_BYTES)?,
-            bump.take("products: b", m.rows * FR_BYTES)?,
-            bump.take("products: c", m.rows * FR_BYTES)?,
-        ];
+        let (spans, [d_inputs, d_aux], d_out) = products_spans(&mut bump, m)?;
         // SAFETY: each span was sized above for the slice copied into it.
         unsafe {
             self.dev.upload(spans.stream.ptr, m.words)?;

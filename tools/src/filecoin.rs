@@ -594,11 +594,8 @@ struct DeviceProducts(arenaprove::cuda::Gpu);
 impl DeviceProducts {
     fn open(m: &arenaprove::circuits::precompiled::RowStream<'_>) -> Result<Self> {
         let mut gpu = arenaprove::cuda::Gpu::open(0)?;
-        // Stream, block table, coefficients, witness and a, b, c, with room for alignment.
-        let fr = 32;
-        let bytes =
-            m.words.len() + m.blocks.len() * 8 + (m.coeffs.len() + m.inputs + m.aux + 3 * m.rows) * fr;
-        gpu.reserve_arena(bytes + (64 << 20))?;
+        // The call's own layout: stream, block table, row offsets, coefficients, witness, a, b, c.
+        gpu.reserve_arena(arenaprove::cuda::products_scratch_bytes(m))?;
         Ok(DeviceProducts(gpu))
     }
 
