@@ -48,7 +48,9 @@ pub use ntt::{h_scratch_bytes, DeviceH};
 pub use ntt_tables::{ntt_tables_bytes, omega, NTT_LOG_MAX};
 pub use pinned::{CudaRegionHook, HostRegistration};
 pub use plan::DevicePlan;
-pub use products::{h_rows_scratch_bytes, products_scratch_bytes, rows_resident_bytes, witness_msm_scratch_bytes, DeviceRows};
+pub use products::{
+    h_rows_scratch_bytes, products_scratch_bytes, rows_resident_bytes, witness_msm_scratch_bytes, DeviceRows,
+};
 
 /// One line on whether the CUDA backend can run here, and why not: for the engine's
 /// "uses the CPU backend" log line and for tests that skip.

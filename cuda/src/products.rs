@@ -76,10 +76,8 @@ pub fn products_scratch_bytes(m: &RowStream<'_>) -> usize {
 /// The spans of one [`Gpu::products`] call: the rows, the witness, a, b, c.
 fn products_spans(b: &mut Bump, m: &RowStream<'_>) -> Result<(RowSpans, [DevSpan; 2], [DevSpan; 3])> {
     let rows = row_spans(m, |what, len| b.take(what, len))?;
-    let witness = [
-        b.take("products: inputs", m.inputs * FR_BYTES)?,
-        b.take("products: aux", m.aux * FR_BYTES)?,
-    ];
+    let witness =
+        [b.take("products: inputs", m.inputs * FR_BYTES)?, b.take("products: aux", m.aux * FR_BYTES)?];
     let out = [
         b.take("products: a", m.rows * FR_BYTES)?,
         b.take("products: b", m.rows * FR_BYTES)?,

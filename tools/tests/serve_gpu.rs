@@ -19,7 +19,8 @@ use std::time::Instant;
 
 use arenaprove::filecoin::params::{ensure_params, ParamFiles};
 use arenaprove::filecoin::{
-    rng_from_seed, seal_sector, verify_seal, C1Output, SealRequest, SealedSector, SectorInfo, SectorSize, Verdict,
+    rng_from_seed, seal_sector, verify_seal, C1Output, SealRequest, SealedSector, SectorInfo, SectorSize,
+    Verdict,
 };
 use arenaprove_tools::serve::pb::await_proof_response::Status as JobStatus;
 use arenaprove_tools::serve::pb::proving_engine_client::ProvingEngineClient;
@@ -30,7 +31,8 @@ use common::{porep, PARAM_CACHE};
 /// The directory `ARENAPROVE_SERVE_SEALED` names for the size `name` (`SIZE=DIR,..`).
 fn sealed_dir(name: &str) -> Option<std::path::PathBuf> {
     let v = std::env::var("ARENAPROVE_SERVE_SEALED").ok()?;
-    v.split(',').find_map(|kv| kv.split_once('=').filter(|(k, _)| k.trim() == name).map(|(_, d)| d.trim().into()))
+    v.split(',')
+        .find_map(|kv| kv.split_once('=').filter(|(k, _)| k.trim() == name).map(|(_, d)| d.trim().into()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
