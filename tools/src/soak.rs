@@ -211,7 +211,15 @@ impl SoakRecorder {
             rss_start_bytes: self.rss_start,
             rss_warm_bytes: self.rss_warm,
             rss_end_bytes: self.rss_end,
-            rss_peak_bytes: common::peak_rss_bytes(),
+            // VmHWM, but never below an RSS this run sampled (the kernel syncs its per-CPU
+            // RSS counters lazily, so the two reads can differ by a few pages).
+            rss_peak_bytes: self
+                .rss_at
+                .iter()
+                .copied()
+                .chain([self.rss_end, common::peak_rss_bytes()])
+                .max()
+                .unwrap_or(0),
             setup_peak_rss_bytes: self.setup_peak,
             peak_reset: self.peak_reset,
             rss_end_vs_warm: self.rss_end as f64 / self.rss_warm.max(1) as f64,

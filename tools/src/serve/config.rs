@@ -186,9 +186,14 @@ pub struct ServeConfig {
     /// Circuit ids to load at start; empty: every PoRep size whose params are present.
     pub preload: Vec<String>,
     pub checked: bool,
-    pub slots: usize,
-    pub synth_workers: usize,
+    /// Partitions in flight; `None`: chosen when the engine is built, from the host's cores
+    /// and the memory plan ([`super::lifecycle::engine_sizes`]).
+    pub slots: Option<usize>,
+    /// Synthesis threads; `None`: chosen with the slots.
+    pub synth_workers: Option<usize>,
     pub memory_limit_bytes: usize,
+    /// Where the memory limit came from (`engine.memory_limit`, or 90% of MemAvailable).
+    pub memory_limit_source: &'static str,
     pub pending_max: usize,
     pub finished_keep: usize,
     /// The GPU the engine proves on (`None`: the CPU backend).
@@ -264,27 +269,36 @@ impl ServeConfig {
             super::circuits::CircuitId::parse(id).map_err(|e| invalid("srs.preload", e))?;
         }
 
-        let slots = o.slots.or(file.engine.slots).unwrap_or(2);
-        if slots == 0 || slots > SLOTS_MAX {
-            return Err(invalid("engine.slots", format!("{slots} not in 1..={SLOTS_MAX}")));
+        let slots = o.slots.or(file.engine.slots);
+        if let Some(slots) = slots {
+            if slots == 0 || slots > SLOTS_MAX {
+                return Err(invalid("engine.slots", format!("{slots} not in 1..={SLOTS_MAX}")));
+            }
         }
-        let synth_workers = o.synth_workers.or(file.engine.synth_workers).unwrap_or(1);
-        if synth_workers == 0 || synth_workers > slots {
-            return Err(invalid(
-                "engine.synth_workers",
-                format!("{synth_workers} not in 1..=slots ({slots})"),
-            ));
+        let synth_workers = o.synth_workers.or(file.engine.synth_workers);
+        if let Some(w) = synth_workers {
+            let most = slots.unwrap_or(SLOTS_MAX);
+            if w == 0 || w > most {
+                let of = slots.map_or(format!("{SLOTS_MAX}"), |s| format!("slots ({s})"));
+                return Err(invalid("engine.synth_workers", format!("{w} not in 1..={of}")));
+            }
         }
-        let memory_limit_bytes = match (&o.memory_limit, &file.engine.memory_limit) {
-            (Some(s), _) => parse_bytes(s).map_err(|e| invalid("engine.memory_limit", e))?,
-            (None, Some(toml::Value::Integer(n))) if *n > 0 => *n as usize,
+        let (memory_limit_bytes, memory_limit_source) = match (&o.memory_limit, &file.engine.memory_limit) {
+            (Some(s), _) => {
+                (parse_bytes(s).map_err(|e| invalid("engine.memory_limit", e))?, "--memory-limit")
+            }
+            (None, Some(toml::Value::Integer(n))) if *n > 0 => (*n as usize, "engine.memory_limit"),
             (None, Some(toml::Value::String(s))) => {
-                parse_bytes(s).map_err(|e| invalid("engine.memory_limit", e))?
+                (parse_bytes(s).map_err(|e| invalid("engine.memory_limit", e))?, "engine.memory_limit")
             }
             (None, Some(v)) => {
                 return Err(invalid("engine.memory_limit", format!("{v}: a byte count or \"16GiB\"")))
             }
-            (None, None) => 16 << 30,
+            (None, None) => match crate::common::mem_available_bytes() {
+                // Headroom for the process's own heap and the host's other work (Curio).
+                Some(avail) => ((avail / 10 * 9) as usize, "90% of MemAvailable at start"),
+                None => (16 << 30, "default 16 GiB (MemAvailable unreadable)"),
+            },
         };
 
         let pending_max = o.pending_max.or(file.queue.pending_max).unwrap_or(64);
@@ -329,6 +343,7 @@ impl ServeConfig {
             slots,
             synth_workers,
             memory_limit_bytes,
+            memory_limit_source,
             pending_max,
             finished_keep,
             gpu,
@@ -363,7 +378,10 @@ mod tests {
     fn defaults_file_and_flags() {
         let c = ServeConfig::from_toml("", &Overrides::default()).unwrap();
         assert_eq!(c.listen, vec![Listen::Tcp("0.0.0.0:9820".parse().unwrap())]);
-        assert_eq!((c.slots, c.synth_workers, c.pending_max), (2, 1, 64));
+        // Slots and synthesis workers are chosen at the engine's build; the memory limit
+        // follows the host.
+        assert_eq!((c.slots, c.synth_workers, c.pending_max), (None, None, 64));
+        assert!(c.memory_limit_bytes > 0 && !c.memory_limit_source.is_empty());
         assert_eq!(c.message_bytes_max, 256 << 20);
 
         let text = r#"
@@ -381,7 +399,10 @@ mod tests {
         "#;
         let c = ServeConfig::from_toml(text, &Overrides::default()).unwrap();
         assert_eq!(c.listen[1], Listen::Unix("/tmp/a.sock".into()));
-        assert_eq!((c.slots, c.synth_workers, c.memory_limit_bytes, c.pending_max), (4, 2, 8 << 30, 3));
+        assert_eq!(
+            (c.slots, c.synth_workers, c.memory_limit_bytes, c.pending_max),
+            (Some(4), Some(2), 8 << 30, 3)
+        );
         assert_eq!(c.param_cache, PathBuf::from("/p"));
 
         let flags = Overrides {
@@ -393,7 +414,7 @@ mod tests {
         };
         let c = ServeConfig::from_toml(text, &flags).unwrap();
         assert_eq!(c.listen, vec![Listen::Unix("/run/x.sock".into())]);
-        assert_eq!((c.slots, c.pending_max), (1, 9));
+        assert_eq!((c.slots, c.pending_max), (Some(1), 9));
     }
 
     #[test]
@@ -401,6 +422,7 @@ mod tests {
         let cases = [
             ("[engine]\nslots = 0", "engine.slots"),
             ("[engine]\nslots = 1\nsynth_workers = 2", "engine.synth_workers"),
+            ("[engine]\nsynth_workers = 65", "engine.synth_workers"),
             ("[engine]\nmemory_limit = \"12 parsecs\"", "engine.memory_limit"),
             ("[daemon]\nlisten = \"nowhere\"", "daemon.listen"),
             ("[daemon]\nlisten = \"unix://relative\"", "daemon.listen"),

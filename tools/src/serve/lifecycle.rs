@@ -62,6 +62,8 @@ pub struct Running {
     pub c2: Arc<C2Engine>,
     /// The engine's GPU (GetStatus), `None` on the CPU backend.
     pub gpu: Option<GpuInfo>,
+    /// Its slots and synthesis workers, and why.
+    pub sizes: EngineSizes,
 }
 
 /// The files of `id`'s parameters in the configured cache.
@@ -133,20 +135,107 @@ pub fn build(
         return Ok(None);
     }
     let (backend, gpu) = backend;
-    let engine_config = EngineConfig {
+    let sizes = engine_sizes(config, &circuits, &backend);
+    tracing::info!(
+        slots = sizes.slots,
+        synth_workers = sizes.synth_workers,
+        memory_limit_mib = config.memory_limit_bytes >> 20,
+        "engine sizes: {}",
+        sizes.why
+    );
+    let engine = C2Engine::new(engine_config(config, backend, sizes.slots, sizes.synth_workers), circuits)?;
+    Ok(Some(Running { c2: Arc::new(engine), gpu, sizes }))
+}
+
+/// The engine's configuration for `slots` partitions in flight.
+fn engine_config(
+    config: &ServeConfig,
+    backend: Arc<dyn BackendFactory>,
+    slots: usize,
+    synth_workers: usize,
+) -> EngineConfig {
+    EngineConfig {
         backend,
-        slots: config.slots,
-        synth_workers: config.synth_workers,
+        slots,
+        synth_workers,
         // The dispatcher never has more than slots + one job's partitions at the engine,
         // so its submit never blocks.
-        job_queue_max: config.slots + PARTITIONS_PER_JOB_MAX,
+        job_queue_max: slots + PARTITIONS_PER_JOB_MAX,
         partitions_per_job_max: PARTITIONS_PER_JOB_MAX,
         memory_limit_bytes: config.memory_limit_bytes,
         verify: true,
         ..EngineConfig::default()
+    }
+}
+
+/// Partitions in flight and synthesis threads of an engine, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineSizes {
+    pub slots: usize,
+    pub synth_workers: usize,
+    pub why: String,
+}
+
+/// The configured slots and synthesis workers, else chosen for this host
+/// ([`choose_sizes`]): half the cores synthesizing, two more slots (one partition at the
+/// prover, one at the finalizer), as many as the memory plan of `circuits` fits under the
+/// memory limit.
+pub fn engine_sizes(
+    config: &ServeConfig,
+    circuits: &[C2Circuit],
+    backend: &Arc<dyn BackendFactory>,
+) -> EngineSizes {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let specs: Vec<_> = circuits.iter().map(C2Circuit::spec).collect();
+    let fits = |slots: usize, synth: usize| {
+        let cfg = engine_config(config, backend.clone(), slots, synth);
+        arenaprove::engine::pipeline::Engine::plan(&cfg, &specs).is_ok()
     };
-    let engine = C2Engine::new(engine_config, circuits)?;
-    Ok(Some(Running { c2: Arc::new(engine), gpu }))
+    choose_sizes(config.slots, config.synth_workers, cores, fits)
+}
+
+/// [`engine_sizes`] over a `fits(slots, synth_workers)` test of the plan: configured values
+/// win; otherwise `max(1, cores / 2)` synthesis workers (a PoRep partition's witness
+/// already spreads its challenges over the engine's witness pool; several partitions at
+/// once keep the cores busy where a partition has few challenges) and two slots more, then
+/// the most slots up to that which the plan fits (at least 1: the engine's own refusal then
+/// names the plan).
+pub fn choose_sizes(
+    slots: Option<usize>,
+    synth: Option<usize>,
+    cores: usize,
+    fits: impl Fn(usize, usize) -> bool,
+) -> EngineSizes {
+    let synth_want = synth.unwrap_or((cores / 2).max(1));
+    match slots {
+        Some(s) => EngineSizes {
+            slots: s,
+            synth_workers: synth_want.min(s),
+            why: format!(
+                "slots {s} (configured), synth workers {} ({})",
+                synth_want.min(s),
+                if synth.is_some() { "configured" } else { "half the cores, at most the slots" }
+            ),
+        },
+        None => {
+            let want = synth_want + 2;
+            let fitting = (1..=want).rev().find(|&n| fits(n, synth_want.min(n)));
+            let slots = fitting.unwrap_or(1);
+            let why = match fitting {
+                Some(n) if n == want => format!(
+                    "slots {n} = synth workers + 2 (fits the memory limit), synth workers {} ({} of {cores} cores)",
+                    synth_want.min(n),
+                    if synth.is_some() { "configured" } else { "half" }
+                ),
+                Some(n) => format!(
+                    "slots {n}: the most the memory limit fits (wanted {want}), synth workers {}",
+                    synth_want.min(n)
+                ),
+                None => "slots 1: even one does not fit the memory limit (the engine says why)".to_string(),
+            };
+            EngineSizes { slots, synth_workers: synth_want.min(slots), why }
+        }
+    }
 }
 
 /// A backend factory and the GPU it proves on (`None`: the CPU).
@@ -171,8 +260,8 @@ pub fn backend(config: &ServeConfig) -> Result<Backend, GpuError> {
 /// Shuts an engine down once nothing else holds it; its report (every slab back).
 /// Gives the engine back when something else still holds it.
 pub fn stop(running: Running) -> Result<ShutdownReport, Running> {
-    let Running { c2, gpu } = running;
-    let engine = Arc::try_unwrap(c2).map_err(|c2| Running { c2, gpu })?;
+    let Running { c2, gpu, sizes } = running;
+    let engine = Arc::try_unwrap(c2).map_err(|c2| Running { c2, gpu, sizes })?;
     let report = engine.shutdown(ShutdownMode::Drain);
     if report.slabs_outstanding != 0 {
         tracing::error!(slabs = report.slabs_outstanding, "engine stopped with slabs outstanding");
@@ -184,5 +273,33 @@ impl Engines {
     /// The circuits loaded, as an engine takes them (cheap: shared parameters).
     pub fn circuits(&self) -> Vec<C2Circuit> {
         self.loaded.values().map(|l| l.circuit.clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod sizes_tests {
+    use super::choose_sizes;
+
+    #[test]
+    fn sizes_follow_the_cores_and_the_memory_plan() {
+        // 16 cores, plenty of memory: 8 synthesizing, 10 slots.
+        let s = choose_sizes(None, None, 16, |_, _| true);
+        assert_eq!((s.slots, s.synth_workers), (10, 8), "{}", s.why);
+        // Memory for 3 slots only: 3 slots, 3 synthesizing.
+        let s = choose_sizes(None, None, 16, |slots, _| slots <= 3);
+        assert_eq!((s.slots, s.synth_workers), (3, 3), "{}", s.why);
+        assert!(s.why.contains("memory limit"), "{}", s.why);
+        // Two cores (CI): one synthesizing, 3 slots.
+        assert_eq!(choose_sizes(None, None, 2, |_, _| true).slots, 3);
+        // Nothing fits: 1 slot, and the engine's own plan check will refuse it.
+        let s = choose_sizes(None, None, 16, |_, _| false);
+        assert_eq!((s.slots, s.synth_workers), (1, 1));
+        // Configured values win.
+        let s = choose_sizes(Some(4), Some(2), 16, |_, _| false);
+        assert_eq!((s.slots, s.synth_workers), (4, 2));
+        let s = choose_sizes(Some(2), None, 16, |_, _| true);
+        assert_eq!((s.slots, s.synth_workers), (2, 2));
+        let s = choose_sizes(None, Some(1), 16, |_, _| true);
+        assert_eq!((s.slots, s.synth_workers), (3, 1));
     }
 }

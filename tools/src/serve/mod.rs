@@ -72,9 +72,11 @@ Configuration file (TOML; every key optional, flags override it):
   checked = false                    # validate every parameter point while loading
 
   [engine]
-  slots = 2                          # partitions in flight (each a full working set)
-  synth_workers = 1                  # synthesis threads, 1..=slots
-  memory_limit = \"16GiB\"             # host memory: the engine's regions + resident params
+  slots = 10                         # partitions in flight; default: synth_workers + 2,
+                                     # as many as the memory plan fits (chosen per engine)
+  synth_workers = 8                  # synthesis threads, 1..=slots; default: half the cores
+  memory_limit = \"16GiB\"             # host memory: the engine's regions + resident params;
+                                     # default: 90% of MemAvailable at start
   synthesis = \"precompiled\"          # or \"generic\" (the bellpepper trait)
 
   [queue]
@@ -305,11 +307,13 @@ pub fn run(args: Args) -> Result<()> {
 fn check_config(config: ServeConfig) -> Result<()> {
     println!("listen: {}", config.listen.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", "));
     println!("param cache: {}", config.param_cache.display());
+    let auto = |v: Option<usize>| v.map_or("auto".to_string(), |n| n.to_string());
     println!(
-        "slots {}, synth workers {}, memory limit {} MiB, pending max {}, message max {} MiB",
-        config.slots,
-        config.synth_workers,
+        "slots {}, synth workers {}, memory limit {} MiB ({}), pending max {}, message max {} MiB",
+        auto(config.slots),
+        auto(config.synth_workers),
         config.memory_limit_bytes >> 20,
+        config.memory_limit_source,
         config.pending_max,
         config.message_bytes_max >> 20
     );

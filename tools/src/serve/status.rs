@@ -96,10 +96,11 @@ impl Daemon {
     /// The memory plan of the running engine, and how each circuit is synthesized, as text.
     pub fn memory_plan_text(&self) -> String {
         let g = self.inner().lock();
-        let Some(c2) = g.engines.running.as_ref().map(|r| &r.c2) else {
+        let Some(running) = g.engines.running.as_ref() else {
             return "no engine (no parameters loaded)\n".into();
         };
-        let mut text = c2.engine().memory_plan().to_string();
+        let mut text = format!("engine sizes: {}\n", running.sizes.why);
+        text.push_str(&running.c2.engine().memory_plan().to_string());
         for (id, l) in &g.engines.loaded {
             text.push_str(&format!("{id}: synthesis through {}\n", l.circuit.synthesis().describe()));
         }

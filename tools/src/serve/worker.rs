@@ -44,7 +44,10 @@ fn dispatch_loop(inner: Arc<Inner>) {
             continue;
         }
         if g.controls.is_empty() {
-            if let Some((q, started)) = g.queue.start_next(inner.config.slots) {
+            // The engine's slots (chosen at its build); with no engine a job starts at once
+            // and fails, naming the missing circuit.
+            let slots = g.engines.running.as_ref().map_or(1, |r| r.sizes.slots);
+            if let Some((q, started)) = g.queue.start_next(slots) {
                 let engine = g.engines.running.as_ref().map(|r| r.c2.clone());
                 drop(g);
                 start_job(&inner, q, engine, started);
