@@ -18,6 +18,12 @@ fn fuzz_budget() -> Duration {
     Duration::from_secs_f64(secs)
 }
 
+/// Cases to run at least, whatever the time: `ARENAPROVE_FUZZ_CASES` (default 50), e.g.
+/// `ARENAPROVE_FUZZ_SECONDS=0 ARENAPROVE_FUZZ_CASES=1000000` for a run of 10^6 inputs.
+fn fuzz_min_cases() -> u64 {
+    std::env::var("ARENAPROVE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(50)
+}
+
 /// An edge value or a random one for a header field.
 fn field(rng: &mut ChaCha8Rng, old: u64) -> u64 {
     match rng.next_u32() % 8 {
@@ -99,10 +105,10 @@ fn mutated_recordings_open_as_recordings_or_typed_errors_never_a_panic() {
     let header = Header::decode(&original, "original").unwrap();
     let ledger = Ledger::unlimited();
     let pools = AssignmentPools::for_shape(&shape, 1, &ledger, RegionConfig::heap()).unwrap();
-    let (budget, started) = (fuzz_budget(), Instant::now());
+    let (budget, min_cases, started) = (fuzz_budget(), fuzz_min_cases(), Instant::now());
     let mut rng = ChaCha8Rng::seed_from_u64(0xf022);
     let (mut cases, mut opened, mut refused) = (0u64, 0u64, 0u64);
-    while cases < 50 || started.elapsed() < budget {
+    while cases < min_cases || started.elapsed() < budget {
         let (bytes, kind) = mutate(&mut rng, &original, &header);
         let outcome =
             catch_unwind(AssertUnwindSafe(|| match Precompiled::from_bytes(bytes.clone(), "fuzz") {

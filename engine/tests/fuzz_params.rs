@@ -20,6 +20,12 @@ fn fuzz_budget() -> Duration {
     Duration::from_secs_f64(secs)
 }
 
+/// Cases to run at least, whatever the time: `ARENAPROVE_FUZZ_CASES` (default 50), e.g.
+/// `ARENAPROVE_FUZZ_SECONDS=0 ARENAPROVE_FUZZ_CASES=1000000` for a run of 10^6 inputs.
+fn fuzz_min_cases() -> u64 {
+    std::env::var("ARENAPROVE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(50)
+}
+
 /// Offsets of the six count fields (ic, h, l, a, b_g1, b_g2) and the point size after each.
 fn count_fields(bytes: &[u8]) -> Vec<(usize, usize)> {
     let mut fields = Vec::new();
@@ -88,10 +94,10 @@ fn mutated_parameter_files_read_as_parameters_or_typed_errors_never_a_panic() {
     params.write(&mut original).unwrap();
     let fields = count_fields(&original);
     assert!(Parameters::from_bytes(&original, "original", true, &mem).is_ok());
-    let (budget, started) = (fuzz_budget(), Instant::now());
+    let (budget, min_cases, started) = (fuzz_budget(), fuzz_min_cases(), Instant::now());
     let mut rng = ChaCha8Rng::seed_from_u64(0xf022);
     let (mut cases, mut read, mut refused) = (0u64, 0u64, 0u64);
-    while cases < 50 || started.elapsed() < budget {
+    while cases < min_cases || started.elapsed() < budget {
         let (bytes, kind) = mutate(&mut rng, &original, &fields);
         let checked = rng.next_u32() % 2 == 0;
         match catch_unwind(AssertUnwindSafe(|| Parameters::from_bytes(&bytes, "fuzz", checked, &mem).is_ok()))

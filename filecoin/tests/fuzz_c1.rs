@@ -17,6 +17,12 @@ fn fuzz_budget() -> Duration {
     Duration::from_secs_f64(secs)
 }
 
+/// Cases to run at least, whatever the time: `ARENAPROVE_FUZZ_CASES` (default 50), e.g.
+/// `ARENAPROVE_FUZZ_SECONDS=0 ARENAPROVE_FUZZ_CASES=1000000` for a run of 10^6 inputs.
+fn fuzz_min_cases() -> u64 {
+    std::env::var("ARENAPROVE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(50)
+}
+
 /// JSON pointers of every node below `v`.
 fn paths(v: &Value, at: String, out: &mut Vec<String>) {
     match v {
@@ -125,10 +131,10 @@ fn mutated_c1_outputs_parse_or_give_a_typed_error_never_a_panic() {
     assert!(C1Output::from_json(&text, None).is_ok(), "the unmutated C1 parses");
     let mut nodes = Vec::new();
     paths(&original, String::new(), &mut nodes);
-    let (budget, started) = (fuzz_budget(), Instant::now());
+    let (budget, min_cases, started) = (fuzz_budget(), fuzz_min_cases(), Instant::now());
     let mut rng = rng_from_seed(0xf022);
     let (mut cases, mut parsed, mut refused) = (0u64, 0u64, 0u64);
-    while cases < 50 || started.elapsed() < budget {
+    while cases < min_cases || started.elapsed() < budget {
         let (bytes, what) = mutate(&mut rng, &original, &nodes, &text);
         match catch_unwind(AssertUnwindSafe(|| C1Output::from_json(&bytes, None).map(|c1| c1.partitions()))) {
             Ok(Ok(_)) => parsed += 1,

@@ -22,6 +22,12 @@ fn fuzz_budget() -> Duration {
     Duration::from_secs_f64(secs)
 }
 
+/// Cases to run at least, whatever the time: `ARENAPROVE_FUZZ_CASES` (default 50), e.g.
+/// `ARENAPROVE_FUZZ_SECONDS=0 ARENAPROVE_FUZZ_CASES=1000000` for a run of 10^6 inputs.
+fn fuzz_min_cases() -> u64 {
+    std::env::var("ARENAPROVE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(50)
+}
+
 /// What SubmitProof does with a request before it queues it; Err is the typed status, as
 /// `code: message`.
 fn parse(req: &SubmitProofRequest) -> Result<(), String> {
@@ -134,10 +140,10 @@ fn mutated_requests_decode_and_parse_or_give_a_typed_status_never_a_panic() {
     // The unmutated request reaches the vanilla check (a random C1's proofs do not verify).
     let status = parse(&base).unwrap_err();
     assert!(status.contains("vanilla proofs do not verify"), "{status}");
-    let (budget, started) = (fuzz_budget(), Instant::now());
+    let (budget, min_cases, started) = (fuzz_budget(), fuzz_min_cases(), Instant::now());
     let mut rng = rng_from_seed(0xf022);
     let (mut cases, mut decoded, mut refused, mut deep) = (0u64, 0u64, 0u64, 0u64);
-    while cases < 50 || started.elapsed() < budget {
+    while cases < min_cases || started.elapsed() < budget {
         let (bytes, kind) = mutate(&mut rng, &base, &envelope, &c1);
         let outcome = catch_unwind(AssertUnwindSafe(|| match SubmitProofRequest::decode(&bytes[..]) {
             Err(e) => Err(e.to_string()),
