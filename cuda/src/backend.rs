@@ -349,7 +349,7 @@ impl BackendFactory for CudaFactory {
         };
         drop(resident);
         let rows = match rows {
-            Some(pc) => Some(self.resident_rows(&pc, &shape)?),
+            Some(pc) => Some((self.resident_rows(&pc, &shape)?, pc)),
             None => None,
         };
         let ops = CudaOps { gpus: self.gpus.clone(), bases, rows, next: AtomicUsize::new(0) };
@@ -428,8 +428,9 @@ pub struct CudaOps {
     gpus: Arc<[Slot]>,
     /// The parameter set's bases on each GPU (same order as `gpus`).
     bases: PerGpuBases,
-    /// The kind's recording on each GPU, when a, b, c are computed from it.
-    rows: Option<PerGpuRows>,
+    /// The kind's recording on each GPU, when a, b, c are computed from it, and the
+    /// recording itself (a partition must bring this very one).
+    rows: Option<(PerGpuRows, Arc<Precompiled>)>,
     /// Where the next operation starts looking for a free GPU (round robin).
     next: AtomicUsize,
 }
@@ -533,14 +534,16 @@ impl ProverOps for CudaOps {
         aux: &'a [Scalar],
         device: &mut Duration,
     ) -> Result<GpuQuotient<'a>> {
-        let resident = self.rows.as_ref().ok_or_else(|| {
+        let (resident, kind_rows) = self.rows.as_ref().ok_or_else(|| {
             backend_err(CudaError::Devices(format!(
                 "the recording '{}' is not resident: this kind was built without one, so its \
                  partitions must hold a, b, c on the host",
                 rows.identity()
             )))
         })?;
-        if !resident[0].matches(rows) {
+        // The same recording, not one that looks like it: rows re-recorded under the same
+        // name would give wrong products from the stale resident copy.
+        if !std::ptr::eq(rows, &**kind_rows) || !resident[0].matches(rows) {
             return Err(backend_err(CudaError::Devices(format!(
                 "the partition's recording '{}' is not the kind's resident one ('{}')",
                 rows.identity(),

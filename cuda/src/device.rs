@@ -146,6 +146,13 @@ impl Device {
         self.stream.synchronize().op("cuStreamSynchronize")
     }
 
+    /// Waits for both streams (the copy stream's uploads too): the way out of an operation
+    /// that failed after queueing copies from host memory its caller will free.
+    pub fn sync_all(&self) -> Result<()> {
+        self.copy.synchronize().op("cuStreamSynchronize (copy)")?;
+        self.sync()
+    }
+
     /// Marks the start of an operation's device time on the compute stream (enqueue it
     /// before the operation's first copy or kernel).
     pub fn timer_start(&self) -> Result<()> {

@@ -159,7 +159,14 @@ impl Gpu {
             return Err(CudaError::Length { what: "h pipeline: h", got: h.len(), want: n });
         }
         let log_n = self.domain_log("h pipeline: a", n)?;
-        let (spans, bump) = self.h_enqueue(a, b, c, log_n)?;
+        let (spans, bump) = match self.h_enqueue(a, b, c, log_n) {
+            Ok(v) => v,
+            Err(e) => {
+                // Copies may be queued from a, b, c: wait for them before handing them back.
+                let _ = self.dev.sync_all();
+                return Err(e);
+            }
+        };
         // SAFETY: the span holds `n` reduced scalars written by the kernels.
         unsafe { self.dev.download(h, spans[0].ptr) }?;
         self.arena_mut()?.note_scratch(&bump);
@@ -253,8 +260,13 @@ impl Gpu {
         let log_n = self.domain_log("h pipeline: a", n)?;
         self.dev.bind()?;
         self.dev.timer_start()?;
-        let (spans, bump) = self.h_enqueue(a, b, c, log_n)?;
-        self.h_finish(&spans[0], n, bump)
+        // Once a copy is queued, every way out waits for both streams: a, b, c must not go
+        // back to their pool while a copy reads them.
+        let done = self.h_enqueue(a, b, c, log_n).and_then(|(spans, bump)| self.h_finish(&spans[0], n, bump));
+        if done.is_err() {
+            let _ = self.dev.sync_all();
+        }
+        done
     }
 
     /// After the h pipeline: h's first span to canonical bytes in place, the device timer

@@ -24,7 +24,7 @@ use crate::arena::{Bump, DevPtr, DevSpan};
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
 use crate::kernels::Dims;
-use crate::msm::{combine, Bases, Curve, G1Bases, G2Bases, MsmPlan, Scalars, SCALAR_BYTES};
+use crate::msm::{combine, Bases, Curve, G1Bases, G2Bases, MsmPlan, Scalars, MSM_POINTS_MAX, SCALAR_BYTES};
 use crate::ntt::{h_spans, DeviceH};
 use crate::ntt_tables::FR_BYTES;
 
@@ -273,10 +273,31 @@ impl Gpu {
         let spans = h_spans(&mut bump, n * FR_BYTES)?;
         let d_inputs = bump.take("h from rows: inputs", inputs.len() * FR_BYTES)?;
         let d_aux = bump.take("h from rows: aux", aux.len() * FR_BYTES)?;
+        // Once a copy is queued, every way out waits for the stream first: the host slices
+        // (the witness's slabs) must not go back to their pool while a copy reads them.
+        let enqueued = self.enqueue_h_rows(rows, inputs, aux, &spans, [d_inputs, d_aux], log_n);
+        let done = enqueued.and_then(|()| self.h_finish(&spans[0], n, bump));
+        if done.is_err() {
+            let _ = self.dev.sync_all();
+        }
+        done
+    }
+
+    /// The copies and kernels of [`Gpu::h_quotient_rows`], enqueued.
+    fn enqueue_h_rows(
+        &self,
+        rows: &DeviceRows,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        spans: &[DevSpan; 3],
+        [d_inputs, d_aux]: [DevSpan; 2],
+        log_n: u32,
+    ) -> Result<()> {
+        let n = 1usize << log_n;
         let (r, k) = (rows.rows, inputs.len());
         // SAFETY: every range lies in a span of this layout sized for it; the host slices
-        // stay borrowed until `h_finish` waits for the stream's last kernel, after these
-        // copies on the same stream.
+        // stay borrowed until the caller waits for the stream (`h_finish`, or a sync on
+        // an error), after these copies on the same stream.
         unsafe {
             self.dev.upload_async(d_inputs.ptr, inputs)?;
             self.dev.upload_async(d_aux.ptr, aux)?;
@@ -301,8 +322,7 @@ impl Gpu {
             // SAFETY: `k` scalars from the inputs' span into a's rows r .. r + k, inside a's span.
             unsafe { self.dev.copy_d2d(spans[0].ptr + (r * FR_BYTES) as u64, d_inputs.ptr, k * FR_BYTES) }?;
         }
-        self.h_transforms(&spans, log_n, false)?;
-        self.h_finish(&spans[0], n, bump)
+        self.h_transforms(spans, log_n, false)
     }
 
     /// a, b, c (each `m.rows` long) of the recording `m` for the witness `inputs` (ONE
@@ -425,12 +445,42 @@ impl Gpu {
         if n > bases.len {
             return Err(CudaError::Length { what: "witness MSM: scalars", got: n, want: bases.len });
         }
+        if n > MSM_POINTS_MAX {
+            return Err(CudaError::Limit { what: "MSM points", value: n, limit: MSM_POINTS_MAX });
+        }
         self.dev.bind()?;
         self.dev.timer_start()?;
         let mut stage = arena.scratch();
         let s = witness_spans(&mut stage, curve, n, aux.len(), density.is_some())?;
+        // Once a copy is queued, every way out waits for the stream first: the aux and
+        // density slabs must not go back to their pool while a copy reads them.
+        let r = self.enqueue_gather(&s, head, aux, density, selected).and_then(|()| {
+            // The MSM lays its spans out afresh from the scratch's start: its scalars span
+            // is `s.scalars`, already filled, and its other spans end below the staging.
+            let mut b = arena.scratch();
+            let pk = self.point_kernels(curve);
+            self.msm_run(&mut b, &pk, bases.span.dev_ptr(), Scalars::Device { ptr: s.scalars.dev_ptr(), n })
+        });
+        if r.is_err() {
+            let _ = self.dev.sync_all();
+        }
+        self.arena_mut()?.note_scratch(&stage);
+        r
+    }
+
+    /// The copies and kernels that put a witness MSM's scalars in place: `head`, then the
+    /// aux variables `density` selects (`selected` of them) as canonical scalars.
+    fn enqueue_gather(
+        &self,
+        s: &WitnessSpans,
+        head: &[[u8; SCALAR_BYTES]],
+        aux: &[Scalar],
+        density: Option<Density<'_>>,
+        selected: usize,
+    ) -> Result<()> {
         // SAFETY: each range lies in a span of this layout sized for it; the host slices
-        // stay borrowed until the MSM's download synchronizes the stream.
+        // stay borrowed until the caller waits for the stream (the MSM's download, or a
+        // sync on an error).
         unsafe {
             if !head.is_empty() {
                 self.dev.upload_async(s.scalars.ptr, head)?;
@@ -439,56 +489,49 @@ impl Gpu {
                 self.dev.upload_async(s.aux.ptr, aux)?;
             }
         }
-        if selected > 0 {
-            let out = s.scalars.at(head.len() * SCALAR_BYTES);
-            let naux = aux.len();
-            let k = &self.dev.k;
-            match (density, s.dense) {
-                (Some(d), Some([words, word_prefix, chunks])) => {
-                    let nwords = naux.div_ceil(64);
-                    let nchunks = nwords.div_ceil(CHUNK_WORDS);
-                    // SAFETY: the words span holds `nwords` words; the slice stays borrowed
-                    // until the download syncs.
-                    unsafe { self.dev.upload_async(words.ptr, &d.words()[..nwords]) }?;
-                    k.density_word_prefix.launch(
-                        Dims::per_item(nchunks, THREADS),
-                        words.dev_ptr(),
-                        nwords,
-                        word_prefix.dev_ptr(),
-                        chunks.dev_ptr(),
-                    )?;
-                    k.scan_exclusive_u32.launch(Dims::blocks(1, 1024), chunks.dev_ptr(), nchunks)?;
-                    k.fr_gather_canonical.launch(
-                        Dims::per_item(naux, THREADS),
-                        s.aux.dev_ptr(),
-                        naux,
-                        0,
-                        words.dev_ptr(),
-                        word_prefix.dev_ptr(),
-                        chunks.dev_ptr(),
-                        out,
-                    )?;
-                }
-                _ => k.fr_gather_canonical.launch(
+        if selected == 0 {
+            return Ok(());
+        }
+        let out = s.scalars.at(head.len() * SCALAR_BYTES);
+        let naux = aux.len();
+        let k = &self.dev.k;
+        match (density, s.dense) {
+            (Some(d), Some([words, word_prefix, chunks])) => {
+                let nwords = naux.div_ceil(64);
+                let nchunks = nwords.div_ceil(CHUNK_WORDS);
+                // SAFETY: the words span holds `nwords` words; the slice stays borrowed
+                // until the caller waits for the stream.
+                unsafe { self.dev.upload_async(words.ptr, &d.words()[..nwords]) }?;
+                k.density_word_prefix.launch(
+                    Dims::per_item(nchunks, THREADS),
+                    words.dev_ptr(),
+                    nwords,
+                    word_prefix.dev_ptr(),
+                    chunks.dev_ptr(),
+                )?;
+                k.scan_exclusive_u32.launch(Dims::blocks(1, 1024), chunks.dev_ptr(), nchunks)?;
+                k.fr_gather_canonical.launch(
                     Dims::per_item(naux, THREADS),
                     s.aux.dev_ptr(),
                     naux,
-                    1,
-                    DevPtr::NULL,
-                    DevPtr::NULL,
-                    DevPtr::NULL,
+                    0,
+                    words.dev_ptr(),
+                    word_prefix.dev_ptr(),
+                    chunks.dev_ptr(),
                     out,
-                )?,
+                )
             }
+            _ => k.fr_gather_canonical.launch(
+                Dims::per_item(naux, THREADS),
+                s.aux.dev_ptr(),
+                naux,
+                1,
+                DevPtr::NULL,
+                DevPtr::NULL,
+                DevPtr::NULL,
+                out,
+            ),
         }
-        // The MSM lays its spans out afresh from the scratch's start: its scalars span is
-        // `s.scalars`, already filled, and its other spans end below the staging.
-        let mut b = arena.scratch();
-        let pk = self.point_kernels(curve);
-        let r =
-            self.msm_run(&mut b, &pk, bases.span.dev_ptr(), Scalars::Device { ptr: s.scalars.dev_ptr(), n });
-        self.arena_mut()?.note_scratch(&stage);
-        r
     }
 }
 

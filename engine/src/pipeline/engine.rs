@@ -61,7 +61,7 @@ pub struct EngineStats {
 /// Whether the engine's backend computes `spec`'s a, b, c from its recording (then its
 /// partitions lease the witness only).
 fn proves_from_witness(config: &EngineConfig, spec: &CircuitSpec) -> bool {
-    spec.matrices.is_some() && config.backend.proves_from_witness()
+    config.alloc == AllocMode::Slab && spec.matrices.is_some() && config.backend.proves_from_witness()
 }
 
 /// The long-lived proving engine. See the module docs.
@@ -115,7 +115,7 @@ impl Engine {
         if !config.backend.host_twiddles() {
             plan = plan.without_host_twiddles();
         }
-        if config.alloc == AllocMode::Slab && specs.iter().all(|s| proves_from_witness(config, s)) {
+        if specs.iter().all(|s| proves_from_witness(config, s)) {
             plan = plan.without_host_abc();
         }
         plan.mlock = config.region.mlock;
@@ -166,7 +166,7 @@ impl Engine {
                 SlotMemory::Fresh => None,
             };
             let pvk = prepare_verifying_key(&spec.params.vk);
-            let witness_only = config.alloc == AllocMode::Slab && proves_from_witness(&config, &spec);
+            let witness_only = proves_from_witness(&config, &spec);
             kinds.insert(spec.kind.clone(), Arc::new(Kind { spec, pvk, backend, witness_only }));
         }
         if config.alloc == AllocMode::Slab {
@@ -202,10 +202,6 @@ impl Engine {
         let (dispatch_tx, dispatch_rx) = bounded::<WorkItem>(config.job_queue_max.max(1));
         let (prove_tx, prove_rx) = bounded::<Synthesized>(config.slots);
         let (fin_tx, fin_rx) = bounded::<Started>(config.slots);
-        let synth_pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(config.synth_workers)
-            .thread_name(|i| format!("arenaprove-synth-{i}"))
-            .build()?;
         let n_synth = config.synth_workers as u32;
         let n_prove = config.backend.prover_workers().clamp(1, config.slots.max(1));
         let tid_prover = n_synth + 1;
@@ -214,7 +210,8 @@ impl Engine {
 
         let mut threads = Vec::new();
         let (sh, rx) = (shared.clone(), dispatch_rx.clone());
-        threads.push(spawn("arenaprove-dispatch", move || dispatcher(sh, rx, synth_pool, prove_tx))?);
+        let synth_workers = config.synth_workers;
+        threads.push(spawn("arenaprove-dispatch", move || dispatcher(sh, rx, synth_workers, prove_tx))?);
         for i in 0..n_prove {
             let (sh, rx, tx) = (shared.clone(), prove_rx.clone(), fin_tx.clone());
             let tid = tid_prover + i as u32;

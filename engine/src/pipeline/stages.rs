@@ -142,12 +142,35 @@ pub(super) fn cancel_queued(sh: &Shared, work: WorkItem) {
     complete(sh, &work.item.job, p, Err(PartitionError::Cancelled { partition: p }));
 }
 
+/// The dispatcher: waits for a slot per partition and hands the partition to one of
+/// `synth_workers` synthesis threads. They are plain threads, not a rayon pool: a rayon
+/// worker that waits on another pool (the witness pool, `Shared::witness_pool`) runs its
+/// own pool's queued tasks meanwhile, so the next partitions would start nested on the
+/// same thread and finish in reverse order.
 pub(super) fn dispatcher(
     sh: Arc<Shared>,
     rx: Receiver<WorkItem>,
-    pool: rayon::ThreadPool,
+    synth_workers: usize,
     prove_tx: Sender<Synthesized>,
 ) {
+    // At most `slots` partitions hold a slot, so at most that many wait here.
+    let (work_tx, work_rx) = crossbeam::channel::unbounded::<(WorkItem, usize)>();
+    let mut workers = Vec::with_capacity(synth_workers);
+    for i in 0..synth_workers.max(1) {
+        let (sh, rx, tx) = (sh.clone(), work_rx.clone(), prove_tx.clone());
+        let tid = i as u32 + 1;
+        let spawned = std::thread::Builder::new().name(format!("arenaprove-synth-{i}")).spawn(move || {
+            for (work, slot) in rx.iter() {
+                synthesize(sh.clone(), work, slot, tx.clone(), tid);
+            }
+        });
+        match spawned {
+            Ok(h) => workers.push(h),
+            // Fewer workers than configured still drain the channel; with none, this
+            // thread synthesizes.
+            Err(e) => tracing::error!("synthesis thread {i} did not start: {e}"),
+        }
+    }
     for work in rx.iter() {
         let item = &work.item;
         if item.job.cancelled(&sh) {
@@ -169,20 +192,28 @@ pub(super) fn dispatcher(
             cancel_queued(&sh, work);
             continue;
         }
-        let sh2 = sh.clone();
-        let tx = prove_tx.clone();
-        pool.spawn(move || synthesize(sh2, work, slot, tx));
+        if workers.is_empty() {
+            synthesize(sh.clone(), work, slot, prove_tx.clone(), 1);
+        } else if let Err(back) = work_tx.send((work, slot)) {
+            // Unreachable while a worker lives (they end only when this sender drops).
+            let (work, slot) = back.into_inner();
+            free_slot(&sh, slot);
+            cancel_queued(&sh, work);
+        }
     }
-    // Dropping the pool waits for queued synthesis tasks; then prove_tx closes.
-    drop(pool);
+    drop(prove_tx);
+    // The workers finish what is queued, then their prove_tx clones close.
+    drop(work_tx);
+    for w in workers {
+        let _ = w.join();
+    }
 }
 
 fn synth_err(partition: u32, e: impl Into<Groth16Error>) -> PartitionError {
     PartitionError::Synthesis { partition, source: Arc::new(e.into()) }
 }
 
-fn synthesize(sh: Arc<Shared>, work: WorkItem, slot: usize, tx: Sender<Synthesized>) {
-    let tid = rayon::current_thread_index().map_or(1, |i| i as u32 + 1);
+fn synthesize(sh: Arc<Shared>, work: WorkItem, slot: usize, tx: Sender<Synthesized>, tid: u32) {
     let t0 = Instant::now();
     let WorkItem { item, circuit } = work;
     let (job, kind, partition) = (&item.job, &item.kind, item.partition);

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arenaprove::engine::pipeline::{EngineConfig, ShutdownMode, ShutdownReport};
+use arenaprove::engine::pipeline::{EngineConfig, ShutdownMode, ShutdownReport, SLOTS_MAX};
 use arenaprove::engine::{BackendFactory, CpuBackend};
 use arenaprove::filecoin::params::ParamFiles;
 use arenaprove::filecoin::{C2Circuit, C2Engine, FilecoinError, LoadOptions};
@@ -187,9 +187,12 @@ pub fn engine_sizes(
 ) -> EngineSizes {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let specs: Vec<_> = circuits.iter().map(C2Circuit::spec).collect();
+    // Only a plan over the memory limit means "fewer slots": any other refusal (a
+    // configuration or parameters error) is the engine's to report with its first size.
     let fits = |slots: usize, synth: usize| {
+        use arenaprove::engine::pipeline::{Engine, EngineError, PlanError};
         let cfg = engine_config(config, backend.clone(), slots, synth);
-        arenaprove::engine::pipeline::Engine::plan(&cfg, &specs).is_ok()
+        !matches!(Engine::plan(&cfg, &specs), Err(EngineError::Plan(PlanError::TooLarge { .. })))
     };
     choose_sizes(config.slots, config.synth_workers, cores, fits)
 }
@@ -206,7 +209,8 @@ pub fn choose_sizes(
     cores: usize,
     fits: impl Fn(usize, usize) -> bool,
 ) -> EngineSizes {
-    let synth_want = synth.unwrap_or((cores / 2).max(1));
+    // Two slots more than the synthesis workers, within the engine's slot limit.
+    let synth_want = synth.unwrap_or((cores / 2).clamp(1, SLOTS_MAX - 2));
     match slots {
         Some(s) => EngineSizes {
             slots: s,
@@ -218,7 +222,7 @@ pub fn choose_sizes(
             ),
         },
         None => {
-            let want = synth_want + 2;
+            let want = (synth_want + 2).min(SLOTS_MAX);
             let fitting = (1..=want).rev().find(|&n| fits(n, synth_want.min(n)));
             let slots = fitting.unwrap_or(1);
             let why = match fitting {
@@ -278,7 +282,7 @@ impl Engines {
 
 #[cfg(test)]
 mod sizes_tests {
-    use super::choose_sizes;
+    use super::{choose_sizes, SLOTS_MAX};
 
     #[test]
     fn sizes_follow_the_cores_and_the_memory_plan() {
@@ -291,6 +295,9 @@ mod sizes_tests {
         assert!(s.why.contains("memory limit"), "{}", s.why);
         // Two cores (CI): one synthesizing, 3 slots.
         assert_eq!(choose_sizes(None, None, 2, |_, _| true).slots, 3);
+        // 256 cores: within the engine's 64 slots, two of them beyond the synthesis workers.
+        let s = choose_sizes(None, None, 256, |_, _| true);
+        assert_eq!((s.slots, s.synth_workers), (SLOTS_MAX, SLOTS_MAX - 2), "{}", s.why);
         // Nothing fits: 1 slot, and the engine's own plan check will refuse it.
         let s = choose_sizes(None, None, 16, |_, _| false);
         assert_eq!((s.slots, s.synth_workers), (1, 1));
