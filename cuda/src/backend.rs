@@ -543,7 +543,7 @@ impl ProverOps for CudaOps {
         })?;
         // The same recording, not one that looks like it: rows re-recorded under the same
         // name would give wrong products from the stale resident copy.
-        if !std::ptr::eq(rows, &**kind_rows) || !resident[0].matches(rows) {
+        if !std::ptr::eq(rows, &**kind_rows) {
             return Err(backend_err(CudaError::Devices(format!(
                 "the partition's recording '{}' is not the kind's resident one ('{}')",
                 rows.identity(),

@@ -90,10 +90,17 @@ fn products_spans(b: &mut Bump, m: &RowStream<'_>) -> Result<(RowSpans, [DevSpan
 /// `inputs` + `aux` scalars: the h pipeline's three vectors, then the witness.
 pub fn h_rows_scratch_bytes(log_n: u32, inputs: usize, aux: usize) -> usize {
     let mut b = Bump::dry();
-    h_spans(&mut b, (1usize << log_n) * FR_BYTES).expect("a dry layout has room");
-    b.take("", inputs * FR_BYTES).expect("dry");
-    b.take("", aux * FR_BYTES).expect("dry");
+    h_rows_spans(&mut b, 1usize << log_n, inputs, aux).expect("a dry layout has room");
     b.used_bytes()
+}
+
+/// The spans of one [`Gpu::h_quotient_rows`] call: a, b, c over a domain of `n`, then the
+/// witness (inputs, aux).
+fn h_rows_spans(b: &mut Bump, n: usize, inputs: usize, aux: usize) -> Result<([DevSpan; 3], [DevSpan; 2])> {
+    let abc = h_spans(b, n * FR_BYTES)?;
+    let witness =
+        [b.take("h from rows: inputs", inputs * FR_BYTES)?, b.take("h from rows: aux", aux * FR_BYTES)?];
+    Ok((abc, witness))
 }
 
 /// The staging of one witness MSM, above the MSM's own layout.
@@ -142,19 +149,11 @@ pub struct DeviceRows {
     pub inputs: usize,
     pub aux: usize,
     identity: String,
-    stream_bytes: usize,
     arena_id: u64,
 }
 
 impl DeviceRows {
-    /// Whether `pc` is the recording these rows were uploaded from (identity and sizes).
-    pub fn matches(&self, pc: &Precompiled) -> bool {
-        let m = pc.row_stream();
-        self.identity == pc.identity()
-            && (self.rows, self.inputs, self.aux, self.stream_bytes)
-                == (m.rows, m.inputs, m.aux, m.words.len())
-    }
-
+    /// The recording's identity (for messages).
     pub fn identity(&self) -> &str {
         &self.identity
     }
@@ -193,7 +192,6 @@ impl Gpu {
             inputs: m.inputs,
             aux: m.aux,
             identity: pc.identity().to_string(),
-            stream_bytes: m.words.len(),
             arena_id,
         })
     }
@@ -270,12 +268,10 @@ impl Gpu {
         self.dev.bind()?;
         self.dev.timer_start()?;
         let mut bump = arena.scratch();
-        let spans = h_spans(&mut bump, n * FR_BYTES)?;
-        let d_inputs = bump.take("h from rows: inputs", inputs.len() * FR_BYTES)?;
-        let d_aux = bump.take("h from rows: aux", aux.len() * FR_BYTES)?;
+        let (spans, witness) = h_rows_spans(&mut bump, n, inputs.len(), aux.len())?;
         // Once a copy is queued, every way out waits for the stream first: the host slices
         // (the witness's slabs) must not go back to their pool while a copy reads them.
-        let enqueued = self.enqueue_h_rows(rows, inputs, aux, &spans, [d_inputs, d_aux], log_n);
+        let enqueued = self.enqueue_h_rows(rows, inputs, aux, &spans, witness, log_n);
         let done = enqueued.and_then(|()| self.h_finish(&spans[0], n, bump));
         if done.is_err() {
             let _ = self.dev.sync_all();

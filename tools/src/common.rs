@@ -472,7 +472,11 @@ fn gib(b: u64) -> f64 {
 pub fn plan_with_params(shape: &Shape, slots: usize, params: &ParamsEstimate, copies: usize) -> MemoryPlan {
     // The backend's own terms (the CPU one: blst's MSM scratch on the heap), as Engine::new adds them.
     let backend = EngineConfig::default().backend.plan_terms(&ProofShape::of_circuit(shape), None, slots);
-    let mut plan = MemoryPlan::for_shapes(&[*shape], slots).with_terms(backend);
+    with_params(MemoryPlan::for_shapes(&[*shape], slots).with_terms(backend), params, copies)
+}
+
+/// `plan` with `copies` of the parameters as resident terms.
+pub fn with_params(mut plan: MemoryPlan, params: &ParamsEstimate, copies: usize) -> MemoryPlan {
     for copy in 0..copies {
         let what = match (copy, params.source) {
             (0, "file") => "parameters (the file's size)".to_string(),

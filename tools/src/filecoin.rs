@@ -272,24 +272,11 @@ fn files_in(cache: &Path, registered_proof: RegisteredSealProof) -> Result<Param
     Ok(ParamFiles::in_dir(registered_proof, cache)?)
 }
 
-/// The C2 driver on `slots` partition slots and the backend `--backend` picks, with the
-/// parameters (and precompiled constraints) of `files`; says on stderr how long loading
-/// took and which synthesis runs.
+/// The C2 driver on `slots` partition slots and `backend` (`--backend`'s, opened by the
+/// caller: the soak opens it before measuring its base RSS), with the parameters (and
+/// precompiled constraints) of `files`; says on stderr how long loading took and which
+/// synthesis runs.
 fn start_engine(
-    registered_proof: RegisteredSealProof,
-    files: &ParamFiles,
-    slots: usize,
-    limit: &ResolvedLimit,
-    prover: &ProverArgs,
-    checked: bool,
-) -> Result<fc::C2Engine> {
-    let backend = common::backend_factory(prover.backend);
-    start_engine_on(registered_proof, files, slots, limit, prover, checked, backend)
-}
-
-/// [`start_engine`] on a backend the caller opened (the soak opens it before measuring
-/// its base RSS, so the driver's own host memory is in the base, not in the plan's error).
-fn start_engine_on(
     registered_proof: RegisteredSealProof,
     files: &ParamFiles,
     slots: usize,
@@ -415,7 +402,8 @@ fn c2(a: C2Args, cache: &Path, limit: MemoryLimit) -> Result<()> {
     let c1 = C1Output::read(&a.c1, plain)?;
     let files = files_in(cache, c1.registered_proof)?;
     let limit = guard("filecoin c2", &files, c1.registered_proof, Some(1), 1, limit)?;
-    let engine = start_engine(c1.registered_proof, &files, 1, &limit, &a.prover, a.checked)?;
+    let backend = common::backend_factory(a.prover.backend);
+    let engine = start_engine(c1.registered_proof, &files, 1, &limit, &a.prover, a.checked, backend)?;
     let randomness = a.insecure_randomness_seed.map(|seed| {
         use ff::Field;
         let mut rng = fc::rng_from_seed(seed);
@@ -700,7 +688,8 @@ fn bench(a: BenchArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     };
 
     let started = Instant::now();
-    let engine = start_engine(registered_proof, &files, 1, &limit, &a.run.prover, false)?;
+    let backend = common::backend_factory(a.run.prover.backend);
+    let engine = start_engine(registered_proof, &files, 1, &limit, &a.run.prover, false, backend)?;
     let ours_load_s = started.elapsed().as_secs_f64();
     // One untimed run per side: seal_commit_phase2 maps and caches its parameters on first
     // use (and faults them in during its first MSMs), while ours were loaded above. A child
@@ -859,7 +848,7 @@ fn soak(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     // RSS the plan's prediction starts from includes it.
     let backend = common::backend_factory(a.run.prover.backend);
     let rss_start = rss_bytes();
-    let c2 = start_engine_on(registered_proof, &files, a.slots, &limit, &a.run.prover, false, backend)?;
+    let c2 = start_engine(registered_proof, &files, a.slots, &limit, &a.run.prover, false, backend)?;
     // The plan's peak: the engine's regions and resident parameters over the base, plus the
     // precompiled recording's file pages (mapped; read by the host products or uploaded
     // once to the device, so all of them count in RSS).

@@ -240,12 +240,7 @@ fn gpu_plan(subject: &Subject, slots: usize) -> arenaprove::engine::pipeline::Me
     }
     let shape = ProofShape::of_circuit(&subject.shape);
     let device = arenaprove_cuda::device_plan_sized(&shape, rows_bytes);
-    let what = match subject.params.source {
-        "file" => "parameters (the file's size)",
-        _ => "parameters (estimate: every A and B query point)",
-    };
-    plan.with_terms(arenaprove_cuda::device_terms(0, &device))
-        .with_resident(what, usize::try_from(subject.params.bytes).unwrap_or(usize::MAX))
+    common::with_params(plan.with_terms(arenaprove_cuda::device_terms(0, &device)), &subject.params, 1)
 }
 
 fn test_subject(kind: CircuitKind, constraints: usize) -> Result<Subject> {

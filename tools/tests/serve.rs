@@ -59,18 +59,7 @@ fn refused<T: std::fmt::Debug>(r: Result<T, tonic::Status>, code: Code, needle: 
 }
 
 async fn unix_client(path: std::path::PathBuf) -> ProvingEngineClient<Channel> {
-    let channel = tonic::transport::Endpoint::try_from("http://[::]:50051")
-        .unwrap()
-        .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
-            let path = path.clone();
-            async move {
-                let stream = tokio::net::UnixStream::connect(path).await?;
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
-            }
-        }))
-        .await
-        .expect("unix socket connect");
-    ProvingEngineClient::new(channel)
+    ProvingEngineClient::new(common::unix_channel(path).await.expect("unix socket connect"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

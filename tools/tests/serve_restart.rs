@@ -42,18 +42,7 @@ async fn connect(
         if let Some(status) = daemon.try_wait().expect("wait") {
             panic!("the daemon exited ({status}): {}", std::fs::read_to_string(log).unwrap_or_default());
         }
-        let path = sock.to_path_buf();
-        let channel = tonic::transport::Endpoint::try_from("http://[::]:50051")
-            .unwrap()
-            .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
-                let path = path.clone();
-                async move {
-                    let stream = tokio::net::UnixStream::connect(path).await?;
-                    Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
-                }
-            }))
-            .await;
-        if let Ok(channel) = channel {
+        if let Ok(channel) = common::unix_channel(sock.to_path_buf()).await {
             let mut c = ProvingEngineClient::new(channel);
             if c.get_status(GetStatusRequest {}).await.is_ok() {
                 return c;

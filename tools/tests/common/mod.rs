@@ -58,3 +58,20 @@ pub fn porep(request_id: impl Into<String>, sector: &SealedSector, priority: Pri
         ..Default::default()
     }
 }
+
+/// A gRPC channel to the daemon's unix socket at `path`.
+#[allow(dead_code)] // the tests that listen on a unix socket use it
+pub async fn unix_channel(
+    path: std::path::PathBuf,
+) -> Result<tonic::transport::Channel, tonic::transport::Error> {
+    tonic::transport::Endpoint::try_from("http://[::]:50051")
+        .unwrap()
+        .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
+            let path = path.clone();
+            async move {
+                let stream = tokio::net::UnixStream::connect(path).await?;
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+            }
+        }))
+        .await
+}
