@@ -36,6 +36,7 @@ use crate::api::{C1Output, RegisteredSealProof, SectorInfo, SectorSize, ShapedC1
 use crate::error::FilecoinError;
 use crate::params::ParamFiles;
 use crate::pce::Synthesis;
+use crate::post::{PostCircuit, PostJob, PostRequest, RegisteredPoStProof};
 
 use crate::circuit::{blank_shape, SectorJob};
 
@@ -156,11 +157,12 @@ impl C2Circuit {
 pub struct C2Engine {
     engine: Engine,
     circuits: Vec<C2Circuit>,
+    posts: Vec<PostCircuit>,
 }
 
 impl fmt::Debug for C2Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("C2Engine").field("circuits", &self.circuits).finish()
+        f.debug_struct("C2Engine").field("circuits", &self.circuits).field("posts", &self.posts).finish()
     }
 }
 
@@ -168,6 +170,17 @@ impl C2Engine {
     /// Starts an engine serving `circuits` (at most one per sector size). `config.verify`
     /// must be on: this driver hands back verified proofs only.
     pub fn new(config: EngineConfig, circuits: Vec<C2Circuit>) -> Result<Self, FilecoinError> {
+        C2Engine::with_posts(config, circuits, Vec::new())
+    }
+
+    /// Starts an engine serving PoRep `circuits` (at most one per sector size) and PoSt
+    /// circuits `posts` (at most one per kind and size): every Filecoin proof on one engine,
+    /// one set of slots, one memory plan.
+    pub fn with_posts(
+        config: EngineConfig,
+        circuits: Vec<C2Circuit>,
+        posts: Vec<PostCircuit>,
+    ) -> Result<Self, FilecoinError> {
         if !config.verify {
             return Err(FilecoinError::BadArgument(
                 "C2Engine hands back verified proofs only: EngineConfig::verify must be on".into(),
@@ -181,8 +194,14 @@ impl C2Engine {
                 )));
             }
         }
-        let engine = Engine::new(config, circuits.iter().map(C2Circuit::spec).collect())?;
-        Ok(C2Engine { engine, circuits })
+        for (i, c) in posts.iter().enumerate() {
+            if posts[..i].iter().any(|o| o.kind() == c.kind()) {
+                return Err(FilecoinError::BadArgument(format!("two {} circuits", c.kind())));
+            }
+        }
+        let specs = circuits.iter().map(C2Circuit::spec).chain(posts.iter().map(PostCircuit::spec)).collect();
+        let engine = Engine::new(config, specs)?;
+        Ok(C2Engine { engine, circuits, posts })
     }
 
     /// Loads `registered_proof`'s circuit from `files` and starts an engine serving it.
@@ -203,6 +222,76 @@ impl C2Engine {
     /// The circuits served, in the order given at start.
     pub fn circuits(&self) -> &[C2Circuit] {
         &self.circuits
+    }
+
+    /// The PoSt circuits served, in the order given at start.
+    pub fn posts(&self) -> &[PostCircuit] {
+        &self.posts
+    }
+
+    /// The PoSt circuit that proves `proof`, when served.
+    pub fn post_circuit(&self, proof: RegisteredPoStProof) -> Option<&PostCircuit> {
+        self.posts.iter().find(|c| c.proves(proof))
+    }
+
+    /// Submits one PoSt (a WinningPoSt, or one WindowPoSt partition): its vanilla proofs
+    /// checked and its circuit built here, on the caller's thread, then queued as one job.
+    /// The proof [`C2Pending::wait`] returns is what filecoin-proofs' `*_with_vanilla`
+    /// returns: the partition proofs, 192 bytes each, verified by the engine against the
+    /// inputs filecoin-proofs' verifier derives.
+    pub fn submit_post(&self, request: &PostRequest) -> Result<C2Pending, FilecoinError> {
+        self.submit_post_with(request, None)
+    }
+
+    /// [`C2Engine::submit_post`] with the proving randomness given (tests and byte
+    /// comparisons only; see [`C2Engine::submit_with`]).
+    pub fn submit_post_with(
+        &self,
+        request: &PostRequest,
+        randomness: Option<Vec<arenaprove_engine::pipeline::Randomness>>,
+    ) -> Result<C2Pending, FilecoinError> {
+        let circuit = self.post_circuit(request.proof).ok_or_else(|| FilecoinError::NotServed {
+            sector_size: format!("{} {}", request.proof.sector_size(), request.proof.kind()),
+            served: self.served(),
+        })?;
+        let started = Instant::now();
+        let job = PostJob::new(request)?;
+        let mismatch = Arc::new(Mutex::new(None));
+        let mut partitions: Vec<Box<dyn PartitionCircuit>> = Vec::with_capacity(job.partitions());
+        for k in 0..job.partitions() {
+            partitions.push(Box::new(C2Partition {
+                circuit: circuit.synthesis().whole(job.circuit(k)?),
+                partition: k,
+                expected: job.public_inputs(k)?,
+                mismatch: mismatch.clone(),
+            }));
+        }
+        self.queue(
+            circuit.kind(),
+            partitions,
+            randomness,
+            mismatch,
+            started,
+            circuit.synthesis().name(),
+            circuit.shape(),
+        )
+    }
+
+    /// Everything served, for messages: `2KiB, 8MiB sectors; 2KiB WindowPoSt`.
+    fn served(&self) -> String {
+        let seals: Vec<&str> = self.circuits.iter().map(|c| c.sector_size.name()).collect();
+        let posts: Vec<String> =
+            self.posts.iter().map(|c| format!("{} {}", c.sector_size(), c.post_kind())).collect();
+        let mut parts = Vec::new();
+        if !seals.is_empty() {
+            parts.push(format!("{} sectors", seals.join(", ")));
+        }
+        parts.extend(posts);
+        if parts.is_empty() {
+            "nothing".into()
+        } else {
+            parts.join("; ")
+        }
     }
 
     /// The circuit that proves `size` sectors, when served.
@@ -228,8 +317,8 @@ impl C2Engine {
     ) -> Result<C2Pending, FilecoinError> {
         let size = c1.registered_proof.sector_size()?;
         let circuit = self.circuit(size).ok_or_else(|| FilecoinError::NotServed {
-            sector_size: size.name().to_string(),
-            served: self.circuits.iter().map(|c| c.sector_size.name()).collect::<Vec<_>>().join(", "),
+            sector_size: format!("{size} PoRep"),
+            served: self.served(),
         })?;
         let started = Instant::now();
         let job = SectorJob::new(c1)?;
@@ -243,9 +332,31 @@ impl C2Engine {
                 mismatch: mismatch.clone(),
             }));
         }
+        self.queue(
+            &circuit.kind,
+            partitions,
+            randomness,
+            mismatch,
+            started,
+            circuit.synthesis.name(),
+            circuit.shape,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn queue(
+        &self,
+        kind: &str,
+        partitions: Vec<Box<dyn PartitionCircuit>>,
+        randomness: Option<Vec<arenaprove_engine::pipeline::Randomness>>,
+        mismatch: FirstMismatch,
+        started: Instant,
+        synthesis: &'static str,
+        shape: Shape,
+    ) -> Result<C2Pending, FilecoinError> {
         let n_partitions = partitions.len();
         let circuit_build = started.elapsed();
-        let mut job = Job::new(circuit.kind.clone(), partitions);
+        let mut job = Job::new(kind.to_string(), partitions);
         job.randomness = randomness;
         let handle = self.engine.submit(job)?;
         Ok(C2Pending {
@@ -254,8 +365,8 @@ impl C2Engine {
             partitions: n_partitions,
             mismatch,
             circuit_build,
-            synthesis: circuit.synthesis.name(),
-            constraints: circuit.shape.constraints,
+            synthesis,
+            constraints: shape.constraints,
         })
     }
 

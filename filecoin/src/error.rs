@@ -36,18 +36,17 @@ pub enum FilecoinError {
     Unsupported(String),
     /// The Groth16 parameter file for the circuit is not in the cache.
     #[error(
-        "no Groth16 parameters for {sector_size} sectors: {} is missing (parameter cache {}; set \
-         FIL_PROOFS_PARAMETER_CACHE, or generate development parameters with `arenaprove filecoin seal \
-         --sector-size {sector_size}`)",
+        "no Groth16 parameters for {circuit}: {} is missing (parameter cache {}; set \
+         FIL_PROOFS_PARAMETER_CACHE, or generate development parameters with `{generate}`)",
         path.display(),
         cache_dir.display()
     )]
-    MissingParams { sector_size: String, path: PathBuf, cache_dir: PathBuf },
+    MissingParams { circuit: String, generate: String, path: PathBuf, cache_dir: PathBuf },
     /// The parameter file does not fit the circuit (another sector size, a corrupted file).
     #[error("parameters {} do not fit the {sector_size} circuit: {source}", path.display())]
     ParamsMismatch { sector_size: String, path: PathBuf, source: Box<Groth16Error> },
-    /// A C1 output of a sector size the driver was not started for.
-    #[error("this engine proves {served} sectors; the C1 output is for a {sector_size} sector")]
+    /// A proof (a C1 output's sector size, a PoSt kind and size) the engine was not started for.
+    #[error("this engine proves {served}; the request is for {sector_size}")]
     NotServed { sector_size: String, served: String },
     /// filecoin-proofs' circuit builder failed for one partition.
     #[error("partition {partition}: building the circuit: {source:#}")]
@@ -56,8 +55,8 @@ pub enum FilecoinError {
     /// the verifier derives from the C1's seed, replica id and commitments.
     #[error(
         "partition {partition}: the public inputs the circuit computes from the vanilla proofs differ \
-         from those the verifier derives from the C1's seed, replica id and commitments (a tampered or \
-         mixed-up C1)"
+         from those the verifier derives from the request's seed or randomness, ids and commitments (a \
+         tampered or mixed-up C1 or PoSt request)"
     )]
     InputsMismatch { partition: usize },
     /// A partition proof came back without having been verified: never handed on.
@@ -73,6 +72,10 @@ pub enum FilecoinError {
     /// One partition of a sector failed in the engine (synthesis, proving, verification).
     #[error(transparent)]
     Partition(#[from] PartitionError),
+    /// PoSt vanilla proofs that cannot be proven: not decodable, the wrong number, or not
+    /// verifying against the randomness, prover id and comm_r's.
+    #[error("vanilla proofs: {0}")]
+    BadVanilla(String),
     /// A Groth16 operation failed (reading, writing or generating parameters, counting a shape).
     #[error("{what}: {source}")]
     Groth16 { what: String, source: Box<Groth16Error> },

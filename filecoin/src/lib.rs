@@ -57,6 +57,7 @@ pub mod circuit;
 pub mod error;
 pub mod params;
 pub mod pce;
+pub mod post;
 pub mod random;
 pub mod seal;
 pub mod shape;

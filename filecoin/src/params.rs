@@ -32,6 +32,10 @@ pub fn default_cache_dir() -> PathBuf {
 pub struct ParamFiles {
     /// Sector size name (`2KiB`), for messages.
     pub sector_size: String,
+    /// What the parameters are for, for messages: `2KiB sectors`, `2KiB WindowPoSt`.
+    pub circuit: String,
+    /// The command that generates development parameters for this circuit (for messages).
+    pub generate: String,
     /// Cache identifier (file name without version prefix and extension).
     pub cache_id: String,
     pub params: PathBuf,
@@ -58,15 +62,36 @@ impl ParamFiles {
         let shape = registered_proof.sector_size()?.tree_shape();
         let cache_id = crate::tree::with_tree!(shape, Tree => config.get_cache_identifier::<Tree>())
             .map_err(|e| FilecoinError::proofs(what, e))?;
+        let size = registered_proof.sector_size()?;
+        Ok(ParamFiles::named(
+            size.name(),
+            format!("{size} sectors"),
+            format!("arenaprove filecoin seal --sector-size {size}"),
+            cache_id,
+            dir,
+        ))
+    }
+
+    /// The files of the circuit whose cache identifier is `cache_id` (what filecoin-proofs'
+    /// `get_cache_*_path` name), in `dir`; `circuit` and `generate` are for messages.
+    pub(crate) fn named(
+        sector_size: &str,
+        circuit: String,
+        generate: String,
+        cache_id: String,
+        dir: &Path,
+    ) -> Self {
         use storage_proofs_core::parameter_cache as pc;
-        Ok(ParamFiles {
-            sector_size: registered_proof.sector_size()?.name().to_string(),
+        ParamFiles {
+            sector_size: sector_size.to_string(),
+            circuit,
+            generate,
             params: dir.join(pc::parameter_id(&cache_id)),
             vk: dir.join(pc::verifying_key_id(&cache_id)),
             meta: dir.join(pc::metadata_id(&cache_id)),
             cache_id,
             cache_dir: dir.to_path_buf(),
-        })
+        }
     }
 
     /// The same file names in another directory (a second cache, a test fixture).
@@ -74,6 +99,8 @@ impl ParamFiles {
         let moved = |p: &PathBuf| dir.join(p.file_name().unwrap_or_default());
         ParamFiles {
             sector_size: self.sector_size.clone(),
+            circuit: self.circuit.clone(),
+            generate: self.generate.clone(),
             cache_id: self.cache_id.clone(),
             params: moved(&self.params),
             vk: moved(&self.vk),
@@ -103,7 +130,8 @@ impl ParamFiles {
 
     fn missing(&self, path: &Path) -> FilecoinError {
         FilecoinError::MissingParams {
-            sector_size: self.sector_size.clone(),
+            circuit: self.circuit.clone(),
+            generate: self.generate.clone(),
             path: path.to_path_buf(),
             cache_dir: self.cache_dir.clone(),
         }
@@ -129,18 +157,31 @@ pub fn ensure_params(
     files: &ParamFiles,
     rng: &mut impl rand_core::RngCore,
 ) -> Result<ParamsStatus, FilecoinError> {
+    ensure_params_of(files, registered_proof.sector_size_bytes(), rng, || {
+        crate::circuit::blank_circuit(registered_proof)
+    })
+}
+
+/// [`ensure_params`] for any circuit: `blank` builds the circuit parameter generation
+/// synthesizes (called only when the file is absent); `sector_size_bytes` goes to `.meta`.
+pub(crate) fn ensure_params_of<C: bellpepper_core::Circuit<blstrs::Scalar>>(
+    files: &ParamFiles,
+    sector_size_bytes: u64,
+    rng: &mut impl rand_core::RngCore,
+    blank: impl FnOnce() -> Result<C, FilecoinError>,
+) -> Result<ParamsStatus, FilecoinError> {
     if files.params.is_file() {
         return Ok(ParamsStatus::Present);
     }
     let started = std::time::Instant::now();
-    let _span = tracing::info_span!("generate_params", sector_size = %files.sector_size).entered();
-    let circuit = crate::circuit::blank_circuit(registered_proof)?;
+    let _span = tracing::info_span!("generate_params", circuit = %files.circuit).entered();
+    let circuit = blank()?;
     let params = arenaprove_engine::generate_random_parameters(
         circuit,
         rng,
         &arenaprove_engine::ParamsMemory::default(),
     )
-    .map_err(|e| FilecoinError::groth16(format!("generating parameters for {}", files.sector_size), e))?;
+    .map_err(|e| FilecoinError::groth16(format!("generating parameters for {}", files.circuit), e))?;
     std::fs::create_dir_all(&files.cache_dir).map_err(|e| FilecoinError::io(&files.cache_dir, e))?;
     let tmp = |path: &Path| path.with_extension(format!("tmp-{}", std::process::id()));
     let engine_err = |path: &Path| {
@@ -154,7 +195,7 @@ pub fn ensure_params(
     let vk_tmp = tmp(&files.vk);
     params.vk.write_file(&vk_tmp).map_err(engine_err(&vk_tmp))?;
     rename(&vk_tmp, &files.vk)?;
-    let meta = serde_json::json!({ "sector_size": registered_proof.sector_size_bytes() });
+    let meta = serde_json::json!({ "sector_size": sector_size_bytes });
     let meta_tmp = tmp(&files.meta);
     std::fs::write(&meta_tmp, meta.to_string()).map_err(|e| FilecoinError::io(&meta_tmp, e))?;
     rename(&meta_tmp, &files.meta)?;

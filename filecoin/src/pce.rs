@@ -59,16 +59,25 @@ pub fn load_or_record(
     files: &ParamFiles,
     shape: &Shape,
 ) -> Result<LoadedPce, FilecoinError> {
+    load_or_record_of(files, &pce_identity(files), shape, || blank_circuit(registered_proof))
+}
+
+/// [`load_or_record`] for any circuit: `identity` names it (and is required of the file),
+/// `blank` builds the circuit to record, called only when no valid file is there.
+pub fn load_or_record_of<C: bellpepper_core::Circuit<blstrs::Scalar>>(
+    files: &ParamFiles,
+    identity: &str,
+    shape: &Shape,
+    blank: impl FnOnce() -> Result<C, FilecoinError>,
+) -> Result<LoadedPce, FilecoinError> {
     let started = Instant::now();
     let path = pce_path(files);
-    let identity = pce_identity(files);
-    let (pc, origin) = Precompiled::open_or_record(&path, &identity, Some(shape), || {
-        let blank =
-            blank_circuit(registered_proof).map_err(|e| arenaprove_circuits::PrecompiledError::Record {
-                identity: identity.clone(),
-                reason: e.to_string(),
-            })?;
-        arenaprove_circuits::record(blank, &identity)
+    let (pc, origin) = Precompiled::open_or_record(&path, identity, Some(shape), || {
+        let blank = blank().map_err(|e| arenaprove_circuits::PrecompiledError::Record {
+            identity: identity.to_string(),
+            reason: e.to_string(),
+        })?;
+        arenaprove_circuits::record(blank, identity)
     })?;
     match &origin {
         Origin::Mapped => tracing::info!(path = %path.display(), "precompiled constraints mapped"),
@@ -115,6 +124,18 @@ impl Synthesis {
                 if pc.is_mapped() { "mapped" } else { "recorded now, not saved" }
             ),
             Synthesis::Generic => "the bellpepper trait (generic)".to_string(),
+        }
+    }
+
+    /// A whole circuit as the engine takes it: through the bellpepper trait, or its witness
+    /// against the recording (no parts: the circuit has no independent pieces we know of).
+    pub fn whole<C: bellpepper_core::Circuit<blstrs::Scalar> + Send + 'static>(
+        &self,
+        circuit: C,
+    ) -> Box<dyn PartitionCircuit> {
+        match self {
+            Synthesis::Generic => generic(circuit),
+            Synthesis::Precompiled(pc) => arenaprove_engine::pipeline::precompiled(circuit, pc.clone()),
         }
     }
 

@@ -70,6 +70,38 @@ pub fn seal_sector(
     rng: &mut impl RngCore,
     work_dir: &Path,
 ) -> Result<SealedSector, FilecoinError> {
+    std::fs::create_dir_all(work_dir).map_err(|e| FilecoinError::io(work_dir, e))?;
+    let tmp = tempfile::Builder::new()
+        .prefix("arenaprove-seal-")
+        .tempdir_in(work_dir)
+        .map_err(|e| FilecoinError::io(work_dir, e))?;
+    seal_in(request, rng, tmp.path())
+}
+
+/// [`seal_sector`] in `dir` (created), leaving the sector there for proofs of spacetime:
+/// the sealed replica (`dir/sealed`) and its cache (`dir/cache`: trees and `p_aux`); the
+/// piece and the staged copy are removed. `dir` must not hold a sector already.
+pub fn seal_sector_keep(
+    request: &SealRequest,
+    rng: &mut impl RngCore,
+    dir: &Path,
+) -> Result<(SealedSector, crate::post::Replica), FilecoinError> {
+    std::fs::create_dir_all(dir).map_err(|e| FilecoinError::io(dir, e))?;
+    let sealed = seal_in(request, rng, dir)?;
+    for scratch in ["piece", "staged"] {
+        let path = dir.join(scratch);
+        std::fs::remove_file(&path).map_err(|e| FilecoinError::io(&path, e))?;
+    }
+    let replica = crate::post::Replica {
+        sector_id: request.sector_id,
+        comm_r: sealed.info.comm_r,
+        sealed: dir.join("sealed"),
+        cache_dir: dir.join("cache"),
+    };
+    Ok((sealed, replica))
+}
+
+fn seal_in(request: &SealRequest, rng: &mut impl RngCore, dir: &Path) -> Result<SealedSector, FilecoinError> {
     let config = request.registered_proof.porep_config()?;
     let size = request.registered_proof.sector_size()?;
     if request.seed == [0; 32] {
@@ -81,13 +113,8 @@ pub fn seal_sector(
              disk per layer and hours of PC1); prove {size} C1 outputs from a sealing pipeline instead"
         )));
     }
-    std::fs::create_dir_all(work_dir).map_err(|e| FilecoinError::io(work_dir, e))?;
-    let tmp = tempfile::Builder::new()
-        .prefix("arenaprove-seal-")
-        .tempdir_in(work_dir)
-        .map_err(|e| FilecoinError::io(work_dir, e))?;
     let _span = tracing::info_span!("seal", sector_size = %size, sector_id = request.sector_id).entered();
-    let (shaped, comm_r, comm_d, timings) = seal_base(&config, request, rng, tmp.path())?;
+    let (shaped, comm_r, comm_d, timings) = seal_base(&config, request, rng, dir)?;
     let info = SectorInfo {
         registered_proof: request.registered_proof,
         sector_size: size.bytes(),

@@ -10,12 +10,14 @@
 //! StackedDrg circuit at build time, which is the price of proving every size Curio sends.
 use filecoin_hashers::poseidon::PoseidonHasher;
 use filecoin_proofs::constants::{DefaultPieceHasher, SectorShapeBase, SectorShapeSub8, SectorShapeTop2};
-use filecoin_proofs::types::{SealCommitPhase1Output, VanillaSealProof};
+use filecoin_proofs::types::{FallbackPoStSectorProof, SealCommitPhase1Output, VanillaSealProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::StackedCircuit;
+use storage_proofs_post::fallback::FallbackPoStCircuit;
 
 use crate::api::ShapedC1;
 use crate::circuit::{Challenges, SealCircuit};
+use crate::post::{FallbackCircuit, PostVanilla};
 
 /// Which of filecoin-proofs' tree shapes a sector size uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -67,6 +69,8 @@ pub trait SealTree: 'static + Sized + MerkleTreeTrait<Hasher = PoseidonHasher> {
     fn c1(c1: SealCommitPhase1Output<Self>) -> ShapedC1;
     fn circuit(circuit: StackedCircuit<Self, DefaultPieceHasher>) -> SealCircuit;
     fn challenges(proofs: Vec<VanillaSealProof<Self>>) -> Challenges;
+    fn post_circuit(circuit: FallbackPoStCircuit<Self>) -> FallbackCircuit;
+    fn post_vanilla(proofs: Vec<FallbackPoStSectorProof<Self>>) -> PostVanilla;
 }
 
 macro_rules! seal_tree {
@@ -81,6 +85,12 @@ macro_rules! seal_tree {
             }
             fn challenges(proofs: Vec<VanillaSealProof<Self>>) -> Challenges {
                 Challenges::$Variant(proofs)
+            }
+            fn post_circuit(circuit: FallbackPoStCircuit<Self>) -> FallbackCircuit {
+                FallbackCircuit::$Variant(circuit)
+            }
+            fn post_vanilla(proofs: Vec<FallbackPoStSectorProof<Self>>) -> PostVanilla {
+                PostVanilla::$Variant(proofs)
             }
         }
     };
