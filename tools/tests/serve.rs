@@ -166,13 +166,23 @@ async fn bad_inputs(c: &mut ProvingEngineClient<Channel>, sector: &SealedSector)
         Code::InvalidArgument,
         "vanilla proofs do not verify",
     );
-    for kind in [ProofKind::SnapDealsUpdate, ProofKind::WindowPostPartition, ProofKind::WinningPost] {
-        refused(
-            submit(c, with(&|r| r.proof_kind = kind as i32)).await,
-            Code::Unimplemented,
-            kind.as_str_name(),
-        );
-    }
+    refused(
+        submit(c, with(&|r| r.proof_kind = ProofKind::SnapDealsUpdate as i32)).await,
+        Code::Unimplemented,
+        "SNAP_DEALS_UPDATE",
+    );
+    // A PoRep payload sent as a PoSt: seal proof 5 is PoSt proof 5 (WindowPoSt 2 KiB V1),
+    // not a WinningPoSt; and this daemon loaded no WindowPoSt circuit.
+    refused(
+        submit(c, with(&|r| r.proof_kind = ProofKind::WinningPost as i32)).await,
+        Code::InvalidArgument,
+        "is StackedDrgWindow2KiBV1",
+    );
+    refused(
+        submit(c, with(&|r| r.proof_kind = ProofKind::WindowPostPartition as i32)).await,
+        Code::FailedPrecondition,
+        "proof-of-spacetime-fallback",
+    );
     refused(submit(c, with(&|r| r.proof_kind = 0)).await, Code::InvalidArgument, "PROOF_KIND_UNSPECIFIED");
     refused(c.prove(ProveRequest { submit: None }).await, Code::InvalidArgument, "submit is missing");
     refused(
@@ -185,8 +195,8 @@ async fn bad_inputs(c: &mut ProvingEngineClient<Channel>, sector: &SealedSector)
     let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
     assert!(status.queues.iter().all(|q| q.pending == 0 && q.in_progress == 0), "nothing queued: {status:?}");
     let metrics = c.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
-    has_line(&metrics, "arenaprove_requests_refused_total{code=\"INVALID_ARGUMENT\"} 13");
-    has_line(&metrics, "arenaprove_requests_refused_total{code=\"UNIMPLEMENTED\"} 3");
+    has_line(&metrics, "arenaprove_requests_refused_total{code=\"INVALID_ARGUMENT\"} 14");
+    has_line(&metrics, "arenaprove_requests_refused_total{code=\"UNIMPLEMENTED\"} 1");
 }
 
 /// PreloadSRS and EvictSRS: the engine is rebuilt without, then with, the 2 KiB circuit.

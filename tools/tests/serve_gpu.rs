@@ -63,7 +63,7 @@ async fn the_daemon_proves_real_sectors_on_gpu_0() {
         assert_eq!(sector.info.registered_proof, proof, "{name}: the sealed sector's size");
         let seal_s = t.elapsed().as_secs_f64();
 
-        let id = arenaprove_tools::serve::circuits::CircuitId(size).name();
+        let id = arenaprove_tools::serve::circuits::CircuitId::porep(size).name();
         let toml = format!(
             "[daemon]\nlisten = [\"127.0.0.1:0\"]\n[srs]\nparam_cache = \"{PARAM_CACHE}\"\npreload = [\"{id}\"]\n\
              [gpus]\ndevices = [0]\n[engine]\nslots = 2\n"

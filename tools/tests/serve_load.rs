@@ -94,7 +94,7 @@ async fn bad_request(
             ("cancel finished job", c.cancel_proof(CancelProofRequest { job_id }).await.map(|_| ()))
         }
         _ => {
-            r.proof_kind = ProofKind::WindowPostPartition as i32;
+            r.proof_kind = ProofKind::SnapDealsUpdate as i32;
             ("unimplemented kind", submit(c, r).await)
         }
     };

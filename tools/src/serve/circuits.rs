@@ -1,22 +1,56 @@
-//! Circuit ids, as cuzk names its parameter sets (`porep-32g`): the unit of PreloadSRS,
-//! EvictSRS and `srs.preload`, and the engine's circuit kind.
+//! Circuit ids, as cuzk names its parameter sets (`porep-32g`, `winning-32g`, `wpost-32g`):
+//! the unit of PreloadSRS, EvictSRS and `srs.preload`, and the engine's circuit kind.
+use arenaprove::filecoin::post::{PostKind, RegisteredPoStProof};
 use arenaprove::filecoin::{RegisteredSealProof, SectorSize};
 
-/// A PoRep C2 circuit of one sector size.
+/// Which proof a circuit serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CircuitId(pub SectorSize);
+pub enum Family {
+    /// PoRep commit phase 2 (`POREP_SEAL_COMMIT`).
+    Porep,
+    /// WinningPoSt (`WINNING_POST`).
+    Winning,
+    /// One WindowPoSt partition (`WINDOW_POST_PARTITION`).
+    Window,
+}
 
-/// Every id this build proves, smallest first.
-pub const ALL: [CircuitId; 5] = [
-    CircuitId(SectorSize::Kib2),
-    CircuitId(SectorSize::Mib8),
-    CircuitId(SectorSize::Mib512),
-    CircuitId(SectorSize::Gib32),
-    CircuitId(SectorSize::Gib64),
-];
+impl Family {
+    fn prefix(self) -> &'static str {
+        match self {
+            Family::Porep => "porep",
+            Family::Winning => "winning",
+            Family::Window => "wpost",
+        }
+    }
+}
+
+/// A circuit of one family and sector size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CircuitId {
+    pub family: Family,
+    pub size: SectorSize,
+}
+
+/// Every id this build proves: PoRep, WinningPoSt, WindowPoSt, each smallest first.
+pub const ALL: [CircuitId; 15] = {
+    const S: [SectorSize; 5] =
+        [SectorSize::Kib2, SectorSize::Mib8, SectorSize::Mib512, SectorSize::Gib32, SectorSize::Gib64];
+    let mut all = [CircuitId { family: Family::Porep, size: SectorSize::Kib2 }; 15];
+    let mut i = 0;
+    while i < 15 {
+        let family = match i / 5 {
+            0 => Family::Porep,
+            1 => Family::Winning,
+            _ => Family::Window,
+        };
+        all[i] = CircuitId { family, size: S[i % 5] };
+        i += 1;
+    }
+    all
+};
 
 impl CircuitId {
-    /// `porep-2k`, `porep-8m`, `porep-512m`, `porep-32g`, `porep-64g`.
+    /// `porep-2k` .. `porep-64g`, `winning-2k` .., `wpost-2k` ..
     pub fn parse(s: &str) -> Result<CircuitId, String> {
         ALL.into_iter().find(|id| id.name() == s.trim()).ok_or_else(|| {
             format!(
@@ -26,29 +60,61 @@ impl CircuitId {
         })
     }
 
-    /// The circuit for a sector size.
-    pub fn for_size(size: SectorSize) -> CircuitId {
-        CircuitId(size)
+    /// The PoRep circuit for a sector size.
+    pub fn porep(size: SectorSize) -> CircuitId {
+        CircuitId { family: Family::Porep, size }
+    }
+
+    /// The circuit that proves `proof` (every API version of a kind shares it).
+    pub fn post(proof: RegisteredPoStProof) -> CircuitId {
+        let family = match proof.kind() {
+            PostKind::Winning => Family::Winning,
+            PostKind::Window => Family::Window,
+        };
+        CircuitId { family, size: proof.sector_size() }
     }
 
     pub fn sector_size(self) -> SectorSize {
-        self.0
+        self.size
     }
 
-    /// The registered proof whose parameter file serves this circuit (every API version
-    /// and feature of one size shares the circuit and its file).
-    pub fn registered_proof(self) -> RegisteredSealProof {
-        self.sector_size().default_registered_proof()
+    /// The registered seal proof whose parameter file serves a PoRep circuit (every API
+    /// version and feature of one size shares the circuit and its file); `None` for PoSt.
+    pub fn registered_proof(self) -> Option<RegisteredSealProof> {
+        (self.family == Family::Porep).then(|| self.size.default_registered_proof())
+    }
+
+    /// The registered PoSt proof whose parameter file serves a PoSt circuit; `None` for PoRep.
+    pub fn post_proof(self) -> Option<RegisteredPoStProof> {
+        match self.family {
+            Family::Porep => None,
+            Family::Winning => Some(RegisteredPoStProof::current(PostKind::Winning, self.size)),
+            Family::Window => Some(RegisteredPoStProof::current(PostKind::Window, self.size)),
+        }
     }
 
     pub fn name(self) -> &'static str {
-        match self.0 {
-            SectorSize::Kib2 => "porep-2k",
-            SectorSize::Mib8 => "porep-8m",
-            SectorSize::Mib512 => "porep-512m",
-            SectorSize::Gib32 => "porep-32g",
-            SectorSize::Gib64 => "porep-64g",
-        }
+        // One static name per id (15), as metrics labels want.
+        const NAMES: [&str; 15] = [
+            "porep-2k",
+            "porep-8m",
+            "porep-512m",
+            "porep-32g",
+            "porep-64g",
+            "winning-2k",
+            "winning-8m",
+            "winning-512m",
+            "winning-32g",
+            "winning-64g",
+            "wpost-2k",
+            "wpost-8m",
+            "wpost-512m",
+            "wpost-32g",
+            "wpost-64g",
+        ];
+        let i = ALL.iter().position(|id| *id == self).unwrap_or(0);
+        debug_assert!(NAMES[i].starts_with(self.family.prefix()));
+        NAMES[i]
     }
 }
 

@@ -9,7 +9,8 @@
 //! * A job is queued by [`Daemon::submit`] after its request was checked and parsed.
 //! * Limits: `pending_max` jobs queued or running (RESOURCE_EXHAUSTED beyond),
 //!   `finished_keep` finished jobs remembered for AwaitProof and idempotent resubmission.
-//! * Every job proves through the one C2 driver (`C2Engine`), with precompiled synthesis
+//! * Every job (PoRep C2, WinningPoSt, a WindowPoSt partition) proves through the one
+//!   driver (`C2Engine`), with precompiled synthesis
 //!   unless `engine.synthesis = "generic"`; every proof handed back was verified by it.
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -81,9 +82,10 @@ impl Daemon {
 
     /// Checks, parses and queues a request; the job and its queue position.
     pub async fn submit(&self, req: SubmitProofRequest) -> Result<(String, u32), Status> {
-        request::check_kind(&req)?;
+        let kind = request::check_kind(&req)?;
         let priority = request::priority(&req)?;
-        let (proof, circuit) = request::check_proof(&req)?;
+        let checked = request::check(&req, kind)?;
+        let circuit = checked.circuit();
         let req = Arc::new(req);
         let for_hash = req.clone();
         let fp = tokio::task::spawn_blocking(move || request::fingerprint(&for_hash))
@@ -98,10 +100,16 @@ impl Daemon {
             self.admit(&g, circuit)?;
         }
         let for_parse = req.clone();
-        let parsed = tokio::task::spawn_blocking(move || request::parse_porep(&for_parse, proof, circuit))
-            .await
-            .map_err(|e| Status::internal(format!("parsing the request: {e}")))??;
-        debug_assert_eq!(parsed.priority, priority);
+        let parsed = tokio::task::spawn_blocking(move || match checked {
+            request::Checked::Porep(proof, circuit) => {
+                request::parse_porep(&for_parse, proof, circuit).map(request::JobRequest::Porep)
+            }
+            request::Checked::Post(proof, _) => {
+                request::parse_post(&for_parse, proof).map(request::JobRequest::Post)
+            }
+        })
+        .await
+        .map_err(|e| Status::internal(format!("parsing the request: {e}")))??;
 
         let mut g = self.inner.lock();
         if let Some(found) = existing(&g, &req.request_id, fp)? {
@@ -109,7 +117,7 @@ impl Daemon {
         }
         self.admit(&g, circuit)?;
         let n = self.inner.next_job.fetch_add(1, Ordering::SeqCst);
-        let partitions = parsed.c1.partitions();
+        let partitions = parsed.partitions();
         let entry = Arc::new(JobEntry::new(
             format!("job-{n}"),
             req.request_id.clone(),
@@ -118,7 +126,11 @@ impl Daemon {
             priority,
             partitions,
         ));
-        tracing::info!(job = %entry.id, request = %entry.request_id, circuit = %circuit, sector = parsed.sector_number, ?priority, "queued");
+        let sector = match &parsed {
+            request::JobRequest::Porep(p) => p.sector_number,
+            request::JobRequest::Post(_) => req.sector_number,
+        };
+        tracing::info!(job = %entry.id, request = %entry.request_id, circuit = %circuit, sector, ?priority, "queued");
         g.jobs.insert(entry.clone());
         let position = g.queue.push(Queued { seq: n, entry: entry.clone(), request: parsed });
         drop(g);

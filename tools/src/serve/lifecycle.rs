@@ -9,12 +9,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use arenaprove::engine::pipeline::CircuitSpec;
 use arenaprove::engine::pipeline::{EngineConfig, ShutdownMode, ShutdownReport, SLOTS_MAX};
 use arenaprove::engine::{BackendFactory, CpuBackend};
 use arenaprove::filecoin::params::ParamFiles;
+use arenaprove::filecoin::post::PostCircuit;
 use arenaprove::filecoin::{C2Circuit, C2Engine, FilecoinError, LoadOptions};
 
-use super::circuits::{self, CircuitId};
+use super::circuits::{self, CircuitId, Family};
 use super::config::{GpuFallback, ServeConfig};
 use crate::backend::{open_gpu, GpuInfo, GpuOpenError};
 
@@ -44,9 +46,44 @@ pub enum StartError {
 
 /// One circuit's parameters, loaded.
 pub struct Loaded {
-    pub circuit: C2Circuit,
+    pub circuit: LoadedCircuit,
     /// The parameter file's size (what EvictSRS frees).
     pub size_bytes: u64,
+}
+
+/// A loaded PoRep or PoSt circuit (cheap to clone: shared parameters).
+#[derive(Clone)]
+pub enum LoadedCircuit {
+    Porep(C2Circuit),
+    Post(PostCircuit),
+}
+
+impl LoadedCircuit {
+    /// How its partitions are synthesized, for people.
+    pub fn describe(&self) -> String {
+        match self {
+            LoadedCircuit::Porep(c) => c.synthesis().describe(),
+            LoadedCircuit::Post(c) => c.synthesis().describe(),
+        }
+    }
+}
+
+/// The circuits an engine serves, by family.
+#[derive(Clone, Default)]
+pub struct CircuitSet {
+    pub porep: Vec<C2Circuit>,
+    pub post: Vec<PostCircuit>,
+}
+
+impl CircuitSet {
+    pub fn is_empty(&self) -> bool {
+        self.porep.is_empty() && self.post.is_empty()
+    }
+
+    /// The engine's circuit kinds.
+    pub fn specs(&self) -> Vec<CircuitSpec> {
+        self.porep.iter().map(C2Circuit::spec).chain(self.post.iter().map(PostCircuit::spec)).collect()
+    }
 }
 
 /// The engine (none while no parameters are loaded) and the circuits loaded.
@@ -68,7 +105,11 @@ pub struct Running {
 
 /// The files of `id`'s parameters in the configured cache.
 pub fn param_files(config: &ServeConfig, id: CircuitId) -> Result<ParamFiles, FilecoinError> {
-    ParamFiles::in_dir(id.registered_proof(), &config.param_cache)
+    match (id.registered_proof(), id.post_proof()) {
+        (Some(seal), _) => ParamFiles::in_dir(seal, &config.param_cache),
+        (None, Some(post)) => post.param_files(&config.param_cache),
+        (None, None) => Err(FilecoinError::Internal(format!("{id}: no registered proof"))),
+    }
 }
 
 /// The circuits to load at start: the configured list, else every size with a params file.
@@ -96,9 +137,13 @@ pub fn preload_list(config: &ServeConfig) -> Result<Vec<CircuitId>, StartError> 
 pub fn load(config: &ServeConfig, id: CircuitId) -> Result<Loaded, FilecoinError> {
     let files = param_files(config, id)?;
     let options = LoadOptions { checked: config.checked, precompiled: config.precompiled };
-    let circuit = C2Circuit::load(id.registered_proof(), &files, options)?;
+    let circuit = match (id.family, id.registered_proof(), id.post_proof()) {
+        (Family::Porep, Some(seal), _) => LoadedCircuit::Porep(C2Circuit::load(seal, &files, options)?),
+        (_, _, Some(post)) => LoadedCircuit::Post(PostCircuit::load(post, &config.param_cache, options)?),
+        _ => return Err(FilecoinError::Internal(format!("{id}: no registered proof"))),
+    };
     let size_bytes = std::fs::metadata(&files.params).map(|m| m.len()).unwrap_or(0);
-    tracing::info!(circuit = %id, synthesis = %circuit.synthesis().describe(), "circuit loaded");
+    tracing::info!(circuit = %id, synthesis = %circuit.describe(), "circuit loaded");
     Ok(Loaded { circuit, size_bytes })
 }
 
@@ -128,7 +173,7 @@ pub enum BuildError {
 /// engine). No circuit: no engine.
 pub fn build(
     config: &ServeConfig,
-    circuits: Vec<C2Circuit>,
+    circuits: CircuitSet,
     backend: Backend,
 ) -> Result<Option<Running>, FilecoinError> {
     if circuits.is_empty() {
@@ -143,7 +188,8 @@ pub fn build(
         "engine sizes: {}",
         sizes.why
     );
-    let engine = C2Engine::new(engine_config(config, backend, sizes.slots, sizes.synth_workers), circuits)?;
+    let engine_config = engine_config(config, backend, sizes.slots, sizes.synth_workers);
+    let engine = C2Engine::with_posts(engine_config, circuits.porep, circuits.post)?;
     Ok(Some(Running { c2: Arc::new(engine), gpu, sizes }))
 }
 
@@ -182,11 +228,11 @@ pub struct EngineSizes {
 /// memory limit.
 pub fn engine_sizes(
     config: &ServeConfig,
-    circuits: &[C2Circuit],
+    circuits: &CircuitSet,
     backend: &Arc<dyn BackendFactory>,
 ) -> EngineSizes {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let specs: Vec<_> = circuits.iter().map(C2Circuit::spec).collect();
+    let specs = circuits.specs();
     // Only a plan over the memory limit means "fewer slots": any other refusal (a
     // configuration or parameters error) is the engine's to report with its first size.
     let fits = |slots: usize, synth: usize| {
@@ -275,8 +321,15 @@ pub fn stop(running: Running) -> Result<ShutdownReport, Running> {
 
 impl Engines {
     /// The circuits loaded, as an engine takes them (cheap: shared parameters).
-    pub fn circuits(&self) -> Vec<C2Circuit> {
-        self.loaded.values().map(|l| l.circuit.clone()).collect()
+    pub fn circuits(&self) -> CircuitSet {
+        let mut set = CircuitSet::default();
+        for l in self.loaded.values() {
+            match &l.circuit {
+                LoadedCircuit::Porep(c) => set.porep.push(c.clone()),
+                LoadedCircuit::Post(c) => set.post.push(c.clone()),
+            }
+        }
+        set
     }
 }
 

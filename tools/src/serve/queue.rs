@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::circuits::CircuitId;
 use super::jobs::JobEntry;
 use super::pb::Priority;
-use super::request::PorepRequest;
+use super::request::JobRequest;
 
 /// Priorities, highest first, as GetStatus and the metrics list them.
 pub const PRIORITIES: [Priority; 4] = [Priority::Critical, Priority::High, Priority::Normal, Priority::Low];
@@ -16,7 +16,7 @@ pub const PRIORITIES: [Priority; 4] = [Priority::Critical, Priority::High, Prior
 pub struct Queued {
     pub seq: u64,
     pub entry: Arc<JobEntry>,
-    pub request: PorepRequest,
+    pub request: JobRequest,
 }
 
 impl Queued {

@@ -6,10 +6,19 @@
 //! `Phase1Out` is the base64 (Go's encoding of `[]byte`) of filecoin-proofs-api's
 //! `SealCommitPhase1Output` JSON, and `registered_proof` is the numeric
 //! `RegisteredSealProof` (go-state-types order, which is upstream's declaration order).
+//!
+//! WinningPoSt and WindowPoSt input, as cuzk's prover reads it: `vanilla_proofs` holds one
+//! bincode `FallbackPoStSectorProof` per sector, `randomness` the 32-byte challenge seed,
+//! `miner_id` the actor whose prover id (its ID address payload) the proof binds,
+//! `partition_index` the WindowPoSt partition; `registered_proof` is the numeric
+//! `RegisteredPoStProof` (go-state-types order: Winning 0-4, Window V1 5-9, V1_1 10-14).
+//! `sector_size` may be 0 (the size then comes from `registered_proof`); when set it must
+//! agree.
 use std::hash::{Hash, Hasher};
 
 use arenaprove::filecoin::api::RegisteredSealProof;
 use arenaprove::filecoin::circuit::SectorJob;
+use arenaprove::filecoin::post::{PostJob, PostKind, PostRequest, RegisteredPoStProof};
 use arenaprove::filecoin::{C1Output, FilecoinError};
 use base64::Engine as _;
 use serde::Deserialize;
@@ -42,6 +51,38 @@ pub struct PorepRequest {
     pub priority: Priority,
 }
 
+/// A checked request of any kind, ready to queue.
+pub enum JobRequest {
+    Porep(PorepRequest),
+    Post(PostRequest),
+}
+
+impl JobRequest {
+    /// Partitions the job puts into the engine.
+    pub fn partitions(&self) -> usize {
+        match self {
+            JobRequest::Porep(r) => r.c1.partitions(),
+            JobRequest::Post(_) => 1,
+        }
+    }
+}
+
+/// What a request asks for, once its kind and registered proof are checked (before the
+/// payload is parsed).
+#[derive(Clone, Copy, Debug)]
+pub enum Checked {
+    Porep(RegisteredSealProof, CircuitId),
+    Post(RegisteredPoStProof, CircuitId),
+}
+
+impl Checked {
+    pub fn circuit(self) -> CircuitId {
+        match self {
+            Checked::Porep(_, c) | Checked::Post(_, c) => c,
+        }
+    }
+}
+
 /// What identifies a request's content for idempotency: a resubmission under the same
 /// `request_id` must carry the same proof request.
 pub fn fingerprint(req: &SubmitProofRequest) -> u64 {
@@ -52,29 +93,73 @@ pub fn fingerprint(req: &SubmitProofRequest) -> u64 {
     h.finish()
 }
 
-/// The priority a request asks for (`PRIORITY_UNSPECIFIED` is `NORMAL`).
+/// The priority a request asks for; `PRIORITY_UNSPECIFIED` is cuzk's default for the kind:
+/// `CRITICAL` for WinningPoSt (a block is at stake), `HIGH` for WindowPoSt (a deadline),
+/// `NORMAL` otherwise.
 pub fn priority(req: &SubmitProofRequest) -> Result<Priority, Status> {
     match Priority::try_from(req.priority) {
-        Ok(Priority::Unspecified) => Ok(Priority::Normal),
+        Ok(Priority::Unspecified) => Ok(match ProofKind::try_from(req.proof_kind) {
+            Ok(ProofKind::WinningPost) => Priority::Critical,
+            Ok(ProofKind::WindowPostPartition) => Priority::High,
+            _ => Priority::Normal,
+        }),
         Ok(p) => Ok(p),
         Err(_) => Err(Status::invalid_argument(format!("unknown priority {}", req.priority))),
     }
 }
 
-/// The proof kind, or the status that refuses it: only `POREP_SEAL_COMMIT` is proven.
-pub fn check_kind(req: &SubmitProofRequest) -> Result<(), Status> {
+/// The proof kind, or the status that refuses it: PoRep C2, WinningPoSt and WindowPoSt
+/// partitions are proven; SnapDeals is not yet.
+pub fn check_kind(req: &SubmitProofRequest) -> Result<ProofKind, Status> {
     match ProofKind::try_from(req.proof_kind) {
-        Ok(ProofKind::PorepSealCommit) => Ok(()),
+        Ok(kind @ (ProofKind::PorepSealCommit | ProofKind::WinningPost | ProofKind::WindowPostPartition)) => {
+            Ok(kind)
+        }
         Ok(ProofKind::Unspecified) => Err(Status::invalid_argument("proof_kind is PROOF_KIND_UNSPECIFIED")),
         Ok(kind) => Err(Status::unimplemented(format!(
-            "proof kind {} is not proven by arenaprove yet (only POREP_SEAL_COMMIT)",
+            "proof kind {} is not proven by arenaprove yet (POREP_SEAL_COMMIT, WINNING_POST and \
+             WINDOW_POST_PARTITION are)",
             kind.as_str_name()
         ))),
         Err(_) => Err(Status::invalid_argument(format!("unknown proof_kind {}", req.proof_kind))),
     }
 }
 
-/// The numeric registered proof, and the circuit it needs; cheap checks first (size
+/// The kind's registered proof and the circuit it needs (cheap checks: size agreement, a
+/// proof this build proves), before the payload is parsed.
+pub fn check(req: &SubmitProofRequest, kind: ProofKind) -> Result<Checked, Status> {
+    match kind {
+        ProofKind::WinningPost | ProofKind::WindowPostPartition => {
+            let proof = RegisteredPoStProof::from_number(req.registered_proof).ok_or_else(|| {
+                Status::invalid_argument(format!(
+                    "unknown registered PoSt proof {} (registered PoSt proofs are 0..=14)",
+                    req.registered_proof
+                ))
+            })?;
+            let want = if kind == ProofKind::WinningPost { PostKind::Winning } else { PostKind::Window };
+            if proof.kind() != want {
+                return Err(Status::invalid_argument(format!(
+                    "proof_kind {} but registered_proof {} is {proof} (a {} proof)",
+                    kind.as_str_name(),
+                    req.registered_proof,
+                    proof.kind()
+                )));
+            }
+            let bytes = proof.sector_size().bytes();
+            if req.sector_size != 0 && req.sector_size != bytes {
+                return Err(Status::invalid_argument(format!(
+                    "sector size mismatch: sector_size is {} but registered_proof {} ({proof}) is for \
+                     {bytes}-byte sectors",
+                    req.sector_size, req.registered_proof
+                )));
+            }
+            Ok(Checked::Post(proof, CircuitId::post(proof)))
+        }
+        _ => check_proof(req).map(|(proof, circuit)| Checked::Porep(proof, circuit)),
+    }
+}
+
+/// The numeric registered seal proof, and the circuit it needs; cheap checks first (size
 /// agreement, a proof this build proves), before the payload is parsed.
 pub fn check_proof(req: &SubmitProofRequest) -> Result<(RegisteredSealProof, CircuitId), Status> {
     let proof = registered_proof(req.registered_proof)?;
@@ -88,7 +173,7 @@ pub fn check_proof(req: &SubmitProofRequest) -> Result<(RegisteredSealProof, Cir
     let size = proof.sector_size().map_err(|e| Status::unimplemented(format!("{proof:?}: {e}")))?;
     // Non-interactive PoRep and friends: refused by the adapter with its reason.
     proof.porep_config().map_err(|e| Status::unimplemented(format!("{proof:?}: {e}")))?;
-    Ok((proof, CircuitId::for_size(size)))
+    Ok((proof, CircuitId::porep(size)))
 }
 
 /// A numeric `RegisteredSealProof`.
@@ -174,6 +259,68 @@ pub fn parse_porep(
     Ok(PorepRequest { circuit, c1, sector_number: envelope.sector_num, priority: priority(req)? })
 }
 
+/// Cuzk's prover id for a miner: the payload of its ID address (the actor id as an
+/// unsigned LEB128 varint), left-aligned in 32 bytes; what Curio's `toProverID` gives.
+pub fn prover_id(miner_id: u64) -> [u8; 32] {
+    let mut id = [0u8; 32];
+    let (mut v, mut i) = (miner_id, 0);
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            id[i] = byte;
+            return id;
+        }
+        id[i] = byte | 0x80;
+        i += 1;
+    }
+}
+
+/// Parses and checks a PoSt payload (blocking: bincode of up to ~200 MB for a 32 GiB
+/// WindowPoSt partition, and the vanilla proofs' Merkle paths checked against the
+/// randomness and comm_r's before anything is queued).
+pub fn parse_post(req: &SubmitProofRequest, proof: RegisteredPoStProof) -> Result<PostRequest, Status> {
+    if req.vanilla_proofs.is_empty() {
+        return Err(Status::invalid_argument(format!(
+            "vanilla_proofs is empty ({} takes one bincode FallbackPoStSectorProof per sector)",
+            proof.kind()
+        )));
+    }
+    let randomness: [u8; 32] = req.randomness.as_slice().try_into().map_err(|_| {
+        Status::invalid_argument(format!("randomness must be exactly 32 bytes, got {}", req.randomness.len()))
+    })?;
+    let partition_index = match proof.kind() {
+        PostKind::Winning if req.partition_index != 0 => {
+            return Err(Status::invalid_argument(format!(
+                "WinningPoSt has one partition; partition_index is {}",
+                req.partition_index
+            )))
+        }
+        _ => req.partition_index as usize,
+    };
+    let request = PostRequest::from_bincode(
+        proof,
+        randomness,
+        prover_id(req.miner_id),
+        partition_index,
+        &req.vanilla_proofs,
+    )
+    .map_err(|e| post_status(&e))?;
+    // The vanilla proofs against the randomness, prover and comm_r's: a request for
+    // another epoch or miner fails here, not after a proof.
+    PostJob::new(&request).map_err(|e| post_status(&e))?;
+    Ok(request)
+}
+
+/// The status for a PoSt request the adapter refused.
+fn post_status(e: &FilecoinError) -> Status {
+    match e {
+        FilecoinError::MissingParams { .. } => Status::failed_precondition(e.to_string()),
+        FilecoinError::Internal(_) | FilecoinError::Engine(_) => Status::internal(e.to_string()),
+        _ => Status::invalid_argument(e.to_string()),
+    }
+}
+
 /// The status for a C1 the adapter refused.
 fn c1_status(e: &FilecoinError) -> Status {
     match e {
@@ -189,6 +336,22 @@ fn c1_status(e: &FilecoinError) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prover_ids_are_id_address_payloads_and_priorities_follow_the_kind() {
+        assert_eq!(prover_id(1000)[..3], [0xe8, 0x07, 0x00]);
+        assert_eq!(prover_id(0)[..2], [0, 0]);
+        assert_eq!(prover_id(127)[..2], [0x7f, 0]);
+        assert_eq!(prover_id(128)[..3], [0x80, 0x01, 0]);
+        assert_eq!(prover_id(u64::MAX)[9..11], [0x01, 0]);
+        let p = |kind: ProofKind| priority(&request(kind, 0, 0)).unwrap();
+        assert_eq!(p(ProofKind::WinningPost), Priority::Critical);
+        assert_eq!(p(ProofKind::WindowPostPartition), Priority::High);
+        assert_eq!(p(ProofKind::PorepSealCommit), Priority::Normal);
+        let low =
+            SubmitProofRequest { priority: Priority::Low as i32, ..request(ProofKind::WinningPost, 0, 0) };
+        assert_eq!(priority(&low).unwrap(), Priority::Low, "an explicit priority wins");
+    }
 
     #[test]
     fn numeric_registered_proofs_follow_go_state_types() {
@@ -218,9 +381,22 @@ mod tests {
 
     #[test]
     fn kinds_and_sizes_are_checked_before_the_payload() {
-        let e = check_kind(&request(ProofKind::WinningPost, 5, 2048)).unwrap_err();
+        let e = check_kind(&request(ProofKind::SnapDealsUpdate, 0, 2048)).unwrap_err();
         assert_eq!(e.code(), tonic::Code::Unimplemented);
-        assert!(e.message().contains("WINNING_POST"), "{}", e.message());
+        assert!(e.message().contains("SNAP_DEALS_UPDATE"), "{}", e.message());
+        // PoSt: go-state-types' numbers, the kind must agree, sector_size 0 is allowed.
+        let winning = request(ProofKind::WinningPost, 3, 0);
+        let c = check(&winning, check_kind(&winning).unwrap()).unwrap();
+        assert_eq!(c.circuit().name(), "winning-32g");
+        let window = request(ProofKind::WindowPostPartition, 10, 2048);
+        assert_eq!(check(&window, check_kind(&window).unwrap()).unwrap().circuit().name(), "wpost-2k");
+        let e = check(&request(ProofKind::WinningPost, 10, 0), ProofKind::WinningPost).unwrap_err();
+        assert!(e.message().contains("WindowPoSt"), "{}", e.message());
+        let e = check(&request(ProofKind::WindowPostPartition, 10, 4096), ProofKind::WindowPostPartition)
+            .unwrap_err();
+        assert!(e.message().contains("sector size mismatch"), "{}", e.message());
+        let e = check(&request(ProofKind::WinningPost, 15, 0), ProofKind::WinningPost).unwrap_err();
+        assert!(e.message().contains("0..=14"), "{}", e.message());
         assert_eq!(
             check_kind(&request(ProofKind::Unspecified, 5, 2048)).unwrap_err().code(),
             tonic::Code::InvalidArgument

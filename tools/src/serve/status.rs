@@ -102,7 +102,7 @@ impl Daemon {
         let mut text = format!("engine sizes: {}\n", running.sizes.why);
         text.push_str(&running.c2.engine().memory_plan().to_string());
         for (id, l) in &g.engines.loaded {
-            text.push_str(&format!("{id}: synthesis through {}\n", l.circuit.synthesis().describe()));
+            text.push_str(&format!("{id}: synthesis through {}\n", l.circuit.describe()));
         }
         text
     }

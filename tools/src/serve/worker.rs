@@ -4,7 +4,7 @@
 //!   [`super::queue`]), and applies PreloadSRS / EvictSRS once no job runs: the engine is
 //!   stopped (every slab back) and rebuilt over the new set of circuits (those loaded
 //!   already are shared, not read again).
-//! * Each started job has a thread that submits its sector to the [`C2Engine`] (its
+//! * Each started job has a thread that submits its sector or PoSt to the [`C2Engine`] (its
 //!   circuits are built there), waits, and publishes the outcome. A [`JobGuard`] owns the
 //!   job's bookkeeping: whatever happens on the thread, a panic included, the job gets an
 //!   outcome (a panic is [`JobError::Panicked`]), its partitions leave the running count
@@ -23,7 +23,7 @@ use super::lifecycle::{self, BuildError};
 use super::metrics::JobSeconds;
 use super::pb::await_proof_response::Status as JobStatus;
 use super::queue::Queued;
-use super::request::PorepRequest;
+use super::request::JobRequest;
 use super::state::{Control, Inner};
 
 /// Starts the dispatcher thread.
@@ -87,12 +87,16 @@ fn run_job(inner: &Inner, q: Queued, engine: Option<Arc<C2Engine>>, started: Ins
 fn prove(
     inner: &Inner,
     entry: &JobEntry,
-    request: PorepRequest,
+    request: JobRequest,
     engine: Option<Arc<C2Engine>>,
 ) -> Result<C2Output, JobError> {
     let not_loaded = || JobError::NotLoaded { circuit: entry.circuit };
     let engine = engine.ok_or_else(not_loaded)?;
-    if engine.circuit(entry.circuit.sector_size()).is_none() {
+    let served = match &request {
+        JobRequest::Porep(_) => engine.circuit(entry.circuit.sector_size()).is_some(),
+        JobRequest::Post(post) => engine.post_circuit(post.proof).is_some(),
+    };
+    if !served {
         return Err(not_loaded());
     }
     if entry.cancel_requested() {
@@ -101,9 +105,12 @@ fn prove(
     if let Some(hook) = &inner.hooks.before_circuits {
         hook(&entry.request_id);
     }
-    let pending = engine.submit(&request.c1)?;
+    let pending = match &request {
+        JobRequest::Porep(porep) => engine.submit(&porep.c1)?,
+        JobRequest::Post(post) => engine.submit_post(post)?,
+    };
     entry.at_engine(pending.canceller());
-    drop(request); // the circuits own what they need; the C1 output goes now
+    drop(request); // the circuits own what they need; the C1 output or vanilla proofs go now
     drop(engine);
     Ok(pending.wait()?)
 }

@@ -1,0 +1,173 @@
+//! `arenaprove serve` proving WinningPoSt and WindowPoSt partitions as Curio sends them
+//! (`WINNING_POST`, `WINDOW_POST_PARTITION`: one bincode `FallbackPoStSectorProof` per
+//! sector in `vanilla_proofs`, `randomness`, `miner_id`, `partition_index`), driven over
+//! gRPC by the client generated from our proto, on real 2 KiB sectors sealed by
+//! filecoin-proofs; every proof accepted by filecoin-proofs' `verify_winning_post` /
+//! `verify_window_post`; bad requests refused with typed statuses before anything is
+//! queued; the default priorities cuzk gives each kind.
+#![allow(clippy::result_large_err)]
+
+#[allow(dead_code)] // the PoRep helpers
+mod common;
+
+use std::path::Path;
+
+use arenaprove::filecoin::post::{
+    ensure_post_params, vanilla_request, verify_post, PostRequest, RegisteredPoStProof, Replica,
+};
+use arenaprove::filecoin::seal::seal_sector_keep;
+use arenaprove::filecoin::{rng_from_seed, SealRequest, SectorSize, Verdict};
+use arenaprove_tools::serve::pb::await_proof_response::Status as JobStatus;
+use arenaprove_tools::serve::pb::proving_engine_client::ProvingEngineClient;
+use arenaprove_tools::serve::pb::*;
+use arenaprove_tools::serve::{start_with, Overrides, ServeConfig, TestHooks};
+use common::PARAM_CACHE;
+use tonic::Code;
+
+const MINER: u64 = 1000;
+const WINNING: RegisteredPoStProof = RegisteredPoStProof::StackedDrgWinning2KiBV1;
+const WINDOW: RegisteredPoStProof = RegisteredPoStProof::StackedDrgWindow2KiBV1_2;
+
+/// Miner 1000's prover id (its ID address payload), as Curio derives it.
+fn prover_id() -> [u8; 32] {
+    arenaprove_tools::serve::request::prover_id(MINER)
+}
+
+fn randomness(seed: u8) -> [u8; 32] {
+    let mut r = [seed; 32];
+    r[31] &= 0x3f;
+    r
+}
+
+/// A PoSt request as Curio's cuzk client builds it.
+fn post_request(id: &str, kind: ProofKind, request: &PostRequest, sector_size: u64) -> SubmitProofRequest {
+    SubmitProofRequest {
+        request_id: id.into(),
+        proof_kind: kind as i32,
+        sector_size,
+        registered_proof: request.proof.number(),
+        vanilla_proofs: request.vanilla_bincode().unwrap(),
+        miner_id: MINER,
+        randomness: request.randomness.to_vec(),
+        partition_index: request.partition_index as u32,
+        ..Default::default()
+    }
+}
+
+fn refused<T: std::fmt::Debug>(r: Result<T, tonic::Status>, code: Code, needle: &str) {
+    let status = r.expect_err("refused");
+    assert_eq!(status.code(), code, "{needle}: {}", status.message());
+    assert!(status.message().contains(needle), "expected `{needle}` in: {}", status.message());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_proves_winning_and_window_post() {
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", PARAM_CACHE);
+    for proof in [WINNING, WINDOW] {
+        let files = proof.param_files(Path::new(PARAM_CACHE)).unwrap();
+        ensure_post_params(proof, &files, &mut rng_from_seed(0x9057)).expect("PoSt params");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = rng_from_seed(0x5e71);
+    let replicas: Vec<Replica> = (0..2)
+        .map(|i| {
+            let mut request = SealRequest::random(SectorSize::Kib2, &mut rng);
+            request.prover_id = prover_id();
+            request.sector_id = 7 + i;
+            seal_sector_keep(&request, &mut rng, &dir.path().join(format!("s{i}"))).expect("seal").1
+        })
+        .collect();
+
+    let toml = format!(
+        "[daemon]\nlisten = [\"127.0.0.1:0\"]\n[srs]\nparam_cache = \"{PARAM_CACHE}\"\n\
+         preload = [\"winning-2k\", \"wpost-2k\"]\n[engine]\nslots = 2\nsynth_workers = 1\n"
+    );
+    let config = ServeConfig::from_toml(&toml, &Overrides::default()).unwrap();
+    let running = start_with(config, TestHooks::default()).await.expect("daemon starts");
+    let mut c = ProvingEngineClient::connect(format!("http://{}", running.tcp[0])).await.unwrap();
+    let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
+    let mut loaded: Vec<_> = status.loaded_srs.iter().map(|s| s.circuit_id.as_str()).collect();
+    loaded.sort_unstable();
+    assert_eq!(loaded, ["winning-2k", "wpost-2k"]);
+
+    // --- Both kinds at once; WinningPoSt with sector_size left 0 (taken from the proof).
+    let winning = vanilla_request(WINNING, randomness(1), prover_id(), 0, &replicas[1..]).unwrap();
+    let window = vanilla_request(WINDOW, randomness(2), prover_id(), 0, &replicas).unwrap();
+    let w = c.submit_proof(post_request("winning-1", ProofKind::WinningPost, &winning, 0)).await.unwrap();
+    let d = c
+        .submit_proof(post_request("wdpost-1", ProofKind::WindowPostPartition, &window, 2048))
+        .await
+        .unwrap();
+    for (job, request, what) in [(w.into_inner(), &winning, "winning"), (d.into_inner(), &window, "window")] {
+        let r = c
+            .await_proof(AwaitProofRequest { job_id: job.job_id.clone(), timeout_ms: 0 })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.status(), JobStatus::Completed, "{what}: {}", r.error_message);
+        assert_eq!(r.proof.len(), 192, "{what}: one partition proof");
+        assert_eq!(verify_post(request, &r.proof).unwrap(), Verdict::Accepted, "{what}");
+    }
+    let metrics = c.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
+    for circuit in ["winning-2k", "wpost-2k"] {
+        assert!(
+            metrics.lines().any(|l| l.contains(&format!("circuit=\"{circuit}\"")) && l.contains("completed")),
+            "{circuit} completed in:\n{metrics}"
+        );
+    }
+
+    // --- Bad requests: typed, before anything is queued. (Not among them: another
+    // miner_id. The prover id is no input of the FallbackPoSt statement, in filecoin-proofs
+    // as here: the proof verifies for any prover, so the request is proven.)
+    let good = post_request("bad", ProofKind::WindowPostPartition, &window, 2048);
+    let with = |f: &dyn Fn(&mut SubmitProofRequest)| {
+        let mut r = good.clone();
+        f(&mut r);
+        r
+    };
+    let cases: Vec<(SubmitProofRequest, Code, &str)> = vec![
+        (with(&|r| r.randomness.truncate(31)), Code::InvalidArgument, "randomness must be exactly 32 bytes"),
+        (with(&|r| r.vanilla_proofs.clear()), Code::InvalidArgument, "vanilla_proofs is empty"),
+        (with(&|r| r.vanilla_proofs[1].truncate(100)), Code::InvalidArgument, "vanilla proof 1"),
+        (with(&|r| r.randomness[0] ^= 1), Code::InvalidArgument, "do not"),
+        (with(&|r| r.randomness = vec![0xff; 32]), Code::InvalidArgument, "not a BLS12-381 scalar"),
+        (with(&|r| r.registered_proof = 0), Code::InvalidArgument, "is StackedDrgWinning2KiBV1"),
+        (with(&|r| r.registered_proof = 99), Code::InvalidArgument, "0..=14"),
+        (with(&|r| r.sector_size = 8 << 20), Code::InvalidArgument, "sector size mismatch"),
+        (
+            with(&|r| {
+                r.proof_kind = ProofKind::WinningPost as i32;
+                r.registered_proof = 1;
+                r.sector_size = 0;
+            }),
+            Code::FailedPrecondition,
+            "8MiB WinningPoSt",
+        ),
+        (
+            with(&|r| {
+                r.proof_kind = ProofKind::WinningPost as i32;
+                r.registered_proof = 0;
+                r.partition_index = 1;
+            }),
+            Code::InvalidArgument,
+            "one partition",
+        ),
+    ];
+    for (request, code, needle) in cases {
+        refused(c.submit_proof(request).await, code, needle);
+    }
+    let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
+    assert!(status.queues.iter().all(|q| q.pending == 0 && q.in_progress == 0), "{:?}", status.queues);
+
+    // --- And the daemon proves the next one (idempotent resubmission answers the first).
+    let again = c.submit_proof(post_request("winning-1", ProofKind::WinningPost, &winning, 0)).await.unwrap();
+    let r = c
+        .await_proof(AwaitProofRequest { job_id: again.into_inner().job_id, timeout_ms: 0 })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.status(), JobStatus::Completed);
+    assert_eq!(verify_post(&winning, &r.proof).unwrap(), Verdict::Accepted);
+    let report = running.drain(std::future::pending()).await.unwrap().expect("an engine ran");
+    assert_eq!(report.slabs_outstanding, 0, "every slab back");
+}
