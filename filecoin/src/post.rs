@@ -775,7 +775,9 @@ pub struct Replica {
 /// The vanilla proofs a PoSt worker would send for `replicas` (filecoin-proofs'
 /// `generate_fallback_sector_challenges` and `generate_single_vanilla_proof`, as Curio's
 /// tasks call them), as a request: WinningPoSt takes the one challenged replica; a
-/// WindowPoSt partition takes its sectors. Sealed sizes only (up to 512 MiB here).
+/// WindowPoSt partition takes its sectors, which are put in ascending sector number, the
+/// order of a partition on chain and of filecoin-proofs' verifier (a `BTreeMap` by sector
+/// id; the prover proves them in the order given). Sealed sizes only (up to 512 MiB here).
 pub fn vanilla_request(
     proof: RegisteredPoStProof,
     randomness: [u8; 32],
@@ -784,13 +786,15 @@ pub fn vanilla_request(
     replicas: &[Replica],
 ) -> Result<PostRequest, FilecoinError> {
     let config = proof.post_config()?;
+    let mut replicas = replicas.to_vec();
+    replicas.sort_by_key(|r| r.sector_id);
     let vanilla = with_tree!(proof.sector_size().tree_shape(), Tree => {
         let ids: Vec<SectorId> = replicas.iter().map(|r| SectorId::from(r.sector_id)).collect();
         let challenges =
             filecoin_proofs::generate_fallback_sector_challenges::<Tree>(&config, &randomness, &ids, prover_id)
                 .map_err(|e| FilecoinError::proofs("generate_fallback_sector_challenges", e))?;
         let mut proofs = Vec::with_capacity(replicas.len());
-        for r in replicas {
+        for r in &replicas {
             let info = filecoin_proofs::PrivateReplicaInfo::<Tree>::new(r.sealed.clone(), r.comm_r, r.cache_dir.clone())
                 .map_err(|e| FilecoinError::proofs("opening the replica", e))?;
             let id = SectorId::from(r.sector_id);

@@ -9,7 +9,8 @@
 //!   (in this process, or `--peer-exe`: another build of it, e.g. with cuda-supraseal, as a
 //!   child process);
 //! * `witness`: one partition's serial witness against the parallel one;
-//! * `pce`: map, or record and save, the precompiled constraints of a sector size's circuit.
+//! * `pce`: map, or record and save, the precompiled constraints of a sector size's circuit;
+//! * `post-params`, `post-bench`: WinningPoSt and WindowPoSt ([`crate::filecoin_post`]).
 //!
 //! `c2`, `bench` and `soak` prove through the one C2 driver, `C2Engine` (`c2` and `bench`
 //! on one slot), on the backend `--backend` picks, and synthesize through the precompiled
@@ -63,6 +64,12 @@ enum Cmd {
     /// Map the precompiled constraints of a sector size's C2 circuit from beside its
     /// parameters, or record and save them there; print which, how long and how large.
     Pce(PceArgs),
+    /// Generate development parameters for a PoSt circuit (WinningPoSt, WindowPoSt) into
+    /// the cache when absent.
+    PostParams(crate::filecoin_post::PostParamsArgs),
+    /// WinningPoSt or a WindowPoSt partition on freshly sealed sectors: ours against
+    /// filecoin-proofs' generate_*_with_vanilla, same vanilla proofs, both verified.
+    PostBench(crate::filecoin_post::PostBenchArgs),
     /// Witness generation of one partition: the serial witness (baseline) against the
     /// parallel one (challenges in parallel), alternating, on a freshly sealed sector (or a
     /// random C1 of the real shape); byte identity checked every run; the ratio printed.
@@ -234,6 +241,8 @@ pub fn run(args: Args) -> Result<()> {
         Cmd::Soak(a) => soak(a, &cache, limit),
         Cmd::Pce(a) => pce(a, &cache),
         Cmd::Witness(a) => witness(a, &cache),
+        Cmd::PostParams(a) => crate::filecoin_post::post_params(a, &cache),
+        Cmd::PostBench(a) => crate::filecoin_post::post_bench(a, &cache, limit),
     }
 }
 

@@ -12,6 +12,8 @@ use clap::{Parser, Subcommand};
 
 #[cfg(feature = "filecoin")]
 mod filecoin;
+#[cfg(feature = "filecoin")]
+mod filecoin_post;
 mod params;
 mod plan;
 mod probe_stalls;

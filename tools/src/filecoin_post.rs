@@ -1,0 +1,222 @@
+//! `arenaprove filecoin post-params` and `post-bench`: proofs of spacetime on real sectors.
+//!
+//! * `post-params --proof NAME`: generate insecure development parameters for a PoSt
+//!   circuit into the cache when absent (what the daemon's `winning-*` / `wpost-*`
+//!   circuits load);
+//! * `post-bench --kind winning|window --sector-size S`: seal the sectors a WinningPoSt
+//!   (one) or a WindowPoSt partition (the proof's sector count, 2 up to 512 MiB) needs,
+//!   keep their replicas, draw the vanilla proofs with filecoin-proofs' PoSt worker
+//!   functions (as Curio's tasks do), then prove them with ours and with filecoin-proofs'
+//!   `generate_winning_post_with_vanilla` / `generate_single_window_post_with_vanilla`
+//!   (the baseline, in this process), alternating, each proof checked by its verifier.
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use arenaprove::engine::pipeline::{AllocMode, ShutdownMode};
+use arenaprove::filecoin::post::{self, PostCircuit, PostKind, RegisteredPoStProof};
+use arenaprove::filecoin::{self as fc, SectorSize};
+use clap::Args as ClapArgs;
+
+use crate::common::{self, BackendChoice, MemoryLimit};
+
+#[derive(ClapArgs)]
+pub struct PostParamsArgs {
+    /// Registered PoSt proof (filecoin-proofs-api name, e.g. StackedDrgWinning2KiBV1, or
+    /// go-state-types number 0..=14).
+    #[arg(long)]
+    proof: String,
+    /// Seed of the toxic waste (development parameters are insecure by construction).
+    #[arg(long, default_value_t = 1)]
+    rng_seed: u64,
+}
+
+#[derive(ClapArgs)]
+pub struct PostBenchArgs {
+    /// winning or window.
+    #[arg(long, default_value = "window")]
+    kind: String,
+    /// Sector size: 2KiB, 8MiB or 512MiB (sealed here).
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    /// Runs of each side (median reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Seed for the sectors sealed and the randomness.
+    #[arg(long, default_value_t = 1)]
+    rng_seed: u64,
+    /// Prover backend: cpu, or gpu.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendChoice,
+    /// Synthesize through the bellpepper trait instead of the precompiled constraints.
+    #[arg(long)]
+    no_precompiled: bool,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A directory under the system's temporary one, removed with everything in it on drop.
+struct WorkDir(std::path::PathBuf);
+
+impl WorkDir {
+    fn new() -> Result<Self> {
+        let dir = std::env::temp_dir().join(format!("arenaprove-post-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(WorkDir(dir))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn ensure(proof: RegisteredPoStProof, cache: &Path, seed: u64) -> Result<()> {
+    let files = proof.param_files(cache)?;
+    if files.params.is_file() {
+        eprintln!("params: {} (present)", files.params.display());
+        return Ok(());
+    }
+    eprintln!(
+        "params: generating INSECURE development parameters for {} (random toxic waste) into {}",
+        files.circuit,
+        files.cache_dir.display()
+    );
+    let mut rng = fc::rng_from_seed(seed ^ 0x706f_7374);
+    if let fc::params::ParamsStatus::Generated { params_bytes, seconds } =
+        post::ensure_post_params(proof, &files, &mut rng)?
+    {
+        eprintln!("params: wrote {} ({params_bytes} bytes) in {seconds:.1} s", files.params.display());
+    }
+    Ok(())
+}
+
+pub fn post_params(a: PostParamsArgs, cache: &Path) -> Result<()> {
+    let proof: RegisteredPoStProof = a.proof.parse()?;
+    ensure(proof, cache, a.rng_seed)?;
+    println!("{}", proof.param_files(cache)?.params.display());
+    Ok(())
+}
+
+pub fn post_bench(a: PostBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
+    if a.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let kind = match a.kind.as_str() {
+        "winning" => PostKind::Winning,
+        "window" => PostKind::Window,
+        other => bail!("--kind: `{other}` (winning or window)"),
+    };
+    let size: SectorSize = a.sector_size.parse()?;
+    let proof = RegisteredPoStProof::current(kind, size);
+    let config = proof.post_config()?;
+    let sectors = match kind {
+        PostKind::Winning => 1,
+        PostKind::Window => config.sector_count,
+    };
+    if sectors > 16 {
+        bail!("a {proof} partition takes {sectors} sectors; post-bench seals test sectors up to 512 MiB");
+    }
+    ensure(proof, cache, a.rng_seed)?;
+
+    // The sectors, sealed and kept, and the vanilla proofs a PoSt worker would send.
+    let work = WorkDir::new()?;
+    let mut rng = fc::rng_from_seed(a.rng_seed);
+    let prover_id = fc::SealRequest::random(size, &mut rng).prover_id;
+    let started = Instant::now();
+    let mut replicas = Vec::new();
+    for i in 0..sectors {
+        let mut request = fc::SealRequest::random(size, &mut rng);
+        request.prover_id = prover_id;
+        let (_, replica) =
+            fc::seal::seal_sector_keep(&request, &mut rng, &work.path().join(format!("s{i}")))?;
+        replicas.push(replica);
+    }
+    eprintln!("sealed {sectors} {size} sector(s) in {:.1} s", started.elapsed().as_secs_f64());
+    let mut randomness = [0u8; 32];
+    arenaprove::engine::deps::rand_core::RngCore::fill_bytes(&mut rng, &mut randomness);
+    randomness[31] &= 0x3f;
+    let request = post::vanilla_request(proof, randomness, prover_id, 0, &replicas)?;
+
+    // Ours: one slot, the PoSt circuit only.
+    let limit = limit.resolve()?;
+    let backend = common::backend_factory(a.backend);
+    let engine_config = common::engine_config(1, AllocMode::Slab, &limit, backend);
+    let started = Instant::now();
+    let options = fc::LoadOptions { checked: false, precompiled: !a.no_precompiled };
+    let circuit = PostCircuit::load(proof, cache, options)?;
+    let synthesis = circuit.synthesis().describe();
+    let engine = fc::C2Engine::with_posts(engine_config, vec![], vec![circuit])?;
+    let load_s = started.elapsed().as_secs_f64();
+    eprintln!("params load {load_s:.2} s; synthesis: {synthesis}");
+
+    let accepted = |bytes: &[u8], who: &str, run: usize| -> Result<()> {
+        match post::verify_post(&request, bytes)? {
+            fc::Verdict::Accepted => Ok(()),
+            v => bail!("run {run}: {who} proof not accepted by filecoin-proofs' verifier: {v:?}"),
+        }
+    };
+    // One untimed run per side: filecoin-proofs maps and caches its parameters on first use.
+    accepted(engine.submit_post(&request)?.wait()?.proof(), "our", 0)?;
+    accepted(&post::reference_post(&request)?, "filecoin-proofs'", 0)?;
+    let (mut ours, mut theirs, mut stages) = (Vec::new(), Vec::new(), Vec::new());
+    for run in 0..a.runs {
+        let started = Instant::now();
+        let out = engine.submit_post(&request)?.wait()?;
+        ours.push(started.elapsed().as_secs_f64());
+        accepted(out.proof(), "our", run)?;
+        eprintln!("ours   run {run}: {:.3} s ({})", ours[run], out.stages());
+        stages.push(out.stages().clone());
+        let started = Instant::now();
+        let bytes = post::reference_post(&request)?;
+        theirs.push(started.elapsed().as_secs_f64());
+        accepted(&bytes, "filecoin-proofs'", run)?;
+        eprintln!("theirs run {run}: {:.3} s", theirs[run]);
+    }
+    let report = engine.shutdown(ShutdownMode::Drain);
+    if report.slabs_outstanding != 0 {
+        bail!("{} slabs still leased at shutdown", report.slabs_outstanding);
+    }
+    let (ours_s, theirs_s) =
+        (arenaprove::benchkit::upper_median(&ours), arenaprove::benchkit::upper_median(&theirs));
+    let speedup = theirs_s / ours_s;
+    let mid = &stages[stages.len() / 2];
+    let baseline = match kind {
+        PostKind::Winning => "generate_winning_post_with_vanilla",
+        PostKind::Window => "generate_single_window_post_with_vanilla",
+    };
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "proof": proof.to_string(),
+                "sector_size": size.name(),
+                "sectors": sectors,
+                "backend": format!("{:?}", a.backend).to_lowercase(),
+                "runs": a.runs,
+                "ours_s_median": ours_s,
+                "ours_params_load_s": load_s,
+                "baseline": format!("{baseline} of this build, in process"),
+                "baseline_s_median": theirs_s,
+                "speedup": speedup,
+                "stages": mid.to_json(),
+            })
+        );
+    } else {
+        println!(
+            "filecoin {} {size} ({sectors} sector(s)): ours {ours_s:.3} s, {baseline} {theirs_s:.3} s, speedup \
+             {speedup:.2}x (median of {} runs; both verified; params load {load_s:.2} s not included; baseline \
+             in process)",
+            kind,
+            a.runs
+        );
+        println!("ours stages: {mid}");
+    }
+    Ok(())
+}
