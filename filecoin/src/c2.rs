@@ -37,6 +37,7 @@ use crate::error::FilecoinError;
 use crate::params::ParamFiles;
 use crate::pce::Synthesis;
 use crate::post::{PostCircuit, PostJob, PostRequest, RegisteredPoStProof};
+use crate::snap::{RegisteredUpdateProof, SnapCircuit, SnapJob, SnapRequest};
 
 use crate::circuit::{blank_shape, SectorJob};
 
@@ -91,27 +92,19 @@ impl C2Circuit {
         files: &ParamFiles,
         options: LoadOptions,
     ) -> Result<Self, FilecoinError> {
-        files.require_params()?;
         let sector_size = registered_proof.sector_size()?;
-        let mismatch = |source| FilecoinError::ParamsMismatch {
-            sector_size: sector_size.name().to_string(),
-            path: files.params.clone(),
-            source: Box::new(source),
-        };
+        files.require_params()?;
         let shape = blank_shape(registered_proof)?;
-        let params = Parameters::read_file(&files.params, options.checked, &ParamsMemory::default())
-            .map_err(|e| match e {
-                e @ Groth16Error::Io { .. } => FilecoinError::groth16("reading parameters", e),
-                e => mismatch(e),
-            })?;
-        params.check_fits(&shape).map_err(mismatch)?;
-        let synthesis = Synthesis::for_proof(registered_proof, files, &shape, options.precompiled)?;
+        let identity = crate::pce::pce_identity(files);
+        let (params, synthesis) = load_parts(files, &shape, options, &identity, || {
+            crate::circuit::blank_circuit(registered_proof)
+        })?;
         Ok(C2Circuit {
             kind: format!("stacked-drg-{}", sector_size.name()),
             sector_size,
             files: files.clone(),
             shape,
-            params: Arc::new(params),
+            params,
             synthesis,
         })
     }
@@ -143,12 +136,55 @@ impl C2Circuit {
     /// recording when partitions are precompiled: a GPU engine keeps it on the device and
     /// computes a, b, c there).
     pub fn spec(&self) -> CircuitSpec {
-        let matrices = match &self.synthesis {
-            Synthesis::Precompiled(pc) => Some(pc.clone()),
-            Synthesis::Generic => None,
-        };
-        CircuitSpec { kind: self.kind.clone(), shape: self.shape, params: self.params.clone(), matrices }
+        spec_of(&self.kind, self.shape, &self.params, &self.synthesis)
     }
+}
+
+/// What loading any circuit kind (PoRep, PoSt, SnapDeals) comes to: `files.params` read
+/// and checked against the circuit's `shape` (a file made for another circuit is refused,
+/// naming the section), and its synthesis: the recording named `identity` mapped from
+/// beside the parameters, or recorded from `blank`, unless `options` say generic.
+pub(crate) fn load_parts<C: bellpepper_core::Circuit<Scalar>>(
+    files: &ParamFiles,
+    shape: &Shape,
+    options: LoadOptions,
+    identity: &str,
+    blank: impl FnOnce() -> Result<C, FilecoinError>,
+) -> Result<(Arc<Parameters>, Synthesis), FilecoinError> {
+    files.require_params()?;
+    let mismatch = |source| FilecoinError::ParamsMismatch {
+        sector_size: files.circuit.clone(),
+        path: files.params.clone(),
+        source: Box::new(source),
+    };
+    let params = Parameters::read_file(&files.params, options.checked, &ParamsMemory::default()).map_err(
+        |e| match e {
+            e @ Groth16Error::Io { .. } => FilecoinError::groth16("reading parameters", e),
+            e => mismatch(e),
+        },
+    )?;
+    params.check_fits(shape).map_err(mismatch)?;
+    let synthesis = if options.precompiled {
+        Synthesis::Precompiled(crate::pce::load_or_record_of(files, identity, shape, blank)?.matrices)
+    } else {
+        Synthesis::Generic
+    };
+    Ok((Arc::new(params), synthesis))
+}
+
+/// The engine's circuit kind for a loaded circuit (with its recording when precompiled: a
+/// GPU engine keeps it on the device and computes a, b, c there).
+pub(crate) fn spec_of(
+    kind: &str,
+    shape: Shape,
+    params: &Arc<Parameters>,
+    synthesis: &Synthesis,
+) -> CircuitSpec {
+    let matrices = match synthesis {
+        Synthesis::Precompiled(pc) => Some(pc.clone()),
+        Synthesis::Generic => None,
+    };
+    CircuitSpec { kind: kind.to_string(), shape, params: params.clone(), matrices }
 }
 
 /// C2 on the long-lived engine: one job per sector, parameters loaded once, slots reserved
@@ -158,11 +194,40 @@ pub struct C2Engine {
     engine: Engine,
     circuits: Vec<C2Circuit>,
     posts: Vec<PostCircuit>,
+    snaps: Vec<SnapCircuit>,
+}
+
+/// Every circuit an engine serves, by family (cheap to clone: shared parameters).
+#[derive(Clone, Debug, Default)]
+pub struct Circuits {
+    /// PoRep C2, at most one per sector size.
+    pub porep: Vec<C2Circuit>,
+    /// WinningPoSt and WindowPoSt, at most one per kind and size.
+    pub post: Vec<PostCircuit>,
+    /// SnapDeals, at most one per size.
+    pub snap: Vec<SnapCircuit>,
+}
+
+impl Circuits {
+    pub fn is_empty(&self) -> bool {
+        self.porep.is_empty() && self.post.is_empty() && self.snap.is_empty()
+    }
+
+    /// The engine's circuit kinds.
+    pub fn specs(&self) -> Vec<CircuitSpec> {
+        let porep = self.porep.iter().map(C2Circuit::spec);
+        let post = self.post.iter().map(PostCircuit::spec);
+        porep.chain(post).chain(self.snap.iter().map(SnapCircuit::spec)).collect()
+    }
 }
 
 impl fmt::Debug for C2Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("C2Engine").field("circuits", &self.circuits).field("posts", &self.posts).finish()
+        f.debug_struct("C2Engine")
+            .field("circuits", &self.circuits)
+            .field("posts", &self.posts)
+            .field("snaps", &self.snaps)
+            .finish()
     }
 }
 
@@ -181,6 +246,13 @@ impl C2Engine {
         circuits: Vec<C2Circuit>,
         posts: Vec<PostCircuit>,
     ) -> Result<Self, FilecoinError> {
+        C2Engine::with_circuits(config, Circuits { porep: circuits, post: posts, snap: Vec::new() })
+    }
+
+    /// Starts an engine serving every circuit of `all` (PoRep, PoSt, SnapDeals): one set of
+    /// slots, one memory plan.
+    pub fn with_circuits(config: EngineConfig, all: Circuits) -> Result<Self, FilecoinError> {
+        let Circuits { porep: circuits, post: posts, snap: snaps } = all;
         if !config.verify {
             return Err(FilecoinError::BadArgument(
                 "C2Engine hands back verified proofs only: EngineConfig::verify must be on".into(),
@@ -194,14 +266,17 @@ impl C2Engine {
                 )));
             }
         }
-        for (i, c) in posts.iter().enumerate() {
-            if posts[..i].iter().any(|o| o.kind() == c.kind()) {
-                return Err(FilecoinError::BadArgument(format!("two {} circuits", c.kind())));
+        let kinds: Vec<&str> =
+            posts.iter().map(PostCircuit::kind).chain(snaps.iter().map(SnapCircuit::kind)).collect();
+        for (i, k) in kinds.iter().enumerate() {
+            if kinds[..i].contains(k) {
+                return Err(FilecoinError::BadArgument(format!("two {k} circuits")));
             }
         }
-        let specs = circuits.iter().map(C2Circuit::spec).chain(posts.iter().map(PostCircuit::spec)).collect();
-        let engine = Engine::new(config, specs)?;
-        Ok(C2Engine { engine, circuits, posts })
+        let all = Circuits { porep: circuits, post: posts, snap: snaps };
+        let engine = Engine::new(config, all.specs())?;
+        let Circuits { porep: circuits, post: posts, snap: snaps } = all;
+        Ok(C2Engine { engine, circuits, posts, snaps })
     }
 
     /// Loads `registered_proof`'s circuit from `files` and starts an engine serving it.
@@ -277,6 +352,57 @@ impl C2Engine {
         )
     }
 
+    /// The SnapDeals circuits served.
+    pub fn snaps(&self) -> &[SnapCircuit] {
+        &self.snaps
+    }
+
+    /// The SnapDeals circuit that proves `proof`, when served.
+    pub fn snap_circuit(&self, proof: RegisteredUpdateProof) -> Option<&SnapCircuit> {
+        self.snaps.iter().find(|c| c.proof() == proof)
+    }
+
+    /// Submits one SnapDeals update proof: its partition proofs verified and its circuits
+    /// built here, then queued as one job. [`C2Pending::wait`] returns what filecoin-proofs'
+    /// `generate_empty_sector_update_proof_with_vanilla` returns: the partition proofs, 192
+    /// bytes each, in partition order, every one verified by the engine.
+    pub fn submit_snap(&self, request: &SnapRequest) -> Result<C2Pending, FilecoinError> {
+        self.submit_snap_with(request, None)
+    }
+
+    /// [`C2Engine::submit_snap`] with the proving randomness given (tests only).
+    pub fn submit_snap_with(
+        &self,
+        request: &SnapRequest,
+        randomness: Option<Vec<arenaprove_engine::pipeline::Randomness>>,
+    ) -> Result<C2Pending, FilecoinError> {
+        let circuit = self.snap_circuit(request.proof).ok_or_else(|| FilecoinError::NotServed {
+            sector_size: format!("{} SnapDeals", request.proof.sector_size()),
+            served: self.served(),
+        })?;
+        let started = Instant::now();
+        let job = SnapJob::new(request)?;
+        let mismatch = Arc::new(Mutex::new(None));
+        let mut partitions: Vec<Box<dyn PartitionCircuit>> = Vec::with_capacity(job.partitions());
+        for k in 0..job.partitions() {
+            partitions.push(Box::new(C2Partition {
+                circuit: circuit.synthesis().whole(job.circuit(k)?),
+                partition: k,
+                expected: job.public_inputs(k)?,
+                mismatch: mismatch.clone(),
+            }));
+        }
+        self.queue(
+            circuit.kind(),
+            partitions,
+            randomness,
+            mismatch,
+            started,
+            circuit.synthesis().name(),
+            circuit.shape(),
+        )
+    }
+
     /// Everything served, for messages: `2KiB, 8MiB sectors; 2KiB WindowPoSt`.
     fn served(&self) -> String {
         let seals: Vec<&str> = self.circuits.iter().map(|c| c.sector_size.name()).collect();
@@ -287,6 +413,7 @@ impl C2Engine {
             parts.push(format!("{} sectors", seals.join(", ")));
         }
         parts.extend(posts);
+        parts.extend(self.snaps.iter().map(|c| format!("{} SnapDeals", c.proof().sector_size())));
         if parts.is_empty() {
             "nothing".into()
         } else {

@@ -61,11 +61,12 @@ pub mod post;
 pub mod random;
 pub mod seal;
 pub mod shape;
+pub mod snap;
 pub mod tree;
 pub mod verify;
 
 pub use api::{C1Output, RegisteredSealProof, SectorInfo, SectorSize};
-pub use c2::{C2Cancel, C2Circuit, C2Engine, C2Output, C2Pending, C2Stages, LoadOptions};
+pub use c2::{C2Cancel, C2Circuit, C2Engine, C2Output, C2Pending, C2Stages, Circuits, LoadOptions};
 pub use error::FilecoinError;
 pub use seal::{seal_sector, SealRequest, SealedSector};
 pub use shape::{porep_shape, CachedShape, PoRepShape};

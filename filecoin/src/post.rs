@@ -848,29 +848,12 @@ impl PostCircuit {
         dir: &Path,
         options: crate::c2::LoadOptions,
     ) -> Result<Self, FilecoinError> {
-        use arenaprove_engine::{Groth16Error, Parameters, ParamsMemory};
         let files = proof.param_files(dir)?;
         files.require_params()?;
-        let mismatch = |source| FilecoinError::ParamsMismatch {
-            sector_size: files.circuit.clone(),
-            path: files.params.clone(),
-            source: Box::new(source),
-        };
         let shape = post_shape(proof)?;
-        let params = Parameters::read_file(&files.params, options.checked, &ParamsMemory::default())
-            .map_err(|e| match e {
-                e @ Groth16Error::Io { .. } => FilecoinError::groth16("reading parameters", e),
-                e => mismatch(e),
-            })?;
-        params.check_fits(&shape).map_err(mismatch)?;
-        let synthesis = if options.precompiled {
-            let identity = format!("fallback-post {} {} {POST_CIRCUIT_CODE}", files.circuit, files.cache_id);
-            let loaded =
-                crate::pce::load_or_record_of(&files, &identity, &shape, || blank_post_circuit(proof))?;
-            crate::pce::Synthesis::Precompiled(loaded.matrices)
-        } else {
-            crate::pce::Synthesis::Generic
-        };
+        let identity = format!("fallback-post {} {} {POST_CIRCUIT_CODE}", files.circuit, files.cache_id);
+        let (params, synthesis) =
+            crate::c2::load_parts(&files, &shape, options, &identity, || blank_post_circuit(proof))?;
         let kind = match proof.kind() {
             PostKind::Winning => "winning-post",
             PostKind::Window => "window-post",
@@ -881,7 +864,7 @@ impl PostCircuit {
             sector_size: proof.sector_size(),
             files,
             shape,
-            params: std::sync::Arc::new(params),
+            params,
             synthesis,
         })
     }
@@ -922,15 +905,6 @@ impl PostCircuit {
 
     /// The engine's circuit kind for this circuit (with its recording when precompiled).
     pub fn spec(&self) -> arenaprove_engine::pipeline::CircuitSpec {
-        let matrices = match &self.synthesis {
-            crate::pce::Synthesis::Precompiled(pc) => Some(pc.clone()),
-            crate::pce::Synthesis::Generic => None,
-        };
-        arenaprove_engine::pipeline::CircuitSpec {
-            kind: self.kind.clone(),
-            shape: self.shape,
-            params: self.params.clone(),
-            matrices,
-        }
+        crate::c2::spec_of(&self.kind, self.shape, &self.params, &self.synthesis)
     }
 }

@@ -14,10 +14,12 @@ use filecoin_proofs::types::{FallbackPoStSectorProof, SealCommitPhase1Output, Va
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::StackedCircuit;
 use storage_proofs_post::fallback::FallbackPoStCircuit;
+use storage_proofs_update::{EmptySectorUpdateCircuit, PartitionProof};
 
 use crate::api::ShapedC1;
 use crate::circuit::{Challenges, SealCircuit};
 use crate::post::{FallbackCircuit, PostVanilla};
+use crate::snap::{SnapVanilla, UpdateCircuit};
 
 /// Which of filecoin-proofs' tree shapes a sector size uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -71,6 +73,8 @@ pub trait SealTree: 'static + Sized + MerkleTreeTrait<Hasher = PoseidonHasher> {
     fn challenges(proofs: Vec<VanillaSealProof<Self>>) -> Challenges;
     fn post_circuit(circuit: FallbackPoStCircuit<Self>) -> FallbackCircuit;
     fn post_vanilla(proofs: Vec<FallbackPoStSectorProof<Self>>) -> PostVanilla;
+    fn update_circuit(circuit: EmptySectorUpdateCircuit<Self>) -> UpdateCircuit;
+    fn snap_vanilla(proofs: Vec<PartitionProof<Self>>) -> SnapVanilla;
 }
 
 macro_rules! seal_tree {
@@ -91,6 +95,12 @@ macro_rules! seal_tree {
             }
             fn post_vanilla(proofs: Vec<FallbackPoStSectorProof<Self>>) -> PostVanilla {
                 PostVanilla::$Variant(proofs)
+            }
+            fn update_circuit(circuit: EmptySectorUpdateCircuit<Self>) -> UpdateCircuit {
+                UpdateCircuit::$Variant(circuit)
+            }
+            fn snap_vanilla(proofs: Vec<PartitionProof<Self>>) -> SnapVanilla {
+                SnapVanilla::$Variant(proofs)
             }
         }
     };
