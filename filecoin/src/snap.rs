@@ -380,7 +380,7 @@ impl<Tree: SealTree> SnapJobOf<Tree> {
         no_panic("building the circuit", || {
             <Compound<Tree> as CompoundProof<Update<Tree>, EmptySectorUpdateCircuit<Tree>>>::circuit(
                 &self.public_inputs,
-                Default::default(),
+                (), // the circuit's private inputs, as circuit_proofs passes them
                 partition,
                 &self.public_params.vanilla_params,
                 Some(k),
@@ -499,7 +499,7 @@ pub fn encode_update(
             &config, &new_replica, &new_cache, &replica.sealed, &replica.cache_dir, &staged_path, &pieces)
             .map_err(proofs_err("encode_into"))?;
         let proofs = filecoin_proofs::generate_partition_proofs::<Tree>(
-            config.clone(), replica.comm_r, encoded.comm_r_new, encoded.comm_d_new,
+            config, replica.comm_r, encoded.comm_r_new, encoded.comm_d_new,
             &replica.sealed, &replica.cache_dir, &new_replica, &new_cache)
             .map_err(proofs_err("generate_partition_proofs"))?;
         for scratch in [&piece_path, &staged_path] {
