@@ -95,7 +95,7 @@ async fn bad_request(
         }
         _ => {
             r.proof_kind = ProofKind::SnapDealsUpdate as i32;
-            ("unimplemented kind", submit(c, r).await)
+            ("a seal proof's number as an update proof", submit(c, r).await)
         }
     };
     (result.expect_err(kind).code(), kind)
@@ -105,7 +105,6 @@ fn expected_code(i: usize) -> Code {
     match i % 12 {
         6 | 10 => Code::FailedPrecondition,
         8 | 9 => Code::NotFound,
-        11 => Code::Unimplemented,
         _ => Code::InvalidArgument,
     }
 }

@@ -12,6 +12,8 @@ pub enum Family {
     Winning,
     /// One WindowPoSt partition (`WINDOW_POST_PARTITION`).
     Window,
+    /// A SnapDeals update proof (`SNAP_DEALS_UPDATE`).
+    Snap,
 }
 
 impl Family {
@@ -20,6 +22,7 @@ impl Family {
             Family::Porep => "porep",
             Family::Winning => "winning",
             Family::Window => "wpost",
+            Family::Snap => "snap",
         }
     }
 }
@@ -31,17 +34,18 @@ pub struct CircuitId {
     pub size: SectorSize,
 }
 
-/// Every id this build proves: PoRep, WinningPoSt, WindowPoSt, each smallest first.
-pub const ALL: [CircuitId; 15] = {
+/// Every id this build proves: PoRep, WinningPoSt, WindowPoSt, SnapDeals, each smallest first.
+pub const ALL: [CircuitId; 20] = {
     const S: [SectorSize; 5] =
         [SectorSize::Kib2, SectorSize::Mib8, SectorSize::Mib512, SectorSize::Gib32, SectorSize::Gib64];
-    let mut all = [CircuitId { family: Family::Porep, size: SectorSize::Kib2 }; 15];
+    let mut all = [CircuitId { family: Family::Porep, size: SectorSize::Kib2 }; 20];
     let mut i = 0;
-    while i < 15 {
+    while i < 20 {
         let family = match i / 5 {
             0 => Family::Porep,
             1 => Family::Winning,
-            _ => Family::Window,
+            2 => Family::Window,
+            _ => Family::Snap,
         };
         all[i] = CircuitId { family, size: S[i % 5] };
         i += 1;
@@ -50,7 +54,7 @@ pub const ALL: [CircuitId; 15] = {
 };
 
 impl CircuitId {
-    /// `porep-2k` .. `porep-64g`, `winning-2k` .., `wpost-2k` ..
+    /// `porep-2k` .. `porep-64g`, `winning-2k` .., `wpost-2k` .., `snap-2k` ..
     pub fn parse(s: &str) -> Result<CircuitId, String> {
         ALL.into_iter().find(|id| id.name() == s.trim()).ok_or_else(|| {
             format!(
@@ -74,6 +78,11 @@ impl CircuitId {
         CircuitId { family, size: proof.sector_size() }
     }
 
+    /// The SnapDeals circuit of a sector size.
+    pub fn snap(size: SectorSize) -> CircuitId {
+        CircuitId { family: Family::Snap, size }
+    }
+
     pub fn sector_size(self) -> SectorSize {
         self.size
     }
@@ -87,15 +96,15 @@ impl CircuitId {
     /// The registered PoSt proof whose parameter file serves a PoSt circuit; `None` for PoRep.
     pub fn post_proof(self) -> Option<RegisteredPoStProof> {
         match self.family {
-            Family::Porep => None,
+            Family::Porep | Family::Snap => None,
             Family::Winning => Some(RegisteredPoStProof::current(PostKind::Winning, self.size)),
             Family::Window => Some(RegisteredPoStProof::current(PostKind::Window, self.size)),
         }
     }
 
     pub fn name(self) -> &'static str {
-        // One static name per id (15), as metrics labels want.
-        const NAMES: [&str; 15] = [
+        // One static name per id (20), as metrics labels want.
+        const NAMES: [&str; 20] = [
             "porep-2k",
             "porep-8m",
             "porep-512m",
@@ -111,6 +120,11 @@ impl CircuitId {
             "wpost-512m",
             "wpost-32g",
             "wpost-64g",
+            "snap-2k",
+            "snap-8m",
+            "snap-512m",
+            "snap-32g",
+            "snap-64g",
         ];
         let i = ALL.iter().position(|id| *id == self).unwrap_or(0);
         debug_assert!(NAMES[i].starts_with(self.family.prefix()));

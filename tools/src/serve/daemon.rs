@@ -100,16 +100,9 @@ impl Daemon {
             self.admit(&g, circuit)?;
         }
         let for_parse = req.clone();
-        let parsed = tokio::task::spawn_blocking(move || match checked {
-            request::Checked::Porep(proof, circuit) => {
-                request::parse_porep(&for_parse, proof, circuit).map(request::JobRequest::Porep)
-            }
-            request::Checked::Post(proof, _) => {
-                request::parse_post(&for_parse, proof).map(request::JobRequest::Post)
-            }
-        })
-        .await
-        .map_err(|e| Status::internal(format!("parsing the request: {e}")))??;
+        let parsed = tokio::task::spawn_blocking(move || checked.parse(&for_parse))
+            .await
+            .map_err(|e| Status::internal(format!("parsing the request: {e}")))??;
 
         let mut g = self.inner.lock();
         if let Some(found) = existing(&g, &req.request_id, fp)? {
@@ -128,7 +121,7 @@ impl Daemon {
         ));
         let sector = match &parsed {
             request::JobRequest::Porep(p) => p.sector_number,
-            request::JobRequest::Post(_) => req.sector_number,
+            request::JobRequest::Post(_) | request::JobRequest::Snap(_) => req.sector_number,
         };
         tracing::info!(job = %entry.id, request = %entry.request_id, circuit = %circuit, sector, ?priority, "queued");
         g.jobs.insert(entry.clone());

@@ -9,11 +9,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arenaprove::engine::pipeline::CircuitSpec;
 use arenaprove::engine::pipeline::{EngineConfig, ShutdownMode, ShutdownReport, SLOTS_MAX};
 use arenaprove::engine::{BackendFactory, CpuBackend};
 use arenaprove::filecoin::params::ParamFiles;
 use arenaprove::filecoin::post::PostCircuit;
+use arenaprove::filecoin::snap::{RegisteredUpdateProof, SnapCircuit};
 use arenaprove::filecoin::{C2Circuit, C2Engine, FilecoinError, LoadOptions};
 
 use super::circuits::{self, CircuitId, Family};
@@ -56,6 +56,7 @@ pub struct Loaded {
 pub enum LoadedCircuit {
     Porep(C2Circuit),
     Post(PostCircuit),
+    Snap(SnapCircuit),
 }
 
 impl LoadedCircuit {
@@ -64,27 +65,13 @@ impl LoadedCircuit {
         match self {
             LoadedCircuit::Porep(c) => c.synthesis().describe(),
             LoadedCircuit::Post(c) => c.synthesis().describe(),
+            LoadedCircuit::Snap(c) => c.synthesis().describe(),
         }
     }
 }
 
 /// The circuits an engine serves, by family.
-#[derive(Clone, Default)]
-pub struct CircuitSet {
-    pub porep: Vec<C2Circuit>,
-    pub post: Vec<PostCircuit>,
-}
-
-impl CircuitSet {
-    pub fn is_empty(&self) -> bool {
-        self.porep.is_empty() && self.post.is_empty()
-    }
-
-    /// The engine's circuit kinds.
-    pub fn specs(&self) -> Vec<CircuitSpec> {
-        self.porep.iter().map(C2Circuit::spec).chain(self.post.iter().map(PostCircuit::spec)).collect()
-    }
-}
+pub type CircuitSet = arenaprove::filecoin::Circuits;
 
 /// The engine (none while no parameters are loaded) and the circuits loaded.
 #[derive(Default)]
@@ -105,6 +92,9 @@ pub struct Running {
 
 /// The files of `id`'s parameters in the configured cache.
 pub fn param_files(config: &ServeConfig, id: CircuitId) -> Result<ParamFiles, FilecoinError> {
+    if id.family == Family::Snap {
+        return RegisteredUpdateProof::for_size(id.size).param_files(&config.param_cache);
+    }
     match (id.registered_proof(), id.post_proof()) {
         (Some(seal), _) => ParamFiles::in_dir(seal, &config.param_cache),
         (None, Some(post)) => post.param_files(&config.param_cache),
@@ -139,6 +129,11 @@ pub fn load(config: &ServeConfig, id: CircuitId) -> Result<Loaded, FilecoinError
     let options = LoadOptions { checked: config.checked, precompiled: config.precompiled };
     let circuit = match (id.family, id.registered_proof(), id.post_proof()) {
         (Family::Porep, Some(seal), _) => LoadedCircuit::Porep(C2Circuit::load(seal, &files, options)?),
+        (Family::Snap, _, _) => LoadedCircuit::Snap(SnapCircuit::load(
+            RegisteredUpdateProof::for_size(id.size),
+            &config.param_cache,
+            options,
+        )?),
         (_, _, Some(post)) => LoadedCircuit::Post(PostCircuit::load(post, &config.param_cache, options)?),
         _ => return Err(FilecoinError::Internal(format!("{id}: no registered proof"))),
     };
@@ -189,7 +184,7 @@ pub fn build(
         sizes.why
     );
     let engine_config = engine_config(config, backend, sizes.slots, sizes.synth_workers);
-    let engine = C2Engine::with_posts(engine_config, circuits.porep, circuits.post)?;
+    let engine = C2Engine::with_circuits(engine_config, circuits)?;
     Ok(Some(Running { c2: Arc::new(engine), gpu, sizes }))
 }
 
@@ -327,6 +322,7 @@ impl Engines {
             match &l.circuit {
                 LoadedCircuit::Porep(c) => set.porep.push(c.clone()),
                 LoadedCircuit::Post(c) => set.post.push(c.clone()),
+                LoadedCircuit::Snap(c) => set.snap.push(c.clone()),
             }
         }
         set

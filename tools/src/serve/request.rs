@@ -14,11 +14,17 @@
 //! `RegisteredPoStProof` (go-state-types order: Winning 0-4, Window V1 5-9, V1_1 10-14).
 //! `sector_size` may be 0 (the size then comes from `registered_proof`); when set it must
 //! agree.
+//!
+//! SnapDeals input: `vanilla_proofs` holds one bincode `PartitionProof` per partition,
+//! `comm_r_old`, `comm_r_new` and `comm_d_new` the raw 32-byte commitments;
+//! `registered_proof` is the numeric `RegisteredUpdateProof` (0..=4, 2 KiB .. 64 GiB).
+//! Curio's proof-share path leaves `sector_size` unset: the size comes from the proof.
 use std::hash::{Hash, Hasher};
 
 use arenaprove::filecoin::api::RegisteredSealProof;
 use arenaprove::filecoin::circuit::SectorJob;
 use arenaprove::filecoin::post::{PostJob, PostKind, PostRequest, RegisteredPoStProof};
+use arenaprove::filecoin::snap::{RegisteredUpdateProof, SnapJob, SnapRequest};
 use arenaprove::filecoin::{C1Output, FilecoinError};
 use base64::Engine as _;
 use serde::Deserialize;
@@ -55,6 +61,7 @@ pub struct PorepRequest {
 pub enum JobRequest {
     Porep(PorepRequest),
     Post(PostRequest),
+    Snap(SnapRequest),
 }
 
 impl JobRequest {
@@ -63,6 +70,7 @@ impl JobRequest {
         match self {
             JobRequest::Porep(r) => r.c1.partitions(),
             JobRequest::Post(_) => 1,
+            JobRequest::Snap(r) => r.len(),
         }
     }
 }
@@ -73,12 +81,23 @@ impl JobRequest {
 pub enum Checked {
     Porep(RegisteredSealProof, CircuitId),
     Post(RegisteredPoStProof, CircuitId),
+    Snap(RegisteredUpdateProof, CircuitId),
 }
 
 impl Checked {
     pub fn circuit(self) -> CircuitId {
         match self {
-            Checked::Porep(_, c) | Checked::Post(_, c) => c,
+            Checked::Porep(_, c) | Checked::Post(_, c) | Checked::Snap(_, c) => c,
+        }
+    }
+
+    /// Parses and checks the payload (blocking: up to hundreds of MB of proofs, and their
+    /// Merkle paths checked).
+    pub fn parse(self, req: &SubmitProofRequest) -> Result<JobRequest, Status> {
+        match self {
+            Checked::Porep(proof, circuit) => parse_porep(req, proof, circuit).map(JobRequest::Porep),
+            Checked::Post(proof, _) => parse_post(req, proof).map(JobRequest::Post),
+            Checked::Snap(proof, _) => parse_snap(req, proof).map(JobRequest::Snap),
         }
     }
 }
@@ -108,19 +127,12 @@ pub fn priority(req: &SubmitProofRequest) -> Result<Priority, Status> {
     }
 }
 
-/// The proof kind, or the status that refuses it: PoRep C2, WinningPoSt and WindowPoSt
-/// partitions are proven; SnapDeals is not yet.
+/// The proof kind, or the status that refuses it: every kind Curio sends is proven (PoRep
+/// C2, SnapDeals, WinningPoSt, WindowPoSt partitions).
 pub fn check_kind(req: &SubmitProofRequest) -> Result<ProofKind, Status> {
     match ProofKind::try_from(req.proof_kind) {
-        Ok(kind @ (ProofKind::PorepSealCommit | ProofKind::WinningPost | ProofKind::WindowPostPartition)) => {
-            Ok(kind)
-        }
         Ok(ProofKind::Unspecified) => Err(Status::invalid_argument("proof_kind is PROOF_KIND_UNSPECIFIED")),
-        Ok(kind) => Err(Status::unimplemented(format!(
-            "proof kind {} is not proven by arenaprove yet (POREP_SEAL_COMMIT, WINNING_POST and \
-             WINDOW_POST_PARTITION are)",
-            kind.as_str_name()
-        ))),
+        Ok(kind) => Ok(kind),
         Err(_) => Err(Status::invalid_argument(format!("unknown proof_kind {}", req.proof_kind))),
     }
 }
@@ -154,6 +166,23 @@ pub fn check(req: &SubmitProofRequest, kind: ProofKind) -> Result<Checked, Statu
                 )));
             }
             Ok(Checked::Post(proof, CircuitId::post(proof)))
+        }
+        ProofKind::SnapDealsUpdate => {
+            let proof = RegisteredUpdateProof::from_number(req.registered_proof).ok_or_else(|| {
+                Status::invalid_argument(format!(
+                    "unknown registered update proof {} (registered update proofs are 0..=4)",
+                    req.registered_proof
+                ))
+            })?;
+            let bytes = proof.sector_size().bytes();
+            if req.sector_size != 0 && req.sector_size != bytes {
+                return Err(Status::invalid_argument(format!(
+                    "sector size mismatch: sector_size is {} but registered_proof {} ({proof}) is for \
+                     {bytes}-byte sectors",
+                    req.sector_size, req.registered_proof
+                )));
+            }
+            Ok(Checked::Snap(proof, CircuitId::snap(proof.sector_size())))
         }
         _ => check_proof(req).map(|(proof, circuit)| Checked::Porep(proof, circuit)),
     }
@@ -312,7 +341,31 @@ pub fn parse_post(req: &SubmitProofRequest, proof: RegisteredPoStProof) -> Resul
     Ok(request)
 }
 
-/// The status for a PoSt request the adapter refused.
+/// Parses and checks a SnapDeals payload: the three commitments, one bincode
+/// `PartitionProof` per partition, verified against the commitments before queueing.
+pub fn parse_snap(req: &SubmitProofRequest, proof: RegisteredUpdateProof) -> Result<SnapRequest, Status> {
+    let comm = |bytes: &[u8], what: &str| -> Result<[u8; 32], Status> {
+        bytes.try_into().map_err(|_| {
+            Status::invalid_argument(format!("{what} must be exactly 32 bytes, got {}", bytes.len()))
+        })
+    };
+    let (old, new, d) = (
+        comm(&req.comm_r_old, "comm_r_old")?,
+        comm(&req.comm_r_new, "comm_r_new")?,
+        comm(&req.comm_d_new, "comm_d_new")?,
+    );
+    if req.vanilla_proofs.is_empty() {
+        return Err(Status::invalid_argument(
+            "vanilla_proofs is empty (SnapDeals takes one bincode PartitionProof per partition)",
+        ));
+    }
+    let request =
+        SnapRequest::from_bincode(proof, old, new, d, &req.vanilla_proofs).map_err(|e| post_status(&e))?;
+    SnapJob::new(&request).map_err(|e| post_status(&e))?;
+    Ok(request)
+}
+
+/// The status for a PoSt or SnapDeals request the adapter refused.
 fn post_status(e: &FilecoinError) -> Status {
     match e {
         FilecoinError::MissingParams { .. } => Status::failed_precondition(e.to_string()),
@@ -381,9 +434,11 @@ mod tests {
 
     #[test]
     fn kinds_and_sizes_are_checked_before_the_payload() {
-        let e = check_kind(&request(ProofKind::SnapDealsUpdate, 0, 2048)).unwrap_err();
-        assert_eq!(e.code(), tonic::Code::Unimplemented);
-        assert!(e.message().contains("SNAP_DEALS_UPDATE"), "{}", e.message());
+        // SnapDeals: update proofs 0..=4, sector_size may be unset (Curio's proof-share path).
+        let snap = request(ProofKind::SnapDealsUpdate, 3, 0);
+        assert_eq!(check(&snap, check_kind(&snap).unwrap()).unwrap().circuit().name(), "snap-32g");
+        let e = check(&request(ProofKind::SnapDealsUpdate, 5, 0), ProofKind::SnapDealsUpdate).unwrap_err();
+        assert!(e.message().contains("0..=4"), "{}", e.message());
         // PoSt: go-state-types' numbers, the kind must agree, sector_size 0 is allowed.
         let winning = request(ProofKind::WinningPost, 3, 0);
         let c = check(&winning, check_kind(&winning).unwrap()).unwrap();

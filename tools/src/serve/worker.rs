@@ -95,6 +95,7 @@ fn prove(
     let served = match &request {
         JobRequest::Porep(_) => engine.circuit(entry.circuit.sector_size()).is_some(),
         JobRequest::Post(post) => engine.post_circuit(post.proof).is_some(),
+        JobRequest::Snap(snap) => engine.snap_circuit(snap.proof).is_some(),
     };
     if !served {
         return Err(not_loaded());
@@ -108,6 +109,7 @@ fn prove(
     let pending = match &request {
         JobRequest::Porep(porep) => engine.submit(&porep.c1)?,
         JobRequest::Post(post) => engine.submit_post(post)?,
+        JobRequest::Snap(snap) => engine.submit_snap(snap)?,
     };
     entry.at_engine(pending.canceller());
     drop(request); // the circuits own what they need; the C1 output or vanilla proofs go now

@@ -1,10 +1,12 @@
-//! `arenaprove serve` proving WinningPoSt and WindowPoSt partitions as Curio sends them
-//! (`WINNING_POST`, `WINDOW_POST_PARTITION`: one bincode `FallbackPoStSectorProof` per
-//! sector in `vanilla_proofs`, `randomness`, `miner_id`, `partition_index`), driven over
-//! gRPC by the client generated from our proto, on real 2 KiB sectors sealed by
-//! filecoin-proofs; every proof accepted by filecoin-proofs' `verify_winning_post` /
-//! `verify_window_post`; bad requests refused with typed statuses before anything is
-//! queued; the default priorities cuzk gives each kind.
+//! `arenaprove serve` proving WinningPoSt, WindowPoSt partitions and SnapDeals as Curio
+//! sends them (`WINNING_POST`, `WINDOW_POST_PARTITION`: one bincode
+//! `FallbackPoStSectorProof` per sector in `vanilla_proofs`, `randomness`, `miner_id`,
+//! `partition_index`; `SNAP_DEALS_UPDATE`: one bincode `PartitionProof` per partition and
+//! the raw commitments, `sector_size` unset as on Curio's proof-share path), driven over
+//! gRPC by the client generated from our proto, on real 2 KiB sectors sealed (and updated)
+//! by filecoin-proofs; every proof accepted by filecoin-proofs' `verify_winning_post`,
+//! `verify_window_post`, `verify_empty_sector_update_proof`; bad requests refused with
+//! typed statuses before anything is queued.
 #![allow(clippy::result_large_err)]
 
 #[allow(dead_code)] // the PoRep helpers
@@ -16,6 +18,7 @@ use arenaprove::filecoin::post::{
     ensure_post_params, vanilla_request, verify_post, PostRequest, RegisteredPoStProof, Replica,
 };
 use arenaprove::filecoin::seal::seal_sector_keep;
+use arenaprove::filecoin::snap::{encode_update, ensure_update_params, verify_snap, RegisteredUpdateProof};
 use arenaprove::filecoin::{rng_from_seed, SealRequest, SectorSize, Verdict};
 use arenaprove_tools::serve::pb::await_proof_response::Status as JobStatus;
 use arenaprove_tools::serve::pb::proving_engine_client::ProvingEngineClient;
@@ -61,12 +64,15 @@ fn refused<T: std::fmt::Debug>(r: Result<T, tonic::Status>, code: Code, needle: 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_daemon_proves_winning_and_window_post() {
+async fn the_daemon_proves_winning_window_and_snap_deals() {
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", PARAM_CACHE);
     for proof in [WINNING, WINDOW] {
         let files = proof.param_files(Path::new(PARAM_CACHE)).unwrap();
         ensure_post_params(proof, &files, &mut rng_from_seed(0x9057)).expect("PoSt params");
     }
+    let snap_proof = RegisteredUpdateProof::StackedDrg2KiBV1;
+    let files = snap_proof.param_files(Path::new(PARAM_CACHE)).unwrap();
+    ensure_update_params(snap_proof, &files, &mut rng_from_seed(0x5a9)).expect("update params");
     let dir = tempfile::tempdir().unwrap();
     let mut rng = rng_from_seed(0x5e71);
     let replicas: Vec<Replica> = (0..2)
@@ -77,10 +83,12 @@ async fn the_daemon_proves_winning_and_window_post() {
             seal_sector_keep(&request, &mut rng, &dir.path().join(format!("s{i}"))).expect("seal").1
         })
         .collect();
+    // The second sector updated with new data: its SnapDeals partition proofs.
+    let update = encode_update(&replicas[1], &dir.path().join("s1"), &mut rng).expect("encode_into");
 
     let toml = format!(
         "[daemon]\nlisten = [\"127.0.0.1:0\"]\n[srs]\nparam_cache = \"{PARAM_CACHE}\"\n\
-         preload = [\"winning-2k\", \"wpost-2k\"]\n[engine]\nslots = 2\nsynth_workers = 1\n"
+         preload = [\"winning-2k\", \"wpost-2k\", \"snap-2k\"]\n[engine]\nslots = 2\nsynth_workers = 1\n"
     );
     let config = ServeConfig::from_toml(&toml, &Overrides::default()).unwrap();
     let running = start_with(config, TestHooks::default()).await.expect("daemon starts");
@@ -88,7 +96,7 @@ async fn the_daemon_proves_winning_and_window_post() {
     let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
     let mut loaded: Vec<_> = status.loaded_srs.iter().map(|s| s.circuit_id.as_str()).collect();
     loaded.sort_unstable();
-    assert_eq!(loaded, ["winning-2k", "wpost-2k"]);
+    assert_eq!(loaded, ["snap-2k", "winning-2k", "wpost-2k"]);
 
     // --- Both kinds at once; WinningPoSt with sector_size left 0 (taken from the proof).
     let winning = vanilla_request(WINNING, randomness(1), prover_id(), 0, &replicas[1..]).unwrap();
@@ -108,8 +116,37 @@ async fn the_daemon_proves_winning_and_window_post() {
         assert_eq!(r.proof.len(), 192, "{what}: one partition proof");
         assert_eq!(verify_post(request, &r.proof).unwrap(), Verdict::Accepted, "{what}");
     }
+    // SnapDeals, as the proof-share path sends it (sector_size unset).
+    let snap = SubmitProofRequest {
+        request_id: "snap-1".into(),
+        proof_kind: ProofKind::SnapDealsUpdate as i32,
+        registered_proof: snap_proof.number(),
+        vanilla_proofs: update.vanilla_bincode().unwrap(),
+        comm_r_old: update.comm_r_old.to_vec(),
+        comm_r_new: update.comm_r_new.to_vec(),
+        comm_d_new: update.comm_d_new.to_vec(),
+        ..Default::default()
+    };
+    let r = c.prove(ProveRequest { submit: Some(snap.clone()) }).await.unwrap().into_inner().result.unwrap();
+    assert_eq!(r.status(), JobStatus::Completed, "snap: {}", r.error_message);
+    assert_eq!(r.proof.len(), 192);
+    assert_eq!(verify_snap(&update, &r.proof).unwrap(), Verdict::Accepted);
+    let mut other = snap.clone();
+    other.request_id = "snap-bad".into();
+    other.comm_r_old.pop();
+    refused(
+        c.submit_proof(other.clone()).await,
+        Code::InvalidArgument,
+        "comm_r_old must be exactly 32 bytes",
+    );
+    other.comm_r_old = update.comm_d_new.to_vec();
+    refused(c.submit_proof(other.clone()).await, Code::InvalidArgument, "do not verify");
+    other.comm_r_old = snap.comm_r_old.clone();
+    other.vanilla_proofs.push(other.vanilla_proofs[0].clone());
+    refused(c.submit_proof(other).await, Code::InvalidArgument, "takes 1 partition proof");
+
     let metrics = c.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
-    for circuit in ["winning-2k", "wpost-2k"] {
+    for circuit in ["winning-2k", "wpost-2k", "snap-2k"] {
         assert!(
             metrics.lines().any(|l| l.contains(&format!("circuit=\"{circuit}\"")) && l.contains("completed")),
             "{circuit} completed in:\n{metrics}"
