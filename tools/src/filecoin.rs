@@ -10,7 +10,8 @@
 //!   child process);
 //! * `witness`: one partition's serial witness against the parallel one;
 //! * `pce`: map, or record and save, the precompiled constraints of a sector size's circuit;
-//! * `post-params`, `post-bench`: WinningPoSt and WindowPoSt ([`crate::filecoin_post`]).
+//! * `post-params`, `post-bench`, `snap-params`, `snap-bench`: WinningPoSt, WindowPoSt and
+//!   SnapDeals ([`crate::filecoin_post`]).
 //!
 //! `c2`, `bench` and `soak` prove through the one C2 driver, `C2Engine` (`c2` and `bench`
 //! on one slot), on the backend `--backend` picks, and synthesize through the precompiled
@@ -70,6 +71,11 @@ enum Cmd {
     /// WinningPoSt or a WindowPoSt partition on freshly sealed sectors: ours against
     /// filecoin-proofs' generate_*_with_vanilla, same vanilla proofs, both verified.
     PostBench(crate::filecoin_post::PostBenchArgs),
+    /// Generate development parameters for a sector size's SnapDeals circuit when absent.
+    SnapParams(crate::filecoin_post::SnapParamsArgs),
+    /// A SnapDeals update proof on a freshly sealed and updated sector: ours against
+    /// filecoin-proofs' generate_empty_sector_update_proof_with_vanilla, both verified.
+    SnapBench(crate::filecoin_post::SnapBenchArgs),
     /// Witness generation of one partition: the serial witness (baseline) against the
     /// parallel one (challenges in parallel), alternating, on a freshly sealed sector (or a
     /// random C1 of the real shape); byte identity checked every run; the ratio printed.
@@ -243,6 +249,8 @@ pub fn run(args: Args) -> Result<()> {
         Cmd::Witness(a) => witness(a, &cache),
         Cmd::PostParams(a) => crate::filecoin_post::post_params(a, &cache),
         Cmd::PostBench(a) => crate::filecoin_post::post_bench(a, &cache, limit),
+        Cmd::SnapParams(a) => crate::filecoin_post::snap_params(a, &cache),
+        Cmd::SnapBench(a) => crate::filecoin_post::snap_bench(a, &cache, limit),
     }
 }
 

@@ -1,4 +1,5 @@
-//! `arenaprove filecoin post-params` and `post-bench`: proofs of spacetime on real sectors.
+//! `arenaprove filecoin post-params`, `post-bench`, `snap-params` and `snap-bench`: proofs
+//! of spacetime and SnapDeals on real sectors.
 //!
 //! * `post-params --proof NAME`: generate insecure development parameters for a PoSt
 //!   circuit into the cache when absent (what the daemon's `winning-*` / `wpost-*`
@@ -8,13 +9,19 @@
 //!   keep their replicas, draw the vanilla proofs with filecoin-proofs' PoSt worker
 //!   functions (as Curio's tasks do), then prove them with ours and with filecoin-proofs'
 //!   `generate_winning_post_with_vanilla` / `generate_single_window_post_with_vanilla`
-//!   (the baseline, in this process), alternating, each proof checked by its verifier.
+//!   (the baseline, in this process), alternating, each proof checked by its verifier;
+//! * `snap-params`, `snap-bench --sector-size S`: the same for a SnapDeals update proof: a
+//!   sector sealed, kept, updated with new data (`encode_into`), its partition proofs
+//!   (`generate_partition_proofs`), ours against
+//!   `generate_empty_sector_update_proof_with_vanilla`, both checked by
+//!   `verify_empty_sector_update_proof`.
 use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use arenaprove::engine::pipeline::{AllocMode, ShutdownMode};
 use arenaprove::filecoin::post::{self, PostCircuit, PostKind, RegisteredPoStProof};
+use arenaprove::filecoin::snap::{self, RegisteredUpdateProof};
 use arenaprove::filecoin::{self as fc, SectorSize};
 use clap::Args as ClapArgs;
 
@@ -183,40 +190,187 @@ pub fn post_bench(a: PostBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
     if report.slabs_outstanding != 0 {
         bail!("{} slabs still leased at shutdown", report.slabs_outstanding);
     }
-    let (ours_s, theirs_s) =
-        (arenaprove::benchkit::upper_median(&ours), arenaprove::benchkit::upper_median(&theirs));
-    let speedup = theirs_s / ours_s;
-    let mid = &stages[stages.len() / 2];
     let baseline = match kind {
         PostKind::Winning => "generate_winning_post_with_vanilla",
         PostKind::Window => "generate_single_window_post_with_vanilla",
     };
-    if a.json {
-        println!(
-            "{}",
-            serde_json::json!({
-                "proof": proof.to_string(),
-                "sector_size": size.name(),
-                "sectors": sectors,
-                "backend": format!("{:?}", a.backend).to_lowercase(),
-                "runs": a.runs,
-                "ours_s_median": ours_s,
-                "ours_params_load_s": load_s,
-                "baseline": format!("{baseline} of this build, in process"),
-                "baseline_s_median": theirs_s,
-                "speedup": speedup,
-                "stages": mid.to_json(),
-            })
-        );
+    report_bench(
+        &format!("{kind} {size} ({sectors} sector(s))"),
+        baseline,
+        a.json,
+        a.backend,
+        a.runs,
+        (&ours, &theirs, &stages),
+        load_s,
+        serde_json::json!({ "proof": proof.to_string(), "sector_size": size.name(), "sectors": sectors }),
+    );
+    Ok(())
+}
+
+#[derive(ClapArgs)]
+pub struct SnapParamsArgs {
+    /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    /// Seed of the toxic waste.
+    #[arg(long, default_value_t = 1)]
+    rng_seed: u64,
+}
+
+#[derive(ClapArgs)]
+pub struct SnapBenchArgs {
+    /// Sector size: 2KiB, 8MiB or 512MiB (sealed and updated here).
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    /// Runs of each side (median reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Seed for the sector sealed and its new data.
+    #[arg(long, default_value_t = 1)]
+    rng_seed: u64,
+    /// Prover backend: cpu, or gpu.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendChoice,
+    /// Synthesize through the bellpepper trait instead of the precompiled constraints.
+    #[arg(long)]
+    no_precompiled: bool,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn ensure_snap(proof: RegisteredUpdateProof, cache: &Path, seed: u64) -> Result<()> {
+    let files = proof.param_files(cache)?;
+    if files.params.is_file() {
+        eprintln!("params: {} (present)", files.params.display());
+        return Ok(());
+    }
+    eprintln!(
+        "params: generating INSECURE development parameters for {} (random toxic waste) into {}",
+        files.circuit,
+        files.cache_dir.display()
+    );
+    let mut rng = fc::rng_from_seed(seed ^ 0x736e_6170);
+    if let fc::params::ParamsStatus::Generated { params_bytes, seconds } =
+        snap::ensure_update_params(proof, &files, &mut rng)?
+    {
+        eprintln!("params: wrote {} ({params_bytes} bytes) in {seconds:.1} s", files.params.display());
+    }
+    Ok(())
+}
+
+pub fn snap_params(a: SnapParamsArgs, cache: &Path) -> Result<()> {
+    let proof = RegisteredUpdateProof::for_size(a.sector_size.parse()?);
+    ensure_snap(proof, cache, a.rng_seed)?;
+    println!("{}", proof.param_files(cache)?.params.display());
+    Ok(())
+}
+
+pub fn snap_bench(a: SnapBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
+    if a.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let size: SectorSize = a.sector_size.parse()?;
+    let proof = RegisteredUpdateProof::for_size(size);
+    ensure_snap(proof, cache, a.rng_seed)?;
+    let work = WorkDir::new()?;
+    let mut rng = fc::rng_from_seed(a.rng_seed);
+    let started = Instant::now();
+    let sealed = fc::SealRequest::random(size, &mut rng);
+    let dir = work.path().join("sector");
+    let (_, replica) = fc::seal::seal_sector_keep(&sealed, &mut rng, &dir)?;
+    let request = snap::encode_update(&replica, &dir, &mut rng)?;
+    eprintln!("sealed and updated a {size} sector in {:.1} s", started.elapsed().as_secs_f64());
+
+    let limit = limit.resolve()?;
+    let engine_config = common::engine_config(1, AllocMode::Slab, &limit, common::backend_factory(a.backend));
+    let started = Instant::now();
+    let options = fc::LoadOptions { checked: false, precompiled: !a.no_precompiled };
+    let circuit = snap::SnapCircuit::load(proof, cache, options)?;
+    let synthesis = circuit.synthesis().describe();
+    let engine = fc::C2Engine::with_circuits(
+        engine_config,
+        fc::Circuits { snap: vec![circuit], ..Default::default() },
+    )?;
+    let load_s = started.elapsed().as_secs_f64();
+    eprintln!("params load {load_s:.2} s; synthesis: {synthesis}");
+    let accepted = |bytes: &[u8], who: &str, run: usize| -> Result<()> {
+        match snap::verify_snap(&request, bytes)? {
+            fc::Verdict::Accepted => Ok(()),
+            v => bail!("run {run}: {who} proof not accepted by verify_empty_sector_update_proof: {v:?}"),
+        }
+    };
+    accepted(engine.submit_snap(&request)?.wait()?.proof(), "our", 0)?;
+    accepted(&snap::reference_snap(&request)?, "filecoin-proofs'", 0)?;
+    let (mut ours, mut theirs, mut stages) = (Vec::new(), Vec::new(), Vec::new());
+    for run in 0..a.runs {
+        let started = Instant::now();
+        let out = engine.submit_snap(&request)?.wait()?;
+        ours.push(started.elapsed().as_secs_f64());
+        accepted(out.proof(), "our", run)?;
+        eprintln!("ours   run {run}: {:.3} s ({})", ours[run], out.stages());
+        stages.push(out.stages().clone());
+        let started = Instant::now();
+        let bytes = snap::reference_snap(&request)?;
+        theirs.push(started.elapsed().as_secs_f64());
+        accepted(&bytes, "filecoin-proofs'", run)?;
+        eprintln!("theirs run {run}: {:.3} s", theirs[run]);
+    }
+    let report = engine.shutdown(ShutdownMode::Drain);
+    if report.slabs_outstanding != 0 {
+        bail!("{} slabs still leased at shutdown", report.slabs_outstanding);
+    }
+    report_bench(
+        &format!("SnapDeals {size}"),
+        "generate_empty_sector_update_proof_with_vanilla",
+        a.json,
+        a.backend,
+        a.runs,
+        (&ours, &theirs, &stages),
+        load_s,
+        serde_json::json!({ "proof": proof.to_string(), "sector_size": size.name() }),
+    );
+    Ok(())
+}
+
+/// The bench's last lines: medians, ratio, the stage split of the median run (or one JSON
+/// object with `extra`'s fields).
+#[allow(clippy::too_many_arguments)]
+fn report_bench(
+    what: &str,
+    baseline: &str,
+    json: bool,
+    backend: BackendChoice,
+    runs: usize,
+    (ours, theirs, stages): (&[f64], &[f64], &[fc::C2Stages]),
+    load_s: f64,
+    extra: serde_json::Value,
+) {
+    let (ours_s, theirs_s) =
+        (arenaprove::benchkit::upper_median(ours), arenaprove::benchkit::upper_median(theirs));
+    let speedup = theirs_s / ours_s;
+    let mid = &stages[stages.len() / 2];
+    if json {
+        let mut obj = serde_json::json!({
+            "what": what,
+            "backend": format!("{backend:?}").to_lowercase(),
+            "runs": runs,
+            "ours_s_median": ours_s,
+            "ours_params_load_s": load_s,
+            "baseline": format!("{baseline} of this build, in process"),
+            "baseline_s_median": theirs_s,
+            "speedup": speedup,
+            "stages": mid.to_json(),
+        });
+        if let (Some(o), Some(e)) = (obj.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        println!("{obj}");
     } else {
         println!(
-            "filecoin {} {size} ({sectors} sector(s)): ours {ours_s:.3} s, {baseline} {theirs_s:.3} s, speedup \
-             {speedup:.2}x (median of {} runs; both verified; params load {load_s:.2} s not included; baseline \
-             in process)",
-            kind,
-            a.runs
+            "filecoin {what}: ours {ours_s:.3} s, {baseline} {theirs_s:.3} s, speedup {speedup:.2}x (median of \
+             {runs} runs; both verified; params load {load_s:.2} s not included; baseline in process)"
         );
         println!("ours stages: {mid}");
     }
-    Ok(())
 }

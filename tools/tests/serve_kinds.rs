@@ -86,9 +86,13 @@ async fn the_daemon_proves_winning_window_and_snap_deals() {
     // The second sector updated with new data: its SnapDeals partition proofs.
     let update = encode_update(&replicas[1], &dir.path().join("s1"), &mut rng).expect("encode_into");
 
+    // ARENAPROVE_SERVE_GPU=<ordinal> runs the same scenario on that GPU (a binary built with
+    // `--features cuda`, on the GPU machine).
+    let gpu = std::env::var("ARENAPROVE_SERVE_GPU").ok();
+    let gpus = gpu.as_ref().map(|g| format!("[gpus]\ndevices = [{g}]\n")).unwrap_or_default();
     let toml = format!(
         "[daemon]\nlisten = [\"127.0.0.1:0\"]\n[srs]\nparam_cache = \"{PARAM_CACHE}\"\n\
-         preload = [\"winning-2k\", \"wpost-2k\", \"snap-2k\"]\n[engine]\nslots = 2\nsynth_workers = 1\n"
+         preload = [\"winning-2k\", \"wpost-2k\", \"snap-2k\"]\n[engine]\nslots = 2\nsynth_workers = 1\n{gpus}"
     );
     let config = ServeConfig::from_toml(&toml, &Overrides::default()).unwrap();
     let running = start_with(config, TestHooks::default()).await.expect("daemon starts");
@@ -97,6 +101,7 @@ async fn the_daemon_proves_winning_window_and_snap_deals() {
     let mut loaded: Vec<_> = status.loaded_srs.iter().map(|s| s.circuit_id.as_str()).collect();
     loaded.sort_unstable();
     assert_eq!(loaded, ["snap-2k", "winning-2k", "wpost-2k"]);
+    assert_eq!(status.gpus.len(), usize::from(gpu.is_some()), "{:?}", status.gpus);
 
     // --- Both kinds at once; WinningPoSt with sector_size left 0 (taken from the proof).
     let winning = vanilla_request(WINNING, randomness(1), prover_id(), 0, &replicas[1..]).unwrap();
