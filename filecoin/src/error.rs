@@ -122,3 +122,18 @@ impl FilecoinError {
         }
     }
 }
+
+/// A panic inside storage-proofs' code while reading untrusted proofs, as an error.
+pub(crate) fn no_panic<T>(
+    what: &str,
+    f: impl FnOnce() -> Result<T, FilecoinError>,
+) -> Result<T, FilecoinError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let reason = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "a panic".into());
+        Err(FilecoinError::BadVanilla(format!("{what}: storage-proofs refused the proofs ({reason})")))
+    })
+}

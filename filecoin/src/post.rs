@@ -47,7 +47,7 @@ use storage_proofs_post::fallback::{
 };
 
 use crate::api::SectorSize;
-use crate::error::FilecoinError;
+use crate::error::{no_panic, FilecoinError};
 use crate::params::ParamFiles;
 use crate::tree::{each_shape, with_tree, SealTree};
 use crate::verify::Verdict;
@@ -490,6 +490,16 @@ fn check_vanilla_shape<Tree: SealTree>(
     if sectors.len() != 1 {
         return Err(format!("{} sector proofs inside, one expected", sectors.len()));
     }
+    // Every Poseidon hash must be a canonical scalar: filecoin-hashers panics on one that
+    // is not ("from_repr failure") when it hashes or converts it.
+    let canonical = |d: &PoseidonDomain| {
+        let bytes: [u8; 32] = (*d).into();
+        <Scalar as ff::PrimeField>::from_repr_vartime(bytes).is_some()
+    };
+    let s = &sectors[0];
+    if ![vanilla.comm_r, s.comm_c, s.comm_r_last].iter().all(canonical) {
+        return Err("a commitment (comm_r, comm_c or comm_r_last) is not a BLS12-381 scalar".into());
+    }
     let inclusion = &sectors[0].inclusion_proofs;
     if inclusion.len() != challenges {
         return Err(format!(
@@ -663,11 +673,15 @@ impl PostJob {
     /// Sets the request up as filecoin-proofs does, checking its vanilla proofs (a proof
     /// that does not verify is [`FilecoinError::BadVanilla`], before any synthesis).
     pub fn new(request: &PostRequest) -> Result<Self, FilecoinError> {
-        let shaped = match &request.vanilla {
-            PostVanilla::Base(v) => ShapedPostJob::Base(PostJobOf::new(request, v)?),
-            PostVanilla::Sub8(v) => ShapedPostJob::Sub8(PostJobOf::new(request, v)?),
-            PostVanilla::Top2(v) => ShapedPostJob::Top2(PostJobOf::new(request, v)?),
-        };
+        // The proofs' shape and scalars were checked at parse; storage-proofs' own checks
+        // run here on untrusted input, so a panic of theirs is this request's error.
+        let shaped = no_panic("checking the vanilla proofs", || {
+            Ok(match &request.vanilla {
+                PostVanilla::Base(v) => ShapedPostJob::Base(PostJobOf::new(request, v)?),
+                PostVanilla::Sub8(v) => ShapedPostJob::Sub8(PostJobOf::new(request, v)?),
+                PostVanilla::Top2(v) => ShapedPostJob::Top2(PostJobOf::new(request, v)?),
+            })
+        })?;
         Ok(PostJob { proof: request.proof, shaped })
     }
 
@@ -682,7 +696,7 @@ impl PostJob {
 
     /// Circuit `i`, as filecoin-proofs' `circuit_proofs` builds it.
     pub fn circuit(&self, i: usize) -> Result<FallbackCircuit, FilecoinError> {
-        each_shape!(&self.shaped, ShapedPostJob, j => j.circuit(i))
+        no_panic("building the circuit", || each_shape!(&self.shaped, ShapedPostJob, j => j.circuit(i)))
     }
 
     /// The public inputs the verifier derives for circuit `i` (ONE excluded).

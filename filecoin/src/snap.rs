@@ -35,7 +35,7 @@ use storage_proofs_update::{
 
 use crate::api::SectorSize;
 use crate::c2::LoadOptions;
-use crate::error::FilecoinError;
+use crate::error::{no_panic, FilecoinError};
 use crate::params::ParamFiles;
 use crate::pce::Synthesis;
 use crate::tree::{each_shape, with_tree, SealTree};
@@ -221,18 +221,6 @@ impl fmt::Debug for SnapRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SnapRequest").field("proof", &self.proof).field("partitions", &self.len()).finish()
     }
-}
-
-/// A panic inside storage-proofs' code while reading untrusted proofs, as an error.
-fn no_panic<T>(what: &str, f: impl FnOnce() -> Result<T, FilecoinError>) -> Result<T, FilecoinError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        let reason = p
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "a panic".into());
-        Err(FilecoinError::BadVanilla(format!("{what}: storage-proofs refused the proofs ({reason})")))
-    })
 }
 
 impl SnapRequest {
