@@ -334,8 +334,17 @@ impl C2Engine {
         let mismatch = Arc::new(Mutex::new(None));
         let mut partitions: Vec<Box<dyn PartitionCircuit>> = Vec::with_capacity(job.partitions());
         for k in 0..job.partitions() {
+            // Precompiled: the circuit's sectors in parallel (the witness of a WinningPoSt is
+            // 66 independent one-challenge sectors).
+            let synthesized = match circuit.synthesis() {
+                Synthesis::Precompiled(pc) => arenaprove_engine::pipeline::precompiled_parts(
+                    crate::post::PostParts(job.circuit(k)?),
+                    pc.clone(),
+                ),
+                generic => generic.whole(job.circuit(k)?),
+            };
             partitions.push(Box::new(C2Partition {
-                circuit: circuit.synthesis().whole(job.circuit(k)?),
+                circuit: synthesized,
                 partition: k,
                 expected: job.public_inputs(k)?,
                 mismatch: mismatch.clone(),

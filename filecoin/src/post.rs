@@ -28,6 +28,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use arenaprove_circuits::precompiled::{PartCs, PartedCircuit, WitnessCs};
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use filecoin_hashers::poseidon::PoseidonDomain;
@@ -249,6 +250,31 @@ pub enum FallbackCircuit {
 impl Circuit<Scalar> for FallbackCircuit {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         each_shape!(self, FallbackCircuit, c => Circuit::synthesize(c, cs))
+    }
+}
+
+/// The FallbackPoSt circuit as a parallel witness ([`PartedCircuit`]): no prologue, one
+/// part per circuit "sector" (WinningPoSt: 66 one-challenge sectors; WindowPoSt: the
+/// partition's sectors), in the order `FallbackPoStCircuit` synthesizes them, each through
+/// storage-proofs' own `Sector` circuit. Every part has the same shape (one tree, one
+/// challenge count), which the precompiled witness requires and checks.
+pub struct PostParts(pub FallbackCircuit);
+
+impl PartedCircuit for PostParts {
+    fn prologue(&self, _cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
+        Ok(())
+    }
+    fn parts(&self) -> usize {
+        each_shape!(&self.0, FallbackCircuit, c => c.sectors.len())
+    }
+    fn part(&self, i: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
+        each_shape!(&self.0, FallbackCircuit, c => {
+            let sector = c.sectors.get(i).ok_or(SynthesisError::AssignmentMissing)?;
+            Circuit::synthesize(sector, &mut cs.namespace(|| format!("sector_{i}")))
+        })
+    }
+    fn replays_prologue(&self) -> bool {
+        false
     }
 }
 
