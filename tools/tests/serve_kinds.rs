@@ -9,52 +9,20 @@
 //! typed statuses before anything is queued.
 #![allow(clippy::result_large_err)]
 
-#[allow(dead_code)] // the PoRep helpers
 mod common;
 
-use std::path::Path;
-
-use arenaprove::filecoin::post::{
-    ensure_post_params, vanilla_request, verify_post, PostRequest, RegisteredPoStProof, Replica,
-};
-use arenaprove::filecoin::seal::seal_sector_keep;
-use arenaprove::filecoin::snap::{encode_update, ensure_update_params, verify_snap, RegisteredUpdateProof};
-use arenaprove::filecoin::{rng_from_seed, SealRequest, SectorSize, Verdict};
+use arenaprove::filecoin::post::{vanilla_request, verify_post};
+use arenaprove::filecoin::snap::verify_snap;
+use arenaprove::filecoin::Verdict;
 use arenaprove_tools::serve::pb::await_proof_response::Status as JobStatus;
 use arenaprove_tools::serve::pb::proving_engine_client::ProvingEngineClient;
 use arenaprove_tools::serve::pb::*;
 use arenaprove_tools::serve::{start_with, Overrides, ServeConfig, TestHooks};
-use common::PARAM_CACHE;
+use common::{kinds_2kib, post_request, randomness, snap_request, PARAM_CACHE, SNAP, WINDOW, WINNING};
 use tonic::Code;
 
-const MINER: u64 = 1000;
-const WINNING: RegisteredPoStProof = RegisteredPoStProof::StackedDrgWinning2KiBV1;
-const WINDOW: RegisteredPoStProof = RegisteredPoStProof::StackedDrgWindow2KiBV1_2;
-
-/// Miner 1000's prover id (its ID address payload), as Curio derives it.
 fn prover_id() -> [u8; 32] {
-    arenaprove_tools::serve::request::prover_id(MINER)
-}
-
-fn randomness(seed: u8) -> [u8; 32] {
-    let mut r = [seed; 32];
-    r[31] &= 0x3f;
-    r
-}
-
-/// A PoSt request as Curio's cuzk client builds it.
-fn post_request(id: &str, kind: ProofKind, request: &PostRequest, sector_size: u64) -> SubmitProofRequest {
-    SubmitProofRequest {
-        request_id: id.into(),
-        proof_kind: kind as i32,
-        sector_size,
-        registered_proof: request.proof.number(),
-        vanilla_proofs: request.vanilla_bincode().unwrap(),
-        miner_id: MINER,
-        randomness: request.randomness.to_vec(),
-        partition_index: request.partition_index as u32,
-        ..Default::default()
-    }
+    arenaprove_tools::serve::request::prover_id(common::MINER)
 }
 
 fn refused<T: std::fmt::Debug>(r: Result<T, tonic::Status>, code: Code, needle: &str) {
@@ -65,26 +33,9 @@ fn refused<T: std::fmt::Debug>(r: Result<T, tonic::Status>, code: Code, needle: 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_daemon_proves_winning_window_and_snap_deals() {
-    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", PARAM_CACHE);
-    for proof in [WINNING, WINDOW] {
-        let files = proof.param_files(Path::new(PARAM_CACHE)).unwrap();
-        ensure_post_params(proof, &files, &mut rng_from_seed(0x9057)).expect("PoSt params");
-    }
-    let snap_proof = RegisteredUpdateProof::StackedDrg2KiBV1;
-    let files = snap_proof.param_files(Path::new(PARAM_CACHE)).unwrap();
-    ensure_update_params(snap_proof, &files, &mut rng_from_seed(0x5a9)).expect("update params");
-    let dir = tempfile::tempdir().unwrap();
-    let mut rng = rng_from_seed(0x5e71);
-    let replicas: Vec<Replica> = (0..2)
-        .map(|i| {
-            let mut request = SealRequest::random(SectorSize::Kib2, &mut rng);
-            request.prover_id = prover_id();
-            request.sector_id = 7 + i;
-            seal_sector_keep(&request, &mut rng, &dir.path().join(format!("s{i}"))).expect("seal").1
-        })
-        .collect();
-    // The second sector updated with new data: its SnapDeals partition proofs.
-    let update = encode_update(&replicas[1], &dir.path().join("s1"), &mut rng).expect("encode_into");
+    let kinds = kinds_2kib();
+    let (replicas, update) = (&kinds.replicas, &kinds.update);
+    let snap_proof = SNAP;
 
     // ARENAPROVE_SERVE_GPU=<ordinal> runs the same scenario on that GPU (a binary built with
     // `--features cuda`, on the GPU machine).
@@ -105,7 +56,7 @@ async fn the_daemon_proves_winning_window_and_snap_deals() {
 
     // --- Both kinds at once; WinningPoSt with sector_size left 0 (taken from the proof).
     let winning = vanilla_request(WINNING, randomness(1), prover_id(), 0, &replicas[1..]).unwrap();
-    let window = vanilla_request(WINDOW, randomness(2), prover_id(), 0, &replicas).unwrap();
+    let window = vanilla_request(WINDOW, randomness(2), prover_id(), 0, replicas).unwrap();
     let w = c.submit_proof(post_request("winning-1", ProofKind::WinningPost, &winning, 0)).await.unwrap();
     let d = c
         .submit_proof(post_request("wdpost-1", ProofKind::WindowPostPartition, &window, 2048))
@@ -122,20 +73,12 @@ async fn the_daemon_proves_winning_window_and_snap_deals() {
         assert_eq!(verify_post(request, &r.proof).unwrap(), Verdict::Accepted, "{what}");
     }
     // SnapDeals, as the proof-share path sends it (sector_size unset).
-    let snap = SubmitProofRequest {
-        request_id: "snap-1".into(),
-        proof_kind: ProofKind::SnapDealsUpdate as i32,
-        registered_proof: snap_proof.number(),
-        vanilla_proofs: update.vanilla_bincode().unwrap(),
-        comm_r_old: update.comm_r_old.to_vec(),
-        comm_r_new: update.comm_r_new.to_vec(),
-        comm_d_new: update.comm_d_new.to_vec(),
-        ..Default::default()
-    };
+    let snap = snap_request("snap-1", update);
+    assert_eq!(snap.registered_proof, snap_proof.number());
     let r = c.prove(ProveRequest { submit: Some(snap.clone()) }).await.unwrap().into_inner().result.unwrap();
     assert_eq!(r.status(), JobStatus::Completed, "snap: {}", r.error_message);
     assert_eq!(r.proof.len(), 192);
-    assert_eq!(verify_snap(&update, &r.proof).unwrap(), Verdict::Accepted);
+    assert_eq!(verify_snap(update, &r.proof).unwrap(), Verdict::Accepted);
     let mut other = snap.clone();
     other.request_id = "snap-bad".into();
     other.comm_r_old.pop();

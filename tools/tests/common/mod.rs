@@ -1,5 +1,7 @@
 //! What the daemon's tests share: the 2 KiB development parameters, sealed sectors, and
 //! requests built as Curio builds them.
+// Each test binary uses part of this module.
+#![allow(dead_code)]
 use std::sync::Once;
 
 use arenaprove::filecoin::params::{ensure_params, ParamFiles};
@@ -60,7 +62,6 @@ pub fn porep(request_id: impl Into<String>, sector: &SealedSector, priority: Pri
 }
 
 /// A gRPC channel to the daemon's unix socket at `path`.
-#[allow(dead_code)] // the tests that listen on a unix socket use it
 pub async fn unix_channel(
     path: std::path::PathBuf,
 ) -> Result<tonic::transport::Channel, tonic::transport::Error> {
@@ -74,4 +75,93 @@ pub async fn unix_channel(
             }
         }))
         .await
+}
+
+/// The miner whose prover id the PoSt and SnapDeals tests use.
+pub const MINER: u64 = 1000;
+
+/// Chain randomness as Lotus hands it to proofs (the top bits masked into the field).
+pub fn randomness(seed: u8) -> [u8; 32] {
+    let mut r = [seed; 32];
+    r[31] &= 0x3f;
+    r
+}
+
+/// The 2 KiB PoSt and SnapDeals sectors and requests: params in the cache, two sectors
+/// sealed and kept (prover: [`MINER`]), the second updated with new data.
+pub struct Kinds {
+    _dir: tempfile::TempDir,
+    pub replicas: Vec<arenaprove::filecoin::post::Replica>,
+    pub update: arenaprove::filecoin::snap::SnapRequest,
+}
+
+pub const WINNING: arenaprove::filecoin::post::RegisteredPoStProof =
+    arenaprove::filecoin::post::RegisteredPoStProof::StackedDrgWinning2KiBV1;
+pub const WINDOW: arenaprove::filecoin::post::RegisteredPoStProof =
+    arenaprove::filecoin::post::RegisteredPoStProof::StackedDrgWindow2KiBV1_2;
+pub const SNAP: arenaprove::filecoin::snap::RegisteredUpdateProof =
+    arenaprove::filecoin::snap::RegisteredUpdateProof::StackedDrg2KiBV1;
+
+pub fn kinds_2kib() -> Kinds {
+    use arenaprove::filecoin::{post, snap};
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", PARAM_CACHE);
+    let cache = std::path::Path::new(PARAM_CACHE);
+    for proof in [WINNING, WINDOW] {
+        post::ensure_post_params(proof, &proof.param_files(cache).unwrap(), &mut rng_from_seed(0x9057))
+            .expect("PoSt params");
+    }
+    snap::ensure_update_params(SNAP, &SNAP.param_files(cache).unwrap(), &mut rng_from_seed(0x5a9))
+        .expect("update params");
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = rng_from_seed(0x5e71);
+    let replicas: Vec<_> = (0..2)
+        .map(|i| {
+            let mut request = SealRequest::random(SectorSize::Kib2, &mut rng);
+            request.prover_id = arenaprove_tools::serve::request::prover_id(MINER);
+            request.sector_id = 7 + i;
+            arenaprove::filecoin::seal::seal_sector_keep(
+                &request,
+                &mut rng,
+                &dir.path().join(format!("s{i}")),
+            )
+            .expect("seal")
+            .1
+        })
+        .collect();
+    let update = snap::encode_update(&replicas[1], &dir.path().join("s1"), &mut rng).expect("encode_into");
+    Kinds { _dir: dir, replicas, update }
+}
+
+/// A PoSt request as Curio's cuzk client builds it.
+pub fn post_request(
+    id: &str,
+    kind: ProofKind,
+    request: &arenaprove::filecoin::post::PostRequest,
+    sector_size: u64,
+) -> SubmitProofRequest {
+    SubmitProofRequest {
+        request_id: id.into(),
+        proof_kind: kind as i32,
+        sector_size,
+        registered_proof: request.proof.number(),
+        vanilla_proofs: request.vanilla_bincode().unwrap(),
+        miner_id: MINER,
+        randomness: request.randomness.to_vec(),
+        partition_index: request.partition_index as u32,
+        ..Default::default()
+    }
+}
+
+/// A SnapDeals request as Curio's proof-share path builds it (`sector_size` unset).
+pub fn snap_request(id: &str, update: &arenaprove::filecoin::snap::SnapRequest) -> SubmitProofRequest {
+    SubmitProofRequest {
+        request_id: id.into(),
+        proof_kind: ProofKind::SnapDealsUpdate as i32,
+        registered_proof: update.proof.number(),
+        vanilla_proofs: update.vanilla_bincode().unwrap(),
+        comm_r_old: update.comm_r_old.to_vec(),
+        comm_r_new: update.comm_r_new.to_vec(),
+        comm_d_new: update.comm_d_new.to_vec(),
+        ..Default::default()
+    }
 }
