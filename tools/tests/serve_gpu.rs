@@ -12,7 +12,6 @@
 //! `cargo test --release -p arenaprove-tools --features cuda,serve --test serve_gpu --no-run`,
 //! then `serve_gpu --ignored --nocapture --test-threads=1` there.
 
-#[allow(dead_code)] // the other daemon tests use the rest
 mod common;
 
 use std::time::Instant;
