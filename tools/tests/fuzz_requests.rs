@@ -1,6 +1,8 @@
 //! Structure-aware fuzzing of the daemon's request parsing, as `SubmitProof` runs it: the
-//! protobuf bytes (`prost` decode), then the kind, priority and proof checks and the PoRep
-//! envelope and C1 parse (`serve::request`). Requests are built as Curio builds them around
+//! protobuf bytes (`prost` decode), then the kind, priority and proof checks and the payload
+//! parse of whichever kind the request now names (`serve::request`: the PoRep envelope and
+//! C1; a PoSt or SnapDeals payload, whose own fuzzing with real vanilla proofs is
+//! `filecoin/tests/fuzz_vanilla.rs`). Requests are built as Curio builds them around
 //! a C1 of the real 2 KiB shape, then mutated: protobuf bytes flipped or cut, fields set to
 //! edge values, the envelope JSON's fields retyped or removed, Phase1Out not base64 or the
 //! base64 of a cut C1. Nothing may panic: every outcome is a request or a typed status.
@@ -32,10 +34,9 @@ fn fuzz_min_cases() -> u64 {
 /// `code: message`.
 fn parse(req: &SubmitProofRequest) -> Result<(), String> {
     let status = |s: tonic::Status| format!("{:?}: {}", s.code(), s.message());
-    request::check_kind(req).map_err(status)?;
+    let kind = request::check_kind(req).map_err(status)?;
     request::priority(req).map_err(status)?;
-    let (proof, circuit) = request::check_proof(req).map_err(status)?;
-    request::parse_porep(req, proof, circuit).map(|_| ()).map_err(status)
+    request::check(req, kind).map_err(status)?.parse(req).map(|_| ()).map_err(status)
 }
 
 fn edge_u64(rng: &mut impl RngCore) -> u64 {
