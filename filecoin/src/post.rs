@@ -331,8 +331,8 @@ pub fn ensure_post_params(
 }
 
 /// The most WindowPoSt partitions a deadline has (the miner actor's
-/// `MaxPartitionsPerDeadline`); a larger `partition_index` is refused.
-pub const MAX_PARTITION_INDEX: usize = 3000;
+/// `MaxPartitionsPerDeadline`): `partition_index` is below it.
+pub const MAX_PARTITIONS: usize = 3000;
 
 /// One PoSt to prove: the proof type, the chain's randomness, the prover, and the vanilla
 /// proofs of the challenged sectors (WinningPoSt: the one sector; WindowPoSt: the sectors
@@ -462,9 +462,9 @@ impl PostRequest {
                     self.proof, config.sector_count
                 ));
             }
-            PostKind::Window if self.partition_index > MAX_PARTITION_INDEX => {
+            PostKind::Window if self.partition_index >= MAX_PARTITIONS => {
                 return bad(format!(
-                    "partition_index {} is beyond a deadline's {MAX_PARTITION_INDEX} partitions",
+                    "partition_index {} is beyond a deadline's {MAX_PARTITIONS} partitions",
                     self.partition_index
                 ));
             }
@@ -543,6 +543,16 @@ fn check_vanilla_shape<Tree: SealTree>(
         if !fits {
             return Err(format!("inclusion proof {j} is not a path of this sector size's tree"));
         }
+        let hashes: Vec<PoseidonDomain> =
+            path.iter().flat_map(|(h, _)| h.iter().copied()).chain([p.leaf(), p.root()]).collect();
+        if !hashes.iter().all(canonical) {
+            return Err(format!("inclusion proof {j} holds a hash that is not a BLS12-381 scalar"));
+        }
+        // The circuit takes comm_r_last as every path's root (and hashes it into comm_r);
+        // storage-proofs' vanilla check reads the paths' own roots: they must agree.
+        if p.root() != s.comm_r_last {
+            return Err(format!("inclusion proof {j}'s root is not the sector's comm_r_last"));
+        }
     }
     Ok(())
 }
@@ -609,8 +619,24 @@ impl<Tree: SealTree> PostJobOf<Tree> {
                 // verify_winning_post's inputs: the challenged sector once per circuit
                 // "sector" (one challenge each), so challenge i is derived for index i.
                 let circuit_sectors = public_params.vanilla_params.sector_count;
-                let repeated =
+                let repeated: Vec<_> =
                     (0..circuit_sectors).flat_map(|_| pub_inputs.sectors.iter().cloned()).collect();
+                // partition_vanilla_proofs' own check pairs the one public sector with the
+                // first challenge only: every challenge is checked here, against the inputs
+                // the verifier derives.
+                let all =
+                    fallback::PublicInputs { randomness, prover_id, sectors: repeated.clone(), k: Some(0) };
+                let ok = partitions.iter().all(|p| {
+                    <Post<Tree> as ProofScheme>::verify(&public_params.vanilla_params, &all, p)
+                        .unwrap_or(false)
+                });
+                if !ok {
+                    return Err(FilecoinError::BadVanilla(format!(
+                        "the vanilla proof does not verify against the randomness and comm_r for every one of \
+                         {} challenges ({})",
+                        config.challenge_count, request.proof
+                    )));
+                }
                 Ok(PostJobOf {
                     public_params,
                     verifier_inputs: fallback::PublicInputs {
@@ -648,10 +674,18 @@ impl<Tree: SealTree> PostJobOf<Tree> {
                         request.proof
                     )));
                 }
-                // The verifier sees the whole deadline and takes partition k's chunk of it:
-                // the sectors before ours only fill the chunks before k.
-                let mut deadline = vec![sectors[0].clone(); k * config.sector_count];
-                deadline.extend_from_slice(&sectors);
+                // The verifier sees the whole deadline and takes partition k's chunk of it.
+                // From API 1.2.0 on a challenge does not depend on the sector's index in the
+                // deadline (get_challenge_index), so chunk 0 of our own sectors gives the same
+                // inputs; before, the sectors ahead of ours fill the chunks before k.
+                let index_free = !matches!(config.api_version, ApiVersion::V1_0_0 | ApiVersion::V1_1_0);
+                let (deadline, verifier_k) = if index_free {
+                    (sectors.clone(), 0)
+                } else {
+                    let mut deadline = vec![sectors[0].clone(); k * config.sector_count];
+                    deadline.extend_from_slice(&sectors);
+                    (deadline, k)
+                };
                 Ok(PostJobOf {
                     public_params,
                     pub_inputs,
@@ -661,7 +695,7 @@ impl<Tree: SealTree> PostJobOf<Tree> {
                         sectors: deadline,
                         k: None,
                     },
-                    verifier_k: k,
+                    verifier_k,
                     partitions: vec![partition],
                 })
             }

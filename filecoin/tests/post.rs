@@ -213,6 +213,41 @@ fn bad_post_requests_are_refused_and_the_engine_goes_on() {
         "32 GiB",
     );
 
+    // Only challenge 0 of a WinningPoSt is what filecoin-proofs' own pre-check verifies:
+    // two later challenges swapped are refused here too, before any proof.
+    type Base = filecoin_proofs::constants::SectorShapeBase;
+    let mut v: filecoin_proofs::types::FallbackPoStSectorProof<Base> =
+        bincode::deserialize(&blobs[0]).unwrap();
+    v.vanilla_proof.sectors[0].inclusion_proofs.swap(5, 6);
+    let swapped = PostRequest::from_bincode(
+        WINNING,
+        randomness(11),
+        prover_id(),
+        0,
+        &[bincode::serialize(&v).unwrap()],
+    )
+    .unwrap();
+    let err = engine.submit_post(&swapped).expect_err("challenges 5 and 6 swapped");
+    assert!(
+        matches!(err, FilecoinError::BadVanilla(_)) && err.to_string().contains("every one of 66"),
+        "{err}"
+    );
+    // A comm_r_last that is not the paths' root (the circuit would use it): refused at parse.
+    let mut v: filecoin_proofs::types::FallbackPoStSectorProof<Base> =
+        bincode::deserialize(&blobs[0]).unwrap();
+    v.vanilla_proof.sectors[0].comm_r_last = v.vanilla_proof.sectors[0].comm_c;
+    let msg = bad_vanilla(
+        PostRequest::from_bincode(
+            WINNING,
+            randomness(11),
+            prover_id(),
+            0,
+            &[bincode::serialize(&v).unwrap()],
+        ),
+        "comm_r_last",
+    );
+    assert!(msg.contains("root is not the sector's comm_r_last"), "{msg}");
+
     // Vanilla proofs of another epoch's randomness: refused before synthesis.
     let stale = PostRequest::from_bincode(WINNING, randomness(12), prover_id(), 0, &blobs).unwrap();
     let err = engine.submit_post(&stale).expect_err("stale randomness");

@@ -107,6 +107,7 @@ impl Checked {
 pub fn fingerprint(req: &SubmitProofRequest) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (req.proof_kind, req.sector_size, req.registered_proof, req.sector_number, req.miner_id).hash(&mut h);
+    (req.partition_index, &req.randomness, &req.comm_r_old, &req.comm_r_new, &req.comm_d_new).hash(&mut h);
     req.vanilla_proof.hash(&mut h);
     req.vanilla_proofs.hash(&mut h);
     h.finish()
@@ -368,9 +369,12 @@ pub fn parse_snap(req: &SubmitProofRequest, proof: RegisteredUpdateProof) -> Res
 /// The status for a PoSt or SnapDeals request the adapter refused.
 fn post_status(e: &FilecoinError) -> Status {
     match e {
+        FilecoinError::BadVanilla(_) | FilecoinError::BadArgument(_) | FilecoinError::CircuitBuild { .. } => {
+            Status::invalid_argument(e.to_string())
+        }
         FilecoinError::MissingParams { .. } => Status::failed_precondition(e.to_string()),
-        FilecoinError::Internal(_) | FilecoinError::Engine(_) => Status::internal(e.to_string()),
-        _ => Status::invalid_argument(e.to_string()),
+        // setup, I/O, parameters: the daemon's side, not the request's.
+        _ => Status::internal(e.to_string()),
     }
 }
 
