@@ -331,9 +331,7 @@ impl C2Engine {
         })?;
         let started = Instant::now();
         let job = PostJob::new(request)?;
-        let mismatch = Arc::new(Mutex::new(None));
-        let mut partitions: Vec<Box<dyn PartitionCircuit>> = Vec::with_capacity(job.partitions());
-        for k in 0..job.partitions() {
+        let parts = (0..job.partitions()).map(|k| {
             // Precompiled: the circuit's sectors in parallel (the witness of a WinningPoSt is
             // 66 independent one-challenge sectors).
             let synthesized = match circuit.synthesis() {
@@ -343,22 +341,9 @@ impl C2Engine {
                 ),
                 generic => generic.whole(job.circuit(k)?),
             };
-            partitions.push(Box::new(C2Partition {
-                circuit: synthesized,
-                partition: k,
-                expected: job.public_inputs(k)?,
-                mismatch: mismatch.clone(),
-            }));
-        }
-        self.queue(
-            circuit.kind(),
-            partitions,
-            randomness,
-            mismatch,
-            started,
-            circuit.synthesis().name(),
-            circuit.shape(),
-        )
+            Ok((synthesized, job.public_inputs(k)?))
+        });
+        self.queue(circuit.kind(), circuit.synthesis(), circuit.shape(), parts, randomness, started)
     }
 
     /// The SnapDeals circuits served.
@@ -391,25 +376,9 @@ impl C2Engine {
         })?;
         let started = Instant::now();
         let job = SnapJob::new(request)?;
-        let mismatch = Arc::new(Mutex::new(None));
-        let mut partitions: Vec<Box<dyn PartitionCircuit>> = Vec::with_capacity(job.partitions());
-        for k in 0..job.partitions() {
-            partitions.push(Box::new(C2Partition {
-                circuit: circuit.synthesis().whole(job.circuit(k)?),
-                partition: k,
-                expected: job.public_inputs(k)?,
-                mismatch: mismatch.clone(),
-            }));
-        }
-        self.queue(
-            circuit.kind(),
-            partitions,
-            randomness,
-            mismatch,
-            started,
-            circuit.synthesis().name(),
-            circuit.shape(),
-        )
+        let parts = (0..job.partitions())
+            .map(|k| Ok((circuit.synthesis().whole(job.circuit(k)?), job.public_inputs(k)?)));
+        self.queue(circuit.kind(), circuit.synthesis(), circuit.shape(), parts, randomness, started)
     }
 
     /// Everything served, for messages: `2KiB, 8MiB sectors; 2KiB WindowPoSt`.
@@ -458,38 +427,33 @@ impl C2Engine {
         })?;
         let started = Instant::now();
         let job = SectorJob::new(c1)?;
-        let mismatch = Arc::new(Mutex::new(None));
-        let mut partitions: Vec<Box<dyn PartitionCircuit>> = Vec::with_capacity(job.partitions());
-        for k in 0..job.partitions() {
-            partitions.push(Box::new(C2Partition {
-                circuit: circuit.synthesis.partition(&job, k)?,
-                partition: k,
-                expected: job.public_inputs(k)?,
-                mismatch: mismatch.clone(),
-            }));
-        }
-        self.queue(
-            &circuit.kind,
-            partitions,
-            randomness,
-            mismatch,
-            started,
-            circuit.synthesis.name(),
-            circuit.shape,
-        )
+        let parts =
+            (0..job.partitions()).map(|k| Ok((circuit.synthesis.partition(&job, k)?, job.public_inputs(k)?)));
+        self.queue(&circuit.kind, &circuit.synthesis, circuit.shape, parts, randomness, started)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Queues one job of `kind`: each partition's circuit with the public inputs the
+    /// verifier derives for it, checked right after synthesis ([`C2Partition`]).
     fn queue(
         &self,
         kind: &str,
-        partitions: Vec<Box<dyn PartitionCircuit>>,
-        randomness: Option<Vec<arenaprove_engine::pipeline::Randomness>>,
-        mismatch: FirstMismatch,
-        started: Instant,
-        synthesis: &'static str,
+        synthesis: &Synthesis,
         shape: Shape,
+        parts: impl Iterator<Item = Result<(Box<dyn PartitionCircuit>, Vec<Scalar>), FilecoinError>>,
+        randomness: Option<Vec<arenaprove_engine::pipeline::Randomness>>,
+        started: Instant,
     ) -> Result<C2Pending, FilecoinError> {
+        let mismatch: FirstMismatch = Arc::new(Mutex::new(None));
+        let mut partitions: Vec<Box<dyn PartitionCircuit>> = Vec::new();
+        for (k, part) in parts.enumerate() {
+            let (circuit, expected) = part?;
+            partitions.push(Box::new(C2Partition {
+                circuit,
+                partition: k,
+                expected,
+                mismatch: mismatch.clone(),
+            }));
+        }
         let n_partitions = partitions.len();
         let circuit_build = started.elapsed();
         let mut job = Job::new(kind.to_string(), partitions);
@@ -501,7 +465,7 @@ impl C2Engine {
             partitions: n_partitions,
             mismatch,
             circuit_build,
-            synthesis,
+            synthesis: synthesis.name(),
             constraints: shape.constraints,
         })
     }

@@ -371,7 +371,7 @@ impl PostRequest {
         let vanilla = with_tree!(size.tree_shape(), Tree => {
             let mut proofs = Vec::with_capacity(vanilla.len());
             for (i, bytes) in vanilla.iter().enumerate() {
-                let decoded = decode_vanilla::<Tree>(bytes.as_ref())
+                let decoded = decode_bincode::<FallbackPoStSectorProof<Tree>>(bytes.as_ref())
                     .map_err(|e| e.to_string())
                     .and_then(|p| check_vanilla_shape(&p, proof).map(|()| p));
                 proofs.push(decoded.map_err(|e| {
@@ -479,7 +479,8 @@ impl PostRequest {
     }
 }
 
-fn decode_vanilla<Tree: SealTree>(bytes: &[u8]) -> Result<FallbackPoStSectorProof<Tree>, bincode::Error> {
+/// Decodes one of Curio's bincode blobs (filecoin-proofs-api's encoding).
+pub(crate) fn decode_bincode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, bincode::Error> {
     use bincode::Options;
     // bincode::deserialize's own options (fixed-width integers, trailing bytes allowed),
     // with a limit: nothing in a proof is larger than the message it came in.

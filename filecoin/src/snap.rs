@@ -237,7 +237,7 @@ impl SnapRequest {
         let vanilla = with_tree!(size.tree_shape(), Tree => {
             let mut proofs = Vec::with_capacity(vanilla.len());
             for (i, bytes) in vanilla.iter().enumerate() {
-                proofs.push(decode::<PartitionProof<Tree>>(bytes.as_ref()).map_err(|e| {
+                proofs.push(crate::post::decode_bincode::<PartitionProof<Tree>>(bytes.as_ref()).map_err(|e| {
                     FilecoinError::BadVanilla(format!(
                         "partition proof {i} is not a bincode PartitionProof of a {size} sector: {e}"
                     ))
@@ -290,15 +290,6 @@ impl SnapRequest {
         let encode = |e: bincode::Error| FilecoinError::Internal(format!("bincode: {e}"));
         each_shape!(&self.vanilla, SnapVanilla, v => v.iter().map(|p| bincode::serialize(p).map_err(encode)).collect())
     }
-}
-
-fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, bincode::Error> {
-    use bincode::Options;
-    bincode::DefaultOptions::new()
-        .with_fixint_encoding()
-        .allow_trailing_bytes()
-        .with_limit(bytes.len() as u64)
-        .deserialize(bytes)
 }
 
 /// One update's circuits and the inputs the verifier derives, from a checked request.

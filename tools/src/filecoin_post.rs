@@ -85,7 +85,15 @@ impl Drop for WorkDir {
 }
 
 fn ensure(proof: RegisteredPoStProof, cache: &Path, seed: u64) -> Result<()> {
-    let files = proof.param_files(cache)?;
+    let mut rng = fc::rng_from_seed(seed ^ 0x706f_7374);
+    ensure_files(&proof.param_files(cache)?, |files| post::ensure_post_params(proof, files, &mut rng))
+}
+
+/// Development parameters for `files` when absent (`generate` writes them), said on stderr.
+fn ensure_files(
+    files: &fc::params::ParamFiles,
+    generate: impl FnOnce(&fc::params::ParamFiles) -> Result<fc::params::ParamsStatus, fc::FilecoinError>,
+) -> Result<()> {
     if files.params.is_file() {
         eprintln!("params: {} (present)", files.params.display());
         return Ok(());
@@ -95,10 +103,7 @@ fn ensure(proof: RegisteredPoStProof, cache: &Path, seed: u64) -> Result<()> {
         files.circuit,
         files.cache_dir.display()
     );
-    let mut rng = fc::rng_from_seed(seed ^ 0x706f_7374);
-    if let fc::params::ParamsStatus::Generated { params_bytes, seconds } =
-        post::ensure_post_params(proof, &files, &mut rng)?
-    {
+    if let fc::params::ParamsStatus::Generated { params_bytes, seconds } = generate(files)? {
         eprintln!("params: wrote {} ({params_bytes} bytes) in {seconds:.1} s", files.params.display());
     }
     Ok(())
@@ -163,33 +168,14 @@ pub fn post_bench(a: PostBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
     let load_s = started.elapsed().as_secs_f64();
     eprintln!("params load {load_s:.2} s; synthesis: {synthesis}");
 
-    let accepted = |bytes: &[u8], who: &str, run: usize| -> Result<()> {
-        match post::verify_post(&request, bytes)? {
-            fc::Verdict::Accepted => Ok(()),
-            v => bail!("run {run}: {who} proof not accepted by filecoin-proofs' verifier: {v:?}"),
-        }
-    };
-    // One untimed run per side: filecoin-proofs maps and caches its parameters on first use.
-    accepted(engine.submit_post(&request)?.wait()?.proof(), "our", 0)?;
-    accepted(&post::reference_post(&request)?, "filecoin-proofs'", 0)?;
-    let (mut ours, mut theirs, mut stages) = (Vec::new(), Vec::new(), Vec::new());
-    for run in 0..a.runs {
-        let started = Instant::now();
-        let out = engine.submit_post(&request)?.wait()?;
-        ours.push(started.elapsed().as_secs_f64());
-        accepted(out.proof(), "our", run)?;
-        eprintln!("ours   run {run}: {:.3} s ({})", ours[run], out.stages());
-        stages.push(out.stages().clone());
-        let started = Instant::now();
-        let bytes = post::reference_post(&request)?;
-        theirs.push(started.elapsed().as_secs_f64());
-        accepted(&bytes, "filecoin-proofs'", run)?;
-        eprintln!("theirs run {run}: {:.3} s", theirs[run]);
-    }
-    let report = engine.shutdown(ShutdownMode::Drain);
-    if report.slabs_outstanding != 0 {
-        bail!("{} slabs still leased at shutdown", report.slabs_outstanding);
-    }
+    let verify = |bytes: &[u8]| Ok(post::verify_post(&request, bytes)?);
+    let (ours, theirs, stages) = alternate(
+        a.runs,
+        || Ok(engine.submit_post(&request)?.wait()?),
+        || Ok(post::reference_post(&request)?),
+        verify,
+    )?;
+    stop(engine)?;
     let baseline = match kind {
         PostKind::Winning => "generate_winning_post_with_vanilla",
         PostKind::Window => "generate_single_window_post_with_vanilla",
@@ -240,23 +226,8 @@ pub struct SnapBenchArgs {
 }
 
 fn ensure_snap(proof: RegisteredUpdateProof, cache: &Path, seed: u64) -> Result<()> {
-    let files = proof.param_files(cache)?;
-    if files.params.is_file() {
-        eprintln!("params: {} (present)", files.params.display());
-        return Ok(());
-    }
-    eprintln!(
-        "params: generating INSECURE development parameters for {} (random toxic waste) into {}",
-        files.circuit,
-        files.cache_dir.display()
-    );
     let mut rng = fc::rng_from_seed(seed ^ 0x736e_6170);
-    if let fc::params::ParamsStatus::Generated { params_bytes, seconds } =
-        snap::ensure_update_params(proof, &files, &mut rng)?
-    {
-        eprintln!("params: wrote {} ({params_bytes} bytes) in {seconds:.1} s", files.params.display());
-    }
-    Ok(())
+    ensure_files(&proof.param_files(cache)?, |files| snap::ensure_update_params(proof, files, &mut rng))
 }
 
 pub fn snap_params(a: SnapParamsArgs, cache: &Path) -> Result<()> {
@@ -294,32 +265,14 @@ pub fn snap_bench(a: SnapBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
     )?;
     let load_s = started.elapsed().as_secs_f64();
     eprintln!("params load {load_s:.2} s; synthesis: {synthesis}");
-    let accepted = |bytes: &[u8], who: &str, run: usize| -> Result<()> {
-        match snap::verify_snap(&request, bytes)? {
-            fc::Verdict::Accepted => Ok(()),
-            v => bail!("run {run}: {who} proof not accepted by verify_empty_sector_update_proof: {v:?}"),
-        }
-    };
-    accepted(engine.submit_snap(&request)?.wait()?.proof(), "our", 0)?;
-    accepted(&snap::reference_snap(&request)?, "filecoin-proofs'", 0)?;
-    let (mut ours, mut theirs, mut stages) = (Vec::new(), Vec::new(), Vec::new());
-    for run in 0..a.runs {
-        let started = Instant::now();
-        let out = engine.submit_snap(&request)?.wait()?;
-        ours.push(started.elapsed().as_secs_f64());
-        accepted(out.proof(), "our", run)?;
-        eprintln!("ours   run {run}: {:.3} s ({})", ours[run], out.stages());
-        stages.push(out.stages().clone());
-        let started = Instant::now();
-        let bytes = snap::reference_snap(&request)?;
-        theirs.push(started.elapsed().as_secs_f64());
-        accepted(&bytes, "filecoin-proofs'", run)?;
-        eprintln!("theirs run {run}: {:.3} s", theirs[run]);
-    }
-    let report = engine.shutdown(ShutdownMode::Drain);
-    if report.slabs_outstanding != 0 {
-        bail!("{} slabs still leased at shutdown", report.slabs_outstanding);
-    }
+    let verify = |bytes: &[u8]| Ok(snap::verify_snap(&request, bytes)?);
+    let (ours, theirs, stages) = alternate(
+        a.runs,
+        || Ok(engine.submit_snap(&request)?.wait()?),
+        || Ok(snap::reference_snap(&request)?),
+        verify,
+    )?;
+    stop(engine)?;
     report_bench(
         &format!("SnapDeals {size}"),
         "generate_empty_sector_update_proof_with_vanilla",
@@ -330,6 +283,51 @@ pub fn snap_bench(a: SnapBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
         load_s,
         serde_json::json!({ "proof": proof.to_string(), "sector_size": size.name() }),
     );
+    Ok(())
+}
+
+/// One untimed run per side (filecoin-proofs maps and caches its parameters on first use),
+/// then `runs` timed runs of ours and theirs, alternating, every proof checked by `verify`
+/// (the run fails on any other verdict than accepted): the seconds of each side and our
+/// stage splits.
+type Runs = (Vec<f64>, Vec<f64>, Vec<fc::C2Stages>);
+fn alternate(
+    runs: usize,
+    mut ours: impl FnMut() -> Result<fc::C2Output>,
+    mut theirs: impl FnMut() -> Result<Vec<u8>>,
+    verify: impl Fn(&[u8]) -> Result<fc::Verdict>,
+) -> Result<Runs> {
+    let accepted = |bytes: &[u8], who: &str, run: usize| -> Result<()> {
+        match verify(bytes)? {
+            fc::Verdict::Accepted => Ok(()),
+            v => bail!("run {run}: {who} proof not accepted by filecoin-proofs' verifier: {v:?}"),
+        }
+    };
+    accepted(ours()?.proof(), "our", 0)?;
+    accepted(&theirs()?, "filecoin-proofs'", 0)?;
+    let (mut ours_s, mut theirs_s, mut stages) = (Vec::new(), Vec::new(), Vec::new());
+    for run in 0..runs {
+        let started = Instant::now();
+        let out = ours()?;
+        ours_s.push(started.elapsed().as_secs_f64());
+        accepted(out.proof(), "our", run)?;
+        eprintln!("ours   run {run}: {:.3} s ({})", ours_s[run], out.stages());
+        stages.push(out.stages().clone());
+        let started = Instant::now();
+        let bytes = theirs()?;
+        theirs_s.push(started.elapsed().as_secs_f64());
+        accepted(&bytes, "filecoin-proofs'", run)?;
+        eprintln!("theirs run {run}: {:.3} s", theirs_s[run]);
+    }
+    Ok((ours_s, theirs_s, stages))
+}
+
+/// Stops the engine; an error unless every slab came back.
+fn stop(engine: fc::C2Engine) -> Result<()> {
+    let report = engine.shutdown(ShutdownMode::Drain);
+    if report.slabs_outstanding != 0 {
+        bail!("{} slabs still leased at shutdown", report.slabs_outstanding);
+    }
     Ok(())
 }
 
