@@ -99,12 +99,15 @@ unsafe fn launch(
     if dims.grid.0 == 0 || dims.grid.1 == 0 {
         return Ok(());
     }
+    // A launch armed to fail (crate::fault) asks the driver for more threads per block than
+    // any device has: a real cuLaunchKernel refusal, which leaves the context usable.
+    let block = if crate::fault::take_launch() { 1 << 16 } else { dims.block };
     // SAFETY: forwarded to the caller (see # Safety).
     unsafe {
         result::launch_kernel(
             f,
             (dims.grid.0, dims.grid.1, 1),
-            (dims.block, 1, 1),
+            (block, 1, 1),
             dims.smem_bytes,
             stream,
             params,

@@ -26,6 +26,7 @@ mod arena;
 mod backend;
 mod device;
 mod error;
+pub mod fault;
 mod gpu;
 mod kernels;
 mod msm;

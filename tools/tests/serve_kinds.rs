@@ -93,6 +93,25 @@ async fn the_daemon_proves_winning_window_and_snap_deals() {
     other.vanilla_proofs.push(other.vanilla_proofs[0].clone());
     refused(c.submit_proof(other).await, Code::InvalidArgument, "takes 1 partition proof");
 
+    // On the GPU: a kernel launch the driver refuses fails that job with a typed status
+    // naming the call, and the next job proves on the same engine.
+    #[cfg(feature = "cuda")]
+    if gpu.is_some() {
+        use arenaprove::cuda::fault;
+        fault::fail_next_launches(1);
+        let faulty = post_request("winning-fault", ProofKind::WinningPost, &winning, 0);
+        let r = c.prove(ProveRequest { submit: Some(faulty) }).await.unwrap().into_inner().result.unwrap();
+        assert_eq!(r.status(), JobStatus::Failed, "{r:?}");
+        assert!(r.error_message.contains("cuLaunchKernel"), "{}", r.error_message);
+        eprintln!("GPU fault: {} failed: {}", r.job_id, r.error_message);
+        assert_eq!(fault::launches_armed(), 0, "the armed launch ran");
+        let next = post_request("winning-after-fault", ProofKind::WinningPost, &winning, 0);
+        let r = c.prove(ProveRequest { submit: Some(next) }).await.unwrap().into_inner().result.unwrap();
+        assert_eq!(r.status(), JobStatus::Completed, "{}", r.error_message);
+        assert_eq!(verify_post(&winning, &r.proof).unwrap(), Verdict::Accepted);
+        eprintln!("GPU fault: the next job, {}, proved and verified", r.job_id);
+    }
+
     let metrics = c.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
     for circuit in ["winning-2k", "wpost-2k", "snap-2k"] {
         assert!(
