@@ -368,20 +368,11 @@ impl PostRequest {
         vanilla: &[B],
     ) -> Result<Self, FilecoinError> {
         let size = proof.sector_size();
-        let vanilla = with_tree!(size.tree_shape(), Tree => {
-            let mut proofs = Vec::with_capacity(vanilla.len());
-            for (i, bytes) in vanilla.iter().enumerate() {
-                let decoded = decode_bincode::<FallbackPoStSectorProof<Tree>>(bytes.as_ref())
-                    .map_err(|e| e.to_string())
-                    .and_then(|p| check_vanilla_shape(&p, proof).map(|()| p));
-                proofs.push(decoded.map_err(|e| {
-                    FilecoinError::BadVanilla(format!(
-                        "vanilla proof {i} is not a bincode FallbackPoStSectorProof of a {size} sector: {e}"
-                    ))
-                })?);
-            }
-            Tree::post_vanilla(proofs)
-        });
+        let vanilla = with_tree!(size.tree_shape(), Tree => Tree::post_vanilla(decode_all(
+            vanilla,
+            &format!("vanilla proof {{}} is not a bincode FallbackPoStSectorProof of a {size} sector"),
+            |p: &FallbackPoStSectorProof<Tree>| check_vanilla_shape(p, proof),
+        )?));
         PostRequest::new(proof, randomness, prover_id, partition_index, vanilla)
     }
 
@@ -477,6 +468,25 @@ impl PostRequest {
         }
         Ok(())
     }
+}
+
+/// Decodes Curio's bincode blobs (one proof each) and checks each with `check`; an error
+/// names the blob: `what` with `{}` for its index, then why.
+pub(crate) fn decode_all<T: serde::de::DeserializeOwned, B: AsRef<[u8]>>(
+    blobs: &[B],
+    what: &str,
+    check: impl Fn(&T) -> Result<(), String>,
+) -> Result<Vec<T>, FilecoinError> {
+    blobs
+        .iter()
+        .enumerate()
+        .map(|(i, bytes)| {
+            let decoded = decode_bincode::<T>(bytes.as_ref()).map_err(|e| e.to_string());
+            decoded.and_then(|p| check(&p).map(|()| p)).map_err(|e| {
+                FilecoinError::BadVanilla(format!("{}: {e}", what.replacen("{}", &i.to_string(), 1)))
+            })
+        })
+        .collect()
 }
 
 /// Decodes one of Curio's bincode blobs (filecoin-proofs-api's encoding).

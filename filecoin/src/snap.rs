@@ -234,17 +234,11 @@ impl SnapRequest {
         vanilla: &[B],
     ) -> Result<Self, FilecoinError> {
         let size = proof.sector_size();
-        let vanilla = with_tree!(size.tree_shape(), Tree => {
-            let mut proofs = Vec::with_capacity(vanilla.len());
-            for (i, bytes) in vanilla.iter().enumerate() {
-                proofs.push(crate::post::decode_bincode::<PartitionProof<Tree>>(bytes.as_ref()).map_err(|e| {
-                    FilecoinError::BadVanilla(format!(
-                        "partition proof {i} is not a bincode PartitionProof of a {size} sector: {e}"
-                    ))
-                })?);
-            }
-            Tree::snap_vanilla(proofs)
-        });
+        let vanilla = with_tree!(size.tree_shape(), Tree => Tree::snap_vanilla(crate::post::decode_all(
+            vanilla,
+            &format!("partition proof {{}} is not a bincode PartitionProof of a {size} sector"),
+            |_: &PartitionProof<Tree>| Ok(()),
+        )?));
         SnapRequest::new(proof, comm_r_old, comm_r_new, comm_d_new, vanilla)
     }
 

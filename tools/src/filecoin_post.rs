@@ -46,10 +46,17 @@ pub struct PostBenchArgs {
     /// Sector size: 2KiB, 8MiB or 512MiB (sealed here).
     #[arg(long, default_value = "2KiB")]
     sector_size: String,
+    #[command(flatten)]
+    bench: BenchRun,
+}
+
+/// What `post-bench` and `snap-bench` share.
+#[derive(ClapArgs)]
+struct BenchRun {
     /// Runs of each side (median reported).
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Seed for the sectors sealed and the randomness.
+    /// Seed for the sectors sealed and their randomness or new data.
     #[arg(long, default_value_t = 1)]
     rng_seed: u64,
     /// Prover backend: cpu, or gpu.
@@ -117,7 +124,7 @@ pub fn post_params(a: PostParamsArgs, cache: &Path) -> Result<()> {
 }
 
 pub fn post_bench(a: PostBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
-    if a.runs == 0 {
+    if a.bench.runs == 0 {
         bail!("--runs must be at least 1");
     }
     let kind = match a.kind.as_str() {
@@ -135,11 +142,11 @@ pub fn post_bench(a: PostBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
     if sectors > 16 {
         bail!("a {proof} partition takes {sectors} sectors; post-bench seals test sectors up to 512 MiB");
     }
-    ensure(proof, cache, a.rng_seed)?;
+    ensure(proof, cache, a.bench.rng_seed)?;
 
     // The sectors, sealed and kept, and the vanilla proofs a PoSt worker would send.
     let work = WorkDir::new()?;
-    let mut rng = fc::rng_from_seed(a.rng_seed);
+    let mut rng = fc::rng_from_seed(a.bench.rng_seed);
     let prover_id = fc::SealRequest::random(size, &mut rng).prover_id;
     let started = Instant::now();
     let mut replicas = Vec::new();
@@ -158,10 +165,10 @@ pub fn post_bench(a: PostBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
 
     // Ours: one slot, the PoSt circuit only.
     let limit = limit.resolve()?;
-    let backend = common::backend_factory(a.backend);
+    let backend = common::backend_factory(a.bench.backend);
     let engine_config = common::engine_config(1, AllocMode::Slab, &limit, backend);
     let started = Instant::now();
-    let options = fc::LoadOptions { checked: false, precompiled: !a.no_precompiled };
+    let options = fc::LoadOptions { checked: false, precompiled: !a.bench.no_precompiled };
     let circuit = PostCircuit::load(proof, cache, options)?;
     let synthesis = circuit.synthesis().describe();
     let engine = fc::C2Engine::with_posts(engine_config, vec![], vec![circuit])?;
@@ -170,7 +177,7 @@ pub fn post_bench(a: PostBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
 
     let verify = |bytes: &[u8]| Ok(post::verify_post(&request, bytes)?);
     let (ours, theirs, stages) = alternate(
-        a.runs,
+        a.bench.runs,
         || Ok(engine.submit_post(&request)?.wait()?),
         || Ok(post::reference_post(&request)?),
         verify,
@@ -183,9 +190,9 @@ pub fn post_bench(a: PostBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
     report_bench(
         &format!("{kind} {size} ({sectors} sector(s))"),
         baseline,
-        a.json,
-        a.backend,
-        a.runs,
+        a.bench.json,
+        a.bench.backend,
+        a.bench.runs,
         (&ours, &theirs, &stages),
         load_s,
         serde_json::json!({ "proof": proof.to_string(), "sector_size": size.name(), "sectors": sectors }),
@@ -208,21 +215,8 @@ pub struct SnapBenchArgs {
     /// Sector size: 2KiB, 8MiB or 512MiB (sealed and updated here).
     #[arg(long, default_value = "2KiB")]
     sector_size: String,
-    /// Runs of each side (median reported).
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Seed for the sector sealed and its new data.
-    #[arg(long, default_value_t = 1)]
-    rng_seed: u64,
-    /// Prover backend: cpu, or gpu.
-    #[arg(long, value_enum, default_value = "cpu")]
-    backend: BackendChoice,
-    /// Synthesize through the bellpepper trait instead of the precompiled constraints.
-    #[arg(long)]
-    no_precompiled: bool,
-    /// One JSON object on stdout.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    bench: BenchRun,
 }
 
 fn ensure_snap(proof: RegisteredUpdateProof, cache: &Path, seed: u64) -> Result<()> {
@@ -238,14 +232,14 @@ pub fn snap_params(a: SnapParamsArgs, cache: &Path) -> Result<()> {
 }
 
 pub fn snap_bench(a: SnapBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
-    if a.runs == 0 {
+    if a.bench.runs == 0 {
         bail!("--runs must be at least 1");
     }
     let size: SectorSize = a.sector_size.parse()?;
     let proof = RegisteredUpdateProof::for_size(size);
-    ensure_snap(proof, cache, a.rng_seed)?;
+    ensure_snap(proof, cache, a.bench.rng_seed)?;
     let work = WorkDir::new()?;
-    let mut rng = fc::rng_from_seed(a.rng_seed);
+    let mut rng = fc::rng_from_seed(a.bench.rng_seed);
     let started = Instant::now();
     let sealed = fc::SealRequest::random(size, &mut rng);
     let dir = work.path().join("sector");
@@ -254,9 +248,10 @@ pub fn snap_bench(a: SnapBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
     eprintln!("sealed and updated a {size} sector in {:.1} s", started.elapsed().as_secs_f64());
 
     let limit = limit.resolve()?;
-    let engine_config = common::engine_config(1, AllocMode::Slab, &limit, common::backend_factory(a.backend));
+    let engine_config =
+        common::engine_config(1, AllocMode::Slab, &limit, common::backend_factory(a.bench.backend));
     let started = Instant::now();
-    let options = fc::LoadOptions { checked: false, precompiled: !a.no_precompiled };
+    let options = fc::LoadOptions { checked: false, precompiled: !a.bench.no_precompiled };
     let circuit = snap::SnapCircuit::load(proof, cache, options)?;
     let synthesis = circuit.synthesis().describe();
     let engine = fc::C2Engine::with_circuits(
@@ -267,7 +262,7 @@ pub fn snap_bench(a: SnapBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
     eprintln!("params load {load_s:.2} s; synthesis: {synthesis}");
     let verify = |bytes: &[u8]| Ok(snap::verify_snap(&request, bytes)?);
     let (ours, theirs, stages) = alternate(
-        a.runs,
+        a.bench.runs,
         || Ok(engine.submit_snap(&request)?.wait()?),
         || Ok(snap::reference_snap(&request)?),
         verify,
@@ -276,9 +271,9 @@ pub fn snap_bench(a: SnapBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
     report_bench(
         &format!("SnapDeals {size}"),
         "generate_empty_sector_update_proof_with_vanilla",
-        a.json,
-        a.backend,
-        a.runs,
+        a.bench.json,
+        a.bench.backend,
+        a.bench.runs,
         (&ours, &theirs, &stages),
         load_s,
         serde_json::json!({ "proof": proof.to_string(), "sector_size": size.name() }),

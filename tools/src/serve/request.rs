@@ -158,14 +158,7 @@ pub fn check(req: &SubmitProofRequest, kind: ProofKind) -> Result<Checked, Statu
                     proof.kind()
                 )));
             }
-            let bytes = proof.sector_size().bytes();
-            if req.sector_size != 0 && req.sector_size != bytes {
-                return Err(Status::invalid_argument(format!(
-                    "sector size mismatch: sector_size is {} but registered_proof {} ({proof}) is for \
-                     {bytes}-byte sectors",
-                    req.sector_size, req.registered_proof
-                )));
-            }
+            size_agrees(req, proof.sector_size().bytes(), &proof)?;
             Ok(Checked::Post(proof, CircuitId::post(proof)))
         }
         ProofKind::SnapDealsUpdate => {
@@ -175,18 +168,22 @@ pub fn check(req: &SubmitProofRequest, kind: ProofKind) -> Result<Checked, Statu
                     req.registered_proof
                 ))
             })?;
-            let bytes = proof.sector_size().bytes();
-            if req.sector_size != 0 && req.sector_size != bytes {
-                return Err(Status::invalid_argument(format!(
-                    "sector size mismatch: sector_size is {} but registered_proof {} ({proof}) is for \
-                     {bytes}-byte sectors",
-                    req.sector_size, req.registered_proof
-                )));
-            }
+            size_agrees(req, proof.sector_size().bytes(), &proof)?;
             Ok(Checked::Snap(proof, CircuitId::snap(proof.sector_size())))
         }
         _ => check_proof(req).map(|(proof, circuit)| Checked::Porep(proof, circuit)),
     }
+}
+
+/// `sector_size` 0 (the size then comes from `proof`), or `bytes`, the proof's size.
+fn size_agrees(req: &SubmitProofRequest, bytes: u64, proof: &dyn std::fmt::Display) -> Result<(), Status> {
+    if req.sector_size != 0 && req.sector_size != bytes {
+        return Err(Status::invalid_argument(format!(
+            "sector size mismatch: sector_size is {} but registered_proof {} ({proof}) is for {bytes}-byte sectors",
+            req.sector_size, req.registered_proof
+        )));
+    }
+    Ok(())
 }
 
 /// The numeric registered seal proof, and the circuit it needs; cheap checks first (size
