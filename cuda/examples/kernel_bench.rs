@@ -3,7 +3,12 @@
 //! memory), G1 and G2 MSMs with resident bases (checked against blst), H2D GB/s from
 //! pageable and from registered memory.
 //!
-//!     kernel_bench [--quick] [--ntt 20,22,24] [--msm 20,22,24] [--g2 20,22,24] [--h2d-mib 1024]
+//!     kernel_bench [--quick] [--ntt 20,22,24] [--h 20,22,24,26,27] [--msm 20,22,24] [--g2 20,22,24]
+//!                  [--h2d-mib 1024]
+//!
+//! `--h`: the NTT kernels (`NttKernels`) against the kernels before them, alternating in one
+//! run: one forward NTT and the h pipeline's transforms, device only. Every kernel choice's
+//! NTT and h pipeline are checked bit for bit against the CPU at the `--ntt` sizes.
 //!
 //! G2 sizes above 2^22 reuse the 2^22 bases four times over (inputs take long to make on
 //! the CPU) and have no CPU baseline.
@@ -16,7 +21,7 @@ mod common;
 
 use std::time::Instant;
 
-use arenaprove_cuda::{Gpu, MsmPlan};
+use arenaprove_cuda::{Gpu, MsmPlan, NttKernels};
 use arenaprove_engine::deps::blstrs::Scalar;
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::groth16::domain::Domain;
@@ -74,13 +79,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
     let ntt_logs = list(&args, "--ntt", if quick { &[16, 18] } else { &[20, 22, 24] });
+    let h_logs = list(&args, "--h", if quick { &[16, 18] } else { &[20, 22, 24, 26, 27] });
     let msm_logs = list(&args, "--msm", if quick { &[16] } else { &[20, 22, 24] });
     let g2_logs = list(&args, "--g2", if quick { &[14] } else { &[20, 22, 24] });
     let h2d_mib = list(&args, "--h2d-mib", &[if quick { 64 } else { 1024 }])[0] as usize;
     // The GPU tests' skip rule: no GPU here skips, unless ARENAPROVE_REQUIRE_GPU says
     // there must be one; any other error fails.
     let Some(mut g) = common::opened_or_skip(Gpu::open(0)) else { return Ok(()) };
-    let max_log = ntt_logs.iter().copied().max().unwrap_or(1);
+    let max_log = ntt_logs.iter().chain(&h_logs).copied().max().unwrap_or(1);
     let (free, total) = g.mem_info()?;
     println!(
         "device {}: {} MiB free of {} MiB; CPU threads {}",
@@ -96,6 +102,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     g.prepare_ntt(max_log)?;
     println!("prepare_ntt(2^{max_log}): {:.1} ms", ms(t));
 
+    // The NTT kernels, alternating: three rounds of every choice, medians of the rounds'
+    // medians; the first choice is the baseline.
+    const MODES: [NttKernels; 3] = [NttKernels::Stages, NttKernels::PassesTable, NttKernels::Passes];
+    for &log in &h_logs {
+        let (mut ntt, mut h) = ([vec![], vec![], vec![]], [vec![], vec![], vec![]]);
+        for round in 0..4 {
+            for (i, mode) in MODES.iter().enumerate() {
+                g.set_ntt_kernels(*mode);
+                let (n_ms, h_ms) = (g.bench_ntt_ms(log, 5)?, g.bench_h_ms(log, 3)?);
+                if round > 0 {
+                    ntt[i].push(n_ms);
+                    h[i].push(h_ms);
+                }
+            }
+        }
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let ntt: Vec<f64> = ntt.iter_mut().map(med).collect();
+        let h: Vec<f64> = h.iter_mut().map(med).collect();
+        for (what, v) in [("ntt", &ntt), ("h transforms", &h)] {
+            println!(
+                "{what} 2^{log} (device only, medians): {:?} {:.3} ms (baseline) | {:?} {:.3} ms ({:.2}x) | {:?} {:.3} ms ({:.2}x)",
+                MODES[0], v[0], MODES[1], v[1], v[0] / v[1], MODES[2], v[2], v[0] / v[2]
+            );
+        }
+    }
+    g.set_ntt_kernels(NttKernels::default());
+
     for &log in &ntt_logs {
         let n = 1usize << log;
         let gpu_ms = g.bench_ntt_ms(log, 7)?;
@@ -105,9 +141,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         d.fft(&mut a, &mut tw);
         let cpu_ms = ms(t);
-        let mut dev = common::random_scalars(n, log as u64);
-        g.ntt(&mut dev, false)?;
-        let exact = dev == a;
+        let mut exact = true;
+        for mode in [NttKernels::Stages, NttKernels::PassesTable, NttKernels::Passes] {
+            g.set_ntt_kernels(mode);
+            let mut dev = common::random_scalars(n, log as u64);
+            g.ntt(&mut dev, false)?;
+            exact &= dev == a;
+        }
+        g.set_ntt_kernels(NttKernels::default());
         println!("ntt 2^{log}: gpu {gpu_ms:.3} ms (device only, median of 7) | cpu {cpu_ms:.1} ms | cpu/gpu {:.1}x | bit-exact {exact}", cpu_ms / gpu_ms);
 
         let (a, b) = (common::random_scalars(n, 1), common::random_scalars(n, 2));
@@ -139,10 +180,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         d.divide_by_z_on_coset(&mut ca);
         d.icoset_fft(&mut ca, &mut tw);
         let cpu_ms = ms(t);
+        let mut exact = h == ca;
+        for mode in [NttKernels::Stages, NttKernels::PassesTable] {
+            g.set_ntt_kernels(mode);
+            let (a, b) = (common::random_scalars(n, 1), common::random_scalars(n, 2));
+            let c: Vec<Scalar> = a.par_iter().zip(&b).map(|(x, y)| x * y).collect();
+            g.h_pipeline(&a, &b, &c, &mut h)?;
+            exact &= h == ca;
+        }
+        g.set_ntt_kernels(NttKernels::default());
         println!(
-            "h_pipeline 2^{log}: gpu {best:.2} ms (3 H2D from pageable + 7 NTTs + D2H, best of 3) | cpu {cpu_ms:.1} ms | cpu/gpu {:.1}x | bit-exact {}",
+            "h_pipeline 2^{log}: gpu {best:.2} ms (3 H2D from pageable + 7 NTTs + D2H, best of 3) | cpu {cpu_ms:.1} ms | cpu/gpu {:.1}x | bit-exact (every kernel choice) {exact}",
             cpu_ms / best,
-            h == ca
         );
     }
 

@@ -63,6 +63,111 @@ fr_ntt_shared(fr_t* a, const fr_t* tw, uint32_t stages, uint32_t tw_log, uint32_
         blk[k] = sm[k];
 }
 
+// One pass of `k` radix-2 stages [s0, s0 + k) in shared memory (ntt_passes.rs has the
+// plan and a CPU model of this kernel). Element i = hi * 2^(s0+k) + m * 2^s0 + lo is entry m
+// of a 2^k-point sub-transform; a block of 2^block_log scalars holds every m for
+// 2^(block_log - k) consecutive lo (requires block_log - k <= s0). DIT (dif = 0) runs the
+// stages upwards with t = v * w, (u + t, u - t); DIF downwards with (u + v, (u - v) * w).
+// The twiddle of stage s for butterfly index j = x * 2^s0 + lo is w_{s+1}^j, read from the
+// table, or (factored) as w_{s+1}^lo * w_{t+1}^x: the first factor per block and stage
+// (in shared memory), the second from the 2^(k-1) entries every block shares (cached).
+// 2^(block_log - 1) threads, one butterfly each per stage.
+extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 1))
+fr_ntt_pass(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
+            uint32_t inv, uint32_t dif, uint32_t factored)
+{
+    __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
+    __shared__ __align__(32) uint4 raw_lo[1 << NTT_SHARED_LOG]; // up to k * 2^(block_log - k) <= 2^(NTT_SHARED_LOG - 1) scalars
+    fr_t* sm = reinterpret_cast<fr_t*>(raw);
+    // wlo[t * lo_cnt + lo] = w_{s0+t+1}^(lo0 + lo), factored passes with s0 > 0 only.
+    fr_t* wlo = reinterpret_cast<fr_t*>(raw_lo);
+    const uint32_t lo_bits = block_log - k, lo_cnt = 1u << lo_bits;
+    const size_t groups = (size_t)1 << (s0 - lo_bits);
+    const size_t hi = blockIdx.x / groups;
+    const size_t lo0 = (blockIdx.x % groups) << lo_bits;
+    const size_t base = (hi << (s0 + k)) + lo0;
+    const uint32_t size = 1u << block_log;
+    const bool use_wlo = factored && s0 > 0;
+    for (uint32_t e = threadIdx.x; e < size; e += blockDim.x)
+        sm[e] = a[base + ((size_t)(e >> lo_bits) << s0) + (e & (lo_cnt - 1))];
+    if (use_wlo)
+        for (uint32_t e = threadIdx.x; e < k * lo_cnt; e += blockDim.x) {
+            const uint32_t t = e >> lo_bits, s = s0 + t;
+            wlo[e] = twiddle(tw, tw_log, (lo0 + (e & (lo_cnt - 1))) << (tw_log - s - 1), inv);
+        }
+    __syncthreads();
+    const uint32_t b = threadIdx.x;
+    const uint32_t lo = b & (lo_cnt - 1), q = b >> lo_bits;
+    for (uint32_t step = 0; step < k; step++) {
+        const uint32_t t = dif ? k - 1 - step : step;
+        const uint32_t s = s0 + t;
+        const uint32_t x = q & ((1u << t) - 1);
+        const uint32_t m0 = ((q >> t) << (t + 1)) | x;
+        const uint32_t e0 = (m0 << lo_bits) | lo, e1 = e0 + (1u << (t + lo_bits));
+        fr_t w;
+        if (!factored)
+            w = twiddle(tw, tw_log, (((size_t)x << s0) + lo0 + lo) << (tw_log - s - 1), inv);
+        else if (use_wlo)
+            w = wlo[t * lo_cnt + lo] * twiddle(tw, tw_log, (size_t)x << (tw_log - t - 1), inv);
+        else
+            w = twiddle(tw, tw_log, (size_t)x << (tw_log - t - 1), inv);
+        fr_t u = sm[e0], v = sm[e1];
+        if (dif) {
+            sm[e0] = u + v;
+            sm[e1] = (u - v) * w;
+        } else {
+            v = v * w;
+            sm[e0] = u + v;
+            sm[e1] = u - v;
+        }
+        __syncthreads();
+    }
+    for (uint32_t e = threadIdx.x; e < size; e += blockDim.x)
+        a[base + ((size_t)(e >> lo_bits) << s0) + (e & (lo_cnt - 1))] = sm[e];
+}
+
+// a[i] *= c[0] * g^(bitrev(i)): the coset scaling of coefficients held in bit-reversed
+// order (after a DIF transform), so the forward DIT transform reads them as they lie.
+extern "C" __global__ void fr_scale_powers_bitrev(fr_t* a, uint32_t log_n, const fr_t* c, const fr_t* lo,
+                                                  const fr_t* hi, uint32_t split)
+{
+    size_t i = global_tid();
+    if (i >= ((size_t)1 << log_n))
+        return;
+    const size_t j = log_n == 0 ? 0 : __brevll(i) >> (64 - log_n);
+    fr_t f = c[0] * (lo[j & (((size_t)1 << split) - 1)] * hi[j >> split]);
+    a[i] = a[i] * f;
+}
+
+// out[i] = a[bitrev(i)] * c[0] * g^i, as canonical bytes when `canonical` (MSM scalars):
+// the last step of the h pipeline, from the DIF inverse transform's bit-reversed
+// coefficients to h in natural order. Out of place (out != a).
+extern "C" __global__ void fr_unbitrev_scale_canonical(const fr_t* a, fr_t* out, uint32_t log_n,
+                                                       const fr_t* c, const fr_t* lo, const fr_t* hi,
+                                                       uint32_t split, uint32_t canonical)
+{
+    size_t i = global_tid();
+    if (i >= ((size_t)1 << log_n))
+        return;
+    const size_t j = log_n == 0 ? 0 : __brevll(i) >> (64 - log_n);
+    fr_t x = a[j] * (c[0] * (lo[i & (((size_t)1 << split) - 1)] * hi[i >> split]));
+    if (canonical)
+        x.from();
+    out[i] = x;
+}
+
+// out[i] = (a[i] * b[i] - c[i]) * zinv[0] (out may be a or b).
+extern "C" __global__ void fr_ab_minus_c_div_z_to(fr_t* out, const fr_t* a, const fr_t* b, const fr_t* c,
+                                                  size_t n, const fr_t* zinv)
+{
+    size_t i = global_tid();
+    if (i >= n)
+        return;
+    fr_t x = a[i] * b[i];
+    x -= c[i];
+    out[i] = x * zinv[0];
+}
+
 // Two DIT stages s and s+1 (radix-4 pass): each thread owns 4 elements
 // i, i + h, i + 2h, i + 3h with h = 2^s.
 extern "C" __global__ void fr_ntt_stage2(fr_t* a, const fr_t* tw, uint32_t log_n, uint32_t s,

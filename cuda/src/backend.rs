@@ -30,7 +30,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arenaprove_arena::SharedHook;
 use arenaprove_circuits::Precompiled;
@@ -41,7 +41,7 @@ use arenaprove_engine::groth16::{
     G1Query, G2Query, Groth16Error, Parameters, ProofShape, Prover, ProverMemory, ProverOps, ScalarBytes,
     WitnessScalars,
 };
-use arenaprove_engine::pipeline::{PlanTerm, Scope};
+use arenaprove_engine::pipeline::{current_work, PlanTerm, Scope, WorkTag};
 use arenaprove_engine::{Backend, BackendFactory};
 
 use crate::arena::ArenaStats;
@@ -130,10 +130,76 @@ pub fn device_terms(ordinal: usize, plan: &DevicePlan) -> Vec<PlanTerm> {
     terms
 }
 
-/// One GPU of a factory: its ordinal and the device, one operation at a time.
+/// One GPU of a factory: its ordinal and the device, one operation at a time, and what it
+/// has done.
 struct Slot {
     ordinal: usize,
+    name: String,
     gpu: Mutex<Gpu>,
+    /// Kept apart from `gpu` so that a status query never waits for the device.
+    activity: Mutex<Activity>,
+}
+
+/// A GPU's operations so far and the one in flight.
+#[derive(Debug, Default)]
+struct Activity {
+    /// The partition the operation in flight works for, and since when.
+    current: Option<(Option<WorkTag>, Instant)>,
+    operations: u64,
+    busy: Duration,
+}
+
+/// What one GPU of a [`CudaFactory`] is doing and has done ([`CudaFactory::activity`]).
+#[derive(Clone, Debug)]
+pub struct GpuActivity {
+    pub ordinal: usize,
+    /// The device's name, e.g. `"NVIDIA H200"`.
+    pub name: String,
+    /// Whether an operation (a partition's h stage, one MSM) holds the GPU now.
+    pub busy: bool,
+    /// The partition that operation works for, when the engine's pipeline runs it.
+    pub working_for: Option<WorkTag>,
+    /// Operations finished.
+    pub operations: u64,
+    /// Time the GPU was held, the operation in flight included.
+    pub busy_time: Duration,
+}
+
+/// A GPU held for one operation: its slot records the operation (and the partition it
+/// works for) from the moment it is taken until the guard drops.
+struct Held<'a> {
+    slot: &'a Slot,
+    gpu: MutexGuard<'a, Gpu>,
+}
+
+impl<'a> Held<'a> {
+    fn new(slot: &'a Slot, gpu: MutexGuard<'a, Gpu>) -> Held<'a> {
+        lock_any(&slot.activity).current = Some((current_work(), Instant::now()));
+        Held { slot, gpu }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        let mut a = lock_any(&self.slot.activity);
+        if let Some((_, since)) = a.current.take() {
+            a.operations += 1;
+            a.busy += since.elapsed();
+        }
+    }
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Gpu;
+    fn deref(&self) -> &Gpu {
+        &self.gpu
+    }
+}
+
+impl std::ops::DerefMut for Held<'_> {
+    fn deref_mut(&mut self) -> &mut Gpu {
+        &mut self.gpu
+    }
 }
 
 /// Opens one or more GPUs for an engine and makes a [`CudaBackend`] per circuit kind on
@@ -196,7 +262,9 @@ impl CudaFactory {
         }
         let mut gpus = Vec::with_capacity(ordinals.len());
         for &ordinal in ordinals {
-            gpus.push(Slot { ordinal, gpu: Mutex::new(Gpu::open(ordinal)?) });
+            let gpu = Gpu::open(ordinal)?;
+            let name = gpu.name().to_string();
+            gpus.push(Slot { ordinal, name, gpu: Mutex::new(gpu), activity: Mutex::default() });
         }
         let hook = lock(&gpus[0].gpu).region_hook();
         Ok(CudaFactory {
@@ -220,7 +288,33 @@ impl CudaFactory {
 
     /// The first device's name, e.g. `"NVIDIA H200"`.
     pub fn name(&self) -> String {
-        lock(&self.gpus[0].gpu).name().to_string()
+        self.gpus[0].name.clone()
+    }
+
+    /// What each GPU is doing and has done, in the order of [`CudaFactory::ordinals`].
+    /// Never waits for a device.
+    pub fn activity(&self) -> Vec<GpuActivity> {
+        self.gpus
+            .iter()
+            .map(|s| {
+                let a = lock_any(&s.activity);
+                let in_flight = a.current.as_ref().map(|(_, since)| since.elapsed());
+                GpuActivity {
+                    ordinal: s.ordinal,
+                    name: s.name.clone(),
+                    busy: a.current.is_some(),
+                    working_for: a.current.as_ref().and_then(|(tag, _)| tag.clone()),
+                    operations: a.operations,
+                    busy_time: a.busy + in_flight.unwrap_or_default(),
+                }
+            })
+            .collect()
+    }
+
+    /// (free, total) device memory of each GPU now, in the order of
+    /// [`CudaFactory::ordinals`] (waits for each GPU's operation in flight).
+    pub fn mem_info_each(&self) -> Vec<Option<(usize, usize)>> {
+        self.gpus.iter().map(|s| lock(&s.gpu).mem_info().ok()).collect()
     }
 
     /// (free, total) device memory now, summed over the GPUs (waits for the operations in
@@ -266,7 +360,11 @@ impl CudaFactory {
 fn lock(gpu: &Mutex<Gpu>) -> MutexGuard<'_, Gpu> {
     // A panic while holding the device leaves no Rust invariant broken (every operation
     // re-lays its scratch), so a poisoned lock is still usable.
-    gpu.lock().unwrap_or_else(|e| e.into_inner())
+    lock_any(gpu)
+}
+
+fn lock_any<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The GPU if no operation holds it now.
@@ -448,7 +546,7 @@ impl std::fmt::Debug for CudaOps {
 
 /// h left on one GPU's scratch between `h_quotient` and `msm_h`, with that GPU held.
 pub struct GpuQuotient<'a> {
-    gpu: MutexGuard<'a, Gpu>,
+    gpu: Held<'a>,
     /// That GPU's copy of the h bases.
     bases: &'a G1Bases,
     h: DeviceH,
@@ -457,13 +555,14 @@ pub struct GpuQuotient<'a> {
 impl CudaOps {
     /// The first free GPU from a rotating start; when all are busy, waits for the one at
     /// the start. Returns its index and the held device.
-    fn take_gpu(&self) -> (usize, MutexGuard<'_, Gpu>) {
+    fn take_gpu(&self) -> (usize, Held<'_>) {
         let n = self.gpus.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
-        (0..n)
+        let (i, gpu) = (0..n)
             .map(|k| (start + k) % n)
             .find_map(|i| try_lock(&self.gpus[i].gpu).map(|g| (i, g)))
-            .unwrap_or_else(|| (start, lock(&self.gpus[start].gpu)))
+            .unwrap_or_else(|| (start, lock(&self.gpus[start].gpu)));
+        (i, Held::new(&self.gpus[i], gpu))
     }
 
     /// Runs `f` on a free GPU (one lock hold) with that GPU's copy of the bases, and adds

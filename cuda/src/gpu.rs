@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::arena::{ArenaStats, DeviceArena};
 use crate::device::Device;
 use crate::error::{CudaError, DriverContext, Result};
+use crate::ntt::NttKernels;
 use crate::ntt_tables::NttTables;
 
 /// One opened GPU. Methods take `&mut self`: one operation at a time per device (the
@@ -21,6 +22,8 @@ pub struct Gpu {
     /// The MSM's 0/1 fast path (on by default; off only to measure it against the plain
     /// bucket method, `kernel_bench`).
     pub(crate) msm_ones: bool,
+    /// Which NTT kernels run (the pass kernel by default; the others to measure against).
+    pub(crate) ntt_kernels: NttKernels,
     /// Device time of the last MSM or h pipeline call (GPU events).
     pub(crate) last_device: Cell<Duration>,
 }
@@ -56,6 +59,7 @@ impl Gpu {
             ordinal,
             name,
             msm_ones: true,
+            ntt_kernels: NttKernels::default(),
             last_device: Cell::new(Duration::ZERO),
         })
     }
@@ -64,6 +68,12 @@ impl Gpu {
     /// way; off exists so a bench can time the plain bucket method in the same run.
     pub fn set_msm_ones_fast_path(&mut self, on: bool) {
         self.msm_ones = on;
+    }
+
+    /// Chooses the NTT kernels ([`NttKernels::Passes`] by default). Results are the same
+    /// bit for bit; the others exist so a bench can time them in the same run.
+    pub fn set_ntt_kernels(&mut self, kernels: NttKernels) {
+        self.ntt_kernels = kernels;
     }
 
     /// Device time of the last MSM or h call (`msm_*`, `h_quotient_resident`), measured by GPU

@@ -207,6 +207,33 @@ kernels! {
     FrNttShared: fr_ntt_shared(a: DevPtr, tw: DevPtr, stages: u32, tw_log: u32, inv: u32);
     /// Two DIT stages `s, s + 1` (radix 4), or one.
     FrNttStage: fr_ntt_stage2, fr_ntt_stage(a: DevPtr, tw: DevPtr, log_n: u32, s: u32, tw_log: u32, inv: u32);
+    /// `k` radix-2 stages from `s0` in shared memory (DIT upwards, DIF downwards).
+    FrNttPass: fr_ntt_pass(
+        a: DevPtr,
+        tw: DevPtr,
+        s0: u32,
+        k: u32,
+        block_log: u32,
+        tw_log: u32,
+        inv: u32,
+        dif: u32,
+        factored: u32,
+    );
+    /// `a[i] *= c[0] * g^bitrev(i)`.
+    FrScalePowersBitrev: fr_scale_powers_bitrev(a: DevPtr, log_n: u32, c: DevPtr, lo: DevPtr, hi: DevPtr, split: u32);
+    /// `out[i] = a[bitrev(i)] * c[0] * g^i` (canonical bytes when `canonical`), out of place.
+    FrUnbitrevScaleCanonical: fr_unbitrev_scale_canonical(
+        a: DevPtr,
+        out: DevPtr,
+        log_n: u32,
+        c: DevPtr,
+        lo: DevPtr,
+        hi: DevPtr,
+        split: u32,
+        canonical: u32,
+    );
+    /// `out[i] = (a[i] * b[i] - c[i]) * zinv[0]`.
+    FrAbMinusCDivZTo: fr_ab_minus_c_div_z_to(out: DevPtr, a: DevPtr, b: DevPtr, c: DevPtr, n: usize, zinv: DevPtr);
     /// `tw[k] = lo[k mod 2^split] * hi[k >> split]`.
     FrPowersFromSplit: fr_powers_from_split(tw: DevPtr, count: usize, lo: DevPtr, hi: DevPtr, split: u32);
     /// `a[i] *= c[0] * g^i` (`lo` null: `a[i] *= c[0]`).

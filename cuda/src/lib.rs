@@ -31,6 +31,7 @@ mod gpu;
 mod kernels;
 mod msm;
 mod ntt;
+mod ntt_passes;
 mod ntt_tables;
 mod pinned;
 mod plan;
@@ -38,14 +39,14 @@ mod products;
 
 pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
 pub use backend::{
-    device_plan, device_plan_sized, device_terms, CudaBackend, CudaFactory, CudaOps, GpuQuotient,
+    device_plan, device_plan_sized, device_terms, CudaBackend, CudaFactory, CudaOps, GpuActivity, GpuQuotient,
 };
 pub use device::{device_count, driver_present};
 pub use error::{CudaError, Result};
 pub use gpu::Gpu;
 pub use kernels::kernels_built;
 pub use msm::{Bases, Curve, G1Bases, G2Bases, MsmPlan, MSM_POINTS_MAX, SCALAR_BYTES};
-pub use ntt::{h_scratch_bytes, DeviceH};
+pub use ntt::{h_scratch_bytes, DeviceH, NttKernels};
 pub use ntt_tables::{ntt_tables_bytes, omega, NTT_LOG_MAX};
 pub use pinned::{CudaRegionHook, HostRegistration};
 pub use plan::DevicePlan;

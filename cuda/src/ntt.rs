@@ -12,11 +12,33 @@ use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
 use crate::kernels::Dims;
 use crate::msm::{combine, Curve, G1Bases, Scalars};
+use crate::ntt_passes::{passes, BLOCK_LOG, PASS_STAGES_MAX};
 use crate::ntt_tables::{powers, NttTables, FR_BYTES, NTT_LOG_MAX};
 
 /// Stages done in shared memory by one block (2^10 scalars = 32 KiB).
 const SHARED_LOG: u32 = 10;
 const THREADS: u32 = 256;
+
+/// The NTT kernels a [`Gpu`] runs ([`Gpu::set_ntt_kernels`]); every choice gives the same
+/// bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NttKernels {
+    /// Per transform a bit-reversal pass, ten stages in shared memory, then one pass over
+    /// device memory per two stages; the h pipeline's seven transforms each so. The
+    /// kernels before [`NttKernels::Passes`], kept as the bench's baseline.
+    Stages,
+    /// `fr_ntt_pass` (ntt_passes.rs): up to 8 stages per pass over device memory (3 passes
+    /// at 2^24, 4 at 2^27), twiddles read from the table; the h pipeline pairs DIF inverse
+    /// and DIT forward transforms, so only its last step permutes. The default: the h
+    /// transforms 1.04x the `Stages` kernels' speed on the H200.
+    #[default]
+    PassesTable,
+    /// As `PassesTable`, with each twiddle the product of a per-block factor and one of
+    /// the 2^(k-1) twiddles every block shares (one more multiplication, far fewer
+    /// scattered reads). Slower on the H200 (BENCHMARKS.md): the transforms are bound by
+    /// multiplications, not by memory.
+    Passes,
+}
 
 /// h's coefficients left on the device by [`Gpu::h_quotient_resident`] (canonical bytes
 /// at the start of the arena's scratch), valid until the next operation on that GPU.
@@ -91,12 +113,44 @@ impl Gpu {
         Ok(log)
     }
 
-    /// Enqueues an unscaled NTT (root `w` or `w^-1` of order `2^log_n`) on device data.
+    /// Enqueues an unscaled NTT (root `w` or `w^-1` of order `2^log_n`) on device data,
+    /// natural order in and out.
     fn ntt_enqueue(&self, a: DevPtr, log_n: u32, inverse: bool) -> Result<()> {
+        self.tables(log_n)?;
+        if log_n == 0 {
+            return Ok(());
+        }
+        let n = 1usize << log_n;
+        if self.ntt_kernels == NttKernels::Stages {
+            return self.ntt_stages_enqueue(a, log_n, inverse);
+        }
+        self.dev.k.fr_bitrev.launch(Dims::per_item(n, THREADS), a, log_n)?;
+        self.passes_enqueue(a, log_n, inverse, false)
+    }
+
+    /// Enqueues the pass kernel's transform: DIT (`dif` false) from bit-reversed to natural
+    /// order, or DIF from natural to bit-reversed order.
+    fn passes_enqueue(&self, a: DevPtr, log_n: u32, inverse: bool, dif: bool) -> Result<()> {
         let t = self.tables(log_n)?;
         if log_n == 0 {
             return Ok(());
         }
+        let factored = (self.ntt_kernels == NttKernels::Passes) as u32;
+        let (k, inv, tw, tw_log) = (&self.dev.k, inverse as u32, t.twiddles(), t.max_log);
+        let mut plan = passes(log_n, BLOCK_LOG, PASS_STAGES_MAX);
+        if dif {
+            plan.reverse();
+        }
+        for p in plan {
+            let dims = Dims::blocks((1u32 << (log_n - p.block_log)).max(1), 1 << (p.block_log - 1));
+            k.fr_ntt_pass.launch(dims, a, tw, p.s0, p.k, p.block_log, tw_log, inv, dif as u32, factored)?;
+        }
+        Ok(())
+    }
+
+    /// The kernels before the pass kernel ([`NttKernels::Stages`]), natural order in and out.
+    fn ntt_stages_enqueue(&self, a: DevPtr, log_n: u32, inverse: bool) -> Result<()> {
+        let t = self.tables(log_n)?;
         let n = 1usize << log_n;
         let (k, inv, tw, tw_log) = (&self.dev.k, inverse as u32, t.twiddles(), t.max_log);
         k.fr_bitrev.launch(Dims::per_item(n, THREADS), a, log_n)?;
@@ -159,7 +213,7 @@ impl Gpu {
             return Err(CudaError::Length { what: "h pipeline: h", got: h.len(), want: n });
         }
         let log_n = self.domain_log("h pipeline: a", n)?;
-        let (spans, bump) = match self.h_enqueue(a, b, c, log_n) {
+        let (spans, bump) = match self.h_enqueue(a, b, c, log_n, false) {
             Ok(v) => v,
             Err(e) => {
                 // Copies may be queued from a, b, c: wait for them before handing them back.
@@ -173,13 +227,15 @@ impl Gpu {
         Ok(())
     }
 
-    /// Uploads a, b, c and enqueues the h pipeline; h ends in the first span.
+    /// Uploads a, b, c and enqueues the h pipeline; h ends in the first span (as canonical
+    /// bytes when `canonical`).
     fn h_enqueue(
         &self,
         a: &[Scalar],
         b: &[Scalar],
         c: &[Scalar],
         log_n: u32,
+        canonical: bool,
     ) -> Result<([DevSpan; 3], Bump)> {
         let n = a.len();
         for (what, len) in [("h pipeline: b", b.len()), ("h pipeline: c", c.len())] {
@@ -199,14 +255,66 @@ impl Gpu {
             // every copy event first.
             unsafe { self.dev.upload_overlapped(slot, s.ptr, v) }?;
         }
-        self.h_transforms(&spans, log_n, true)?;
+        self.h_transforms(&spans, log_n, true, canonical)?;
         Ok((spans, bump))
     }
 
     /// Enqueues the h pipeline over a, b, c in `spans` (each `2^log_n` scalars); with
     /// `uploaded`, each vector's transforms first wait for its upload (event slot 0, 1, 2).
-    /// h ends in the first span.
-    pub(crate) fn h_transforms(&self, spans: &[DevSpan; 3], log_n: u32, uploaded: bool) -> Result<()> {
+    /// h ends in the first span, as canonical bytes (MSM scalars) when `canonical`.
+    pub(crate) fn h_transforms(
+        &self,
+        spans: &[DevSpan; 3],
+        log_n: u32,
+        uploaded: bool,
+        canonical: bool,
+    ) -> Result<()> {
+        if self.ntt_kernels == NttKernels::Stages {
+            self.h_transforms_stages(spans, log_n, uploaded)?;
+            if canonical {
+                let (n, h) = (1usize << log_n, spans[0].dev_ptr());
+                // In place: each thread reads its element before writing it.
+                self.dev.k.fr_to_canonical.launch(Dims::per_item(n, THREADS), h, h, n)?;
+            }
+            return Ok(());
+        }
+        let n = 1usize << log_n;
+        let t = self.tables(log_n)?;
+        let (k, n_inv) = (&self.dev.k, t.n_inv(log_n));
+        for (slot, s) in spans.iter().enumerate() {
+            if uploaded {
+                self.dev.wait_upload(slot)?;
+            }
+            // ifft as DIF (coefficients in bit-reversed order), its 1/n and coset_fft's
+            // distribute_powers(g) at the bit-reversed indices, coset_fft as DIT from there.
+            let d = s.dev_ptr();
+            self.passes_enqueue(d, log_n, true, true)?;
+            let (lo, hi, split) = t.coset_powers(false);
+            k.fr_scale_powers_bitrev.launch(Dims::per_item(n, THREADS), d, log_n, n_inv, lo, hi, split)?;
+            self.passes_enqueue(d, log_n, false, false)?;
+        }
+        let [d_a, d_b, d_c] = spans.map(|s| s.dev_ptr());
+        // (a*b - c)/z into b's span, icoset_fft's DIF there, and the last step back into
+        // a's span in natural order: ifft's 1/n, distribute_powers(g^-1), canonical bytes.
+        k.fr_ab_minus_c_div_z_to.launch(Dims::per_item(n, THREADS), d_b, d_a, d_b, d_c, n, t.z_inv(log_n))?;
+        self.passes_enqueue(d_b, log_n, true, true)?;
+        let (lo, hi, split) = t.coset_powers(true);
+        k.fr_unbitrev_scale_canonical.launch(
+            Dims::per_item(n, THREADS),
+            d_b,
+            d_a,
+            log_n,
+            n_inv,
+            lo,
+            hi,
+            split,
+            canonical as u32,
+        )
+    }
+
+    /// [`Gpu::h_transforms`] with the kernels before the pass kernel; h is left in
+    /// Montgomery form.
+    fn h_transforms_stages(&self, spans: &[DevSpan; 3], log_n: u32, uploaded: bool) -> Result<()> {
         let n = 1usize << log_n;
         for (slot, s) in spans.iter().enumerate() {
             if uploaded {
@@ -262,19 +370,18 @@ impl Gpu {
         self.dev.timer_start()?;
         // Once a copy is queued, every way out waits for both streams: a, b, c must not go
         // back to their pool while a copy reads them.
-        let done = self.h_enqueue(a, b, c, log_n).and_then(|(spans, bump)| self.h_finish(&spans[0], n, bump));
+        let done =
+            self.h_enqueue(a, b, c, log_n, true).and_then(|(spans, bump)| self.h_finish(&spans[0], n, bump));
         if done.is_err() {
             let _ = self.dev.sync_all();
         }
         done
     }
 
-    /// After the h pipeline: h's first span to canonical bytes in place, the device timer
+    /// After the h pipeline (h as canonical bytes in its first span): the device timer
     /// stopped, waited for and kept; h stays on the device.
     pub(crate) fn h_finish(&mut self, h_span: &DevSpan, n: usize, bump: Bump) -> Result<DeviceH> {
-        // In place: each thread reads its element before writing it.
         let h = h_span.dev_ptr();
-        self.dev.k.fr_to_canonical.launch(Dims::per_item(n, THREADS), h, h, n)?;
         self.dev.timer_stop()?;
         // The stop follows the last kernel, which waited for every upload: once it has
         // passed, the device reads none of a, b, c (they may go back to their pool).
@@ -317,6 +424,34 @@ impl Gpu {
         for _ in 0..reps.max(1) {
             let t = std::time::Instant::now();
             self.ntt_enqueue(d.dev_ptr(), log_n, false)?;
+            self.dev.sync()?;
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        self.arena_mut()?.note_scratch(&b);
+        times.sort_by(f64::total_cmp);
+        Ok(times[times.len() / 2])
+    }
+
+    /// Device time of the h pipeline's transforms on `2^log_n` (a, b, c already on the
+    /// device: seven transforms, the scalings, `a*b - c`, h to canonical bytes), in
+    /// milliseconds (median of `reps`, host clock around the enqueue and a stream sync).
+    /// Timing only: the inputs are overwritten in place from one rep to the next.
+    pub fn bench_h_ms(&mut self, log_n: u32, reps: usize) -> Result<f64> {
+        self.tables(log_n)?;
+        self.dev.bind()?;
+        let n = 1usize << log_n;
+        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
+        let mut b = arena.scratch();
+        let spans = h_spans(&mut b, n * FR_BYTES)?;
+        for (s, base) in spans.iter().zip([3u64, 5, 7]) {
+            let host: Vec<[u64; 4]> = powers(Scalar::from(base), n);
+            // SAFETY: each span holds `n` scalars.
+            unsafe { self.dev.upload(s.ptr, &host) }?;
+        }
+        let mut times = Vec::with_capacity(reps.max(1));
+        for _ in 0..reps.max(1) {
+            let t = std::time::Instant::now();
+            self.h_transforms(&spans, log_n, false, true)?;
             self.dev.sync()?;
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }

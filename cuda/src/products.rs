@@ -318,7 +318,7 @@ impl Gpu {
             // SAFETY: `k` scalars from the inputs' span into a's rows r .. r + k, inside a's span.
             unsafe { self.dev.copy_d2d(spans[0].ptr + (r * FR_BYTES) as u64, d_inputs.ptr, k * FR_BYTES) }?;
         }
-        self.h_transforms(spans, log_n, false)
+        self.h_transforms(spans, log_n, false, true)
     }
 
     /// a, b, c (each `m.rows` long) of the recording `m` for the witness `inputs` (ONE

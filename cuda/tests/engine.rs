@@ -460,7 +460,47 @@ fn two_gpus_share_the_work_and_match_the_cpu_backend() {
             assert!(st.scratch_high_bytes > 0, "{kind}: GPU {i} ran no operation");
         }
         println!("{kind}: arenas {each:?}");
+        for a in gpu.activity() {
+            assert!(a.operations > 0, "{kind}: GPU {} ran no operation: {a:?}", a.ordinal);
+            assert!(!a.busy && a.working_for.is_none(), "idle after the jobs: {a:?}");
+        }
     }
+}
+
+/// Each GPU says what it does: the partition an operation in flight works for (the engine's
+/// job id, kind and stage), and its operations and busy time so far, read without waiting
+/// for the device.
+#[test]
+fn each_gpu_reports_the_partition_it_works_for() {
+    let Some(gpu) = open_or_skip() else { return };
+    let (kind, constraints) = (CircuitKind::Chain, 1usize << 14);
+    let params = params_for(kind, constraints, 6);
+    let e = engine(&params, kind, constraints, Some(gpu.clone()));
+    assert!(gpu.activity().iter().all(|a| a.operations == 0 && !a.busy));
+    let handle = e.submit(job(kind, constraints, 6, 3)).unwrap();
+    let job_id = handle.id();
+    let mut seen = Vec::new();
+    let t0 = std::time::Instant::now();
+    while seen.is_empty() && t0.elapsed() < std::time::Duration::from_secs(60) {
+        for a in gpu.activity() {
+            if let Some(tag) = a.working_for {
+                assert!(a.busy);
+                seen.push(tag);
+            }
+        }
+    }
+    let out = handle.wait().unwrap();
+    assert!(out.is_ok(), "{:?}", out.first_error());
+    let tag = seen.first().expect("an operation was seen in flight");
+    assert_eq!(tag.job, job_id);
+    assert!(tag.partition < 6 && ["prove_start", "finalize"].contains(&tag.stage), "{tag:?}");
+    assert_eq!(&*tag.kind, kind.to_string().as_str());
+    let a = &gpu.activity()[0];
+    // Per partition: the h stage (one hold) and four MSMs.
+    assert_eq!(a.operations, 6 * 5, "{a:?}");
+    assert!(!a.busy && a.busy_time > std::time::Duration::ZERO, "{a:?}");
+    println!("GPU activity after 6 partitions: {a:?}; first seen in flight: {tag:?}");
+    e.shutdown(ShutdownMode::Drain);
 }
 
 #[test]

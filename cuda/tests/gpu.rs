@@ -6,7 +6,7 @@
 
 mod common;
 
-use arenaprove_cuda::{CudaError, Gpu, MsmPlan};
+use arenaprove_cuda::{CudaError, Gpu, MsmPlan, NttKernels};
 use arenaprove_engine::deps::blstrs::Scalar;
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::deps::group::Group;
@@ -60,7 +60,11 @@ fn gpu_tests_skip_only_when_no_gpu_is_there_and_none_is_required() {
 #[test]
 fn ntt_matches_cpu_domain_2e1_to_2e20() {
     let Some(mut g) = gpu(20) else { return };
-    for log in (1..=12).chain([14, 16, 18, 20]) {
+    // Every kernel choice, at sizes of one, two and three passes (ntt_passes.rs).
+    for (mode, log) in
+        MODES.iter().flat_map(|m| (1..=12).chain([14, 16, 17, 18, 19, 20]).map(move |l| (*m, l)))
+    {
+        g.set_ntt_kernels(mode);
         let d = Domain::new(1 << log).unwrap();
         let coeffs = random_scalars(d.size, log as u64);
         let mut tw = vec![Scalar::ZERO; d.twiddle_len()];
@@ -68,13 +72,16 @@ fn ntt_matches_cpu_domain_2e1_to_2e20() {
         d.fft(&mut cpu, &mut tw);
         let mut dev = coeffs.clone();
         g.ntt(&mut dev, false).unwrap();
-        assert!(dev == cpu, "forward NTT 2^{log} differs from the CPU");
+        assert!(dev == cpu, "{mode:?}: forward NTT 2^{log} differs from the CPU");
         d.ifft(&mut cpu, &mut tw);
         g.ntt(&mut dev, true).unwrap();
-        assert!(dev == cpu, "inverse NTT 2^{log} differs from the CPU");
-        assert!(dev == coeffs, "inverse NTT 2^{log} does not invert");
+        assert!(dev == cpu, "{mode:?}: inverse NTT 2^{log} differs from the CPU");
+        assert!(dev == coeffs, "{mode:?}: inverse NTT 2^{log} does not invert");
     }
 }
+
+/// The NTT kernel choices, the default first.
+const MODES: [NttKernels; 3] = [NttKernels::PassesTable, NttKernels::Passes, NttKernels::Stages];
 
 /// The CPU prover's h steps (engine/src/groth16/prover.rs, prove_start).
 fn cpu_h(a: &mut [Scalar], b: &mut [Scalar], c: &mut [Scalar]) {
@@ -94,7 +101,8 @@ fn cpu_h(a: &mut [Scalar], b: &mut [Scalar], c: &mut [Scalar]) {
 #[test]
 fn h_pipeline_matches_cpu_2e10_to_2e20() {
     let Some(mut g) = gpu(20) else { return };
-    for log in [1u32, 2, 10, 13, 16, 20] {
+    for (mode, log) in MODES.iter().flat_map(|m| [1u32, 2, 10, 11, 13, 16, 19, 20].map(move |l| (*m, l))) {
+        g.set_ntt_kernels(mode);
         let n = 1usize << log;
         let (a, b) = (random_scalars(n, 100 + log as u64), random_scalars(n, 200 + log as u64));
         // A satisfied system: c = a * b pointwise, so h's top coefficient is zero.
@@ -103,12 +111,13 @@ fn h_pipeline_matches_cpu_2e10_to_2e20() {
         g.h_pipeline(&a, &b, &c, &mut h).unwrap();
         let (mut ca, mut cb, mut cc) = (a.clone(), b.clone(), c.clone());
         cpu_h(&mut ca, &mut cb, &mut cc);
-        assert!(h == ca, "h pipeline 2^{log} differs from the CPU");
+        assert!(h == ca, "{mode:?}: h pipeline 2^{log} differs from the CPU");
         assert_eq!(h[n - 1], Scalar::ZERO, "2^{log}: top coefficient of h for a satisfied system");
         let mut hb = vec![[0u8; 32]; n - 1];
         g.h_pipeline_bytes(&a, &b, &c, &mut hb).unwrap();
-        assert!(hb.iter().zip(&ca).all(|(x, y)| *x == y.to_bytes_le()), "h bytes 2^{log}");
+        assert!(hb.iter().zip(&ca).all(|(x, y)| *x == y.to_bytes_le()), "{mode:?}: h bytes 2^{log}");
     }
+    g.set_ntt_kernels(NttKernels::default());
     // Unsatisfied (random c) too: the pipeline is the same arithmetic.
     let n = 1 << 12;
     let (a, b, c) = (random_scalars(n, 1), random_scalars(n, 2), random_scalars(n, 3));

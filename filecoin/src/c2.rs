@@ -553,6 +553,11 @@ impl fmt::Debug for C2Pending {
 }
 
 impl C2Pending {
+    /// The engine's id of this job ([`arenaprove_engine::pipeline::WorkTag::job`]).
+    pub fn job_id(&self) -> Option<u64> {
+        self.handle.as_ref().map(JobHandle::id)
+    }
+
     /// A handle that cancels this sector from another thread.
     pub fn canceller(&self) -> C2Cancel {
         self.cancel.clone()

@@ -1,24 +1,60 @@
-//! The GPU backend's factory for the CLI and the daemon: the CUDA backend on a named GPU
-//! (an error when it does not open: the daemon's choice), or on every visible one, or the
+//! The GPU backend's factory for the CLI and the daemon: the CUDA backend on named GPUs
+//! (an error when one does not open: the daemon's choice), or on every visible one, or the
 //! CPU backend (said once on stderr) where the binary or the host has none (the CLI's
 //! `--backend gpu`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use arenaprove::engine::pipeline::WorkTag;
 use arenaprove::engine::{BackendFactory, CpuBackend};
 
-/// The GPU an engine proves on, for status reports.
-#[derive(Clone)]
-pub struct GpuInfo {
+/// What one GPU is doing and has done, for status reports (a copy of the GPU backend's
+/// report, so the daemon builds without the `cuda` feature too).
+#[derive(Clone, Debug)]
+pub struct GpuActivity {
     pub ordinal: u32,
     pub name: String,
-    /// (free, total) device memory now; `None` once the engine's backend is gone. Holds
-    /// the factory weakly, so the device arena goes with the engine.
-    #[allow(clippy::type_complexity)]
-    pub mem: Arc<dyn Fn() -> Option<(u64, u64)> + Send + Sync>,
+    /// An operation (a partition's h stage, one MSM) holds the GPU now.
+    pub busy: bool,
+    /// The partition that operation works for (engine job id, kind, stage).
+    pub working_for: Option<WorkTag>,
+    /// Operations finished.
+    pub operations: u64,
+    /// Time held, the operation in flight included.
+    pub busy_time: Duration,
 }
 
-/// Why a GPU does not open.
+/// Reads each GPU's activity (never waits for a device); `None` once the engine's backend
+/// is gone.
+pub type ActivityQuery = Arc<dyn Fn() -> Option<Vec<GpuActivity>> + Send + Sync>;
+/// Reads each GPU's (free, total) device memory (waits for each one's operation in flight);
+/// `None` once the engine's backend is gone.
+pub type MemQuery = Arc<dyn Fn() -> Option<Vec<Option<(u64, u64)>>> + Send + Sync>;
+
+/// The GPUs an engine proves on, for status reports. Holds the factory weakly, so the
+/// device arenas go with the engine.
+#[derive(Clone)]
+pub struct GpusInfo {
+    /// (ordinal, name), in the order the engine's backend takes them.
+    pub devices: Vec<(u32, String)>,
+    pub activity: ActivityQuery,
+    pub mem: MemQuery,
+}
+
+impl GpusInfo {
+    /// `"NVIDIA H200 (cuda:0)"`, `"2 x NVIDIA H200 (cuda:0, cuda:1)"`.
+    pub fn describe(&self) -> String {
+        let names: Vec<String> = self.devices.iter().map(|(o, _)| format!("cuda:{o}")).collect();
+        let name = self.devices.first().map_or("", |(_, n)| n.as_str());
+        match self.devices.len() {
+            1 => format!("{name} ({})", names[0]),
+            n => format!("{n} x {name} ({})", names.join(", ")),
+        }
+    }
+}
+
+/// Why GPUs do not open.
 #[derive(Debug, thiserror::Error)]
 pub enum GpuOpenError {
     #[error("this binary was built without the `cuda` feature")]
@@ -29,22 +65,54 @@ pub enum GpuOpenError {
     Cuda(#[from] arenaprove::cuda::CudaError),
 }
 
-/// GPU `ordinal`'s backend and its description, or why it does not open (the caller
-/// decides whether the CPU may stand in: the daemon only with `gpus.fallback = "cpu"`).
+/// The GPU backend on GPUs `ordinals` (empty: every GPU the driver shows) and their
+/// description, or why they do not open (the caller decides whether the CPU may stand
+/// in: the daemon only with `gpus.fallback = "cpu"`, or when no GPU was named).
 #[cfg(feature = "cuda")]
-pub fn open_gpu(ordinal: u32) -> Result<(Arc<dyn BackendFactory>, GpuInfo), GpuOpenError> {
-    let factory = Arc::new(arenaprove::cuda::CudaFactory::open(ordinal as usize)?);
-    tracing::info!(ordinal, gpu = %factory.describe(), "GPU backend");
+pub fn open_gpus(ordinals: &[u32]) -> Result<(Arc<dyn BackendFactory>, GpusInfo), GpuOpenError> {
+    use arenaprove::cuda::CudaFactory;
+    let factory = Arc::new(if ordinals.is_empty() {
+        CudaFactory::open_all()?
+    } else {
+        CudaFactory::open_many(&ordinals.iter().map(|&o| o as usize).collect::<Vec<_>>())?
+    });
+    tracing::info!(gpus = %factory.describe(), "GPU backend");
+    let devices: Vec<(u32, String)> =
+        factory.activity().into_iter().map(|a| (a.ordinal as u32, a.name)).collect();
     let weak = Arc::downgrade(&factory);
-    let mem =
-        move || weak.upgrade().and_then(|f| f.mem_info()).map(|(free, total)| (free as u64, total as u64));
-    let info = GpuInfo { ordinal, name: factory.name(), mem: Arc::new(mem) };
+    let activity = move || {
+        let f = weak.upgrade()?;
+        Some(
+            f.activity()
+                .into_iter()
+                .map(|a| GpuActivity {
+                    ordinal: a.ordinal as u32,
+                    name: a.name,
+                    busy: a.busy,
+                    working_for: a.working_for,
+                    operations: a.operations,
+                    busy_time: a.busy_time,
+                })
+                .collect(),
+        )
+    };
+    let weak = Arc::downgrade(&factory);
+    let mem = move || {
+        let f = weak.upgrade()?;
+        Some(
+            f.mem_info_each()
+                .into_iter()
+                .map(|m| m.map(|(free, total)| (free as u64, total as u64)))
+                .collect(),
+        )
+    };
+    let info = GpusInfo { devices, activity: Arc::new(activity), mem: Arc::new(mem) };
     let factory: Arc<dyn BackendFactory> = factory;
     Ok((factory, info))
 }
 
 #[cfg(not(feature = "cuda"))]
-pub fn open_gpu(_ordinal: u32) -> Result<(Arc<dyn BackendFactory>, GpuInfo), GpuOpenError> {
+pub fn open_gpus(_ordinals: &[u32]) -> Result<(Arc<dyn BackendFactory>, GpusInfo), GpuOpenError> {
     Err(GpuOpenError::NotBuilt)
 }
 

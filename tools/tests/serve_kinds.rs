@@ -37,22 +37,28 @@ async fn the_daemon_proves_winning_window_and_snap_deals() {
     let (replicas, update) = (&kinds.replicas, &kinds.update);
     let snap_proof = SNAP;
 
-    // ARENAPROVE_SERVE_GPU=<ordinal> runs the same scenario on that GPU (a binary built with
-    // `--features cuda`, on the GPU machine).
+    // ARENAPROVE_SERVE_GPU=<ordinals> runs the same scenario on those GPUs, `all` on every
+    // visible one (gpus.devices = []); a binary built with `--features cuda`, on the GPU
+    // machine. Without it, the CPU backend.
     let gpu = std::env::var("ARENAPROVE_SERVE_GPU").ok();
-    let gpus = gpu.as_ref().map(|g| format!("[gpus]\ndevices = [{g}]\n")).unwrap_or_default();
+    let gpus = match gpu.as_deref() {
+        None => "[engine]\nbackend = \"cpu\"\n".to_string(),
+        Some("all") => "[gpus]\ndevices = []\n".to_string(),
+        Some(g) => format!("[gpus]\ndevices = [{g}]\n"),
+    };
     let toml = format!(
         "[daemon]\nlisten = [\"127.0.0.1:0\"]\n[srs]\nparam_cache = \"{PARAM_CACHE}\"\n\
-         preload = [\"winning-2k\", \"wpost-2k\", \"snap-2k\"]\n[engine]\nslots = 2\nsynth_workers = 1\n{gpus}"
+         preload = [\"winning-2k\", \"wpost-2k\", \"snap-2k\"]\n{gpus}"
     );
-    let config = ServeConfig::from_toml(&toml, &Overrides::default()).unwrap();
+    let sizes = Overrides { slots: Some(2), synth_workers: Some(1), ..Overrides::default() };
+    let config = ServeConfig::from_toml(&toml, &sizes).unwrap();
     let running = start_with(config, TestHooks::default()).await.expect("daemon starts");
     let mut c = ProvingEngineClient::connect(format!("http://{}", running.tcp[0])).await.unwrap();
     let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
     let mut loaded: Vec<_> = status.loaded_srs.iter().map(|s| s.circuit_id.as_str()).collect();
     loaded.sort_unstable();
     assert_eq!(loaded, ["snap-2k", "winning-2k", "wpost-2k"]);
-    assert_eq!(status.gpus.len(), usize::from(gpu.is_some()), "{:?}", status.gpus);
+    assert_eq!(status.gpus.is_empty(), gpu.is_none(), "{:?}", status.gpus);
 
     // --- Both kinds at once; WinningPoSt with sector_size left 0 (taken from the proof).
     let winning = vanilla_request(WINNING, randomness(1), prover_id(), 0, &replicas[1..]).unwrap();
@@ -72,6 +78,38 @@ async fn the_daemon_proves_winning_window_and_snap_deals() {
         assert_eq!(r.proof.len(), 192, "{what}: one partition proof");
         assert_eq!(verify_post(request, &r.proof).unwrap(), Verdict::Accepted, "{what}");
     }
+    // On the GPUs: GetStatus names, per GPU, the job and proof kind of the operation it runs.
+    if gpu.is_some() {
+        let job = c
+            .submit_proof(post_request("wdpost-seen", ProofKind::WindowPostPartition, &window, 2048))
+            .await
+            .unwrap()
+            .into_inner()
+            .job_id;
+        let mut seen = None;
+        let t0 = std::time::Instant::now();
+        while seen.is_none() && t0.elapsed() < std::time::Duration::from_secs(120) {
+            let status = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
+            seen = status.gpus.into_iter().find(|g| g.current_job_id == job);
+            let done = c.await_proof(AwaitProofRequest { job_id: job.clone(), timeout_ms: 1 }).await.unwrap();
+            if matches!(
+                done.into_inner().status(),
+                JobStatus::Completed | JobStatus::Failed | JobStatus::Cancelled
+            ) {
+                break;
+            }
+        }
+        let seen = seen.expect("a GPU named the job while it ran");
+        assert_eq!(seen.current_proof_kind, "WINDOW_POST_PARTITION", "{seen:?}");
+        eprintln!("GetStatus during {job}: {seen:?}");
+        let r = c.await_proof(AwaitProofRequest { job_id: job, timeout_ms: 0 }).await.unwrap().into_inner();
+        assert_eq!(r.status(), JobStatus::Completed, "{}", r.error_message);
+        let metrics = c.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
+        let ops =
+            metrics.lines().find(|l| l.starts_with("arenaprove_gpu_operations_total{")).expect(&metrics);
+        assert!(!ops.ends_with(" 0"), "{ops}");
+    }
+
     // SnapDeals, as the proof-share path sends it (sector_size unset).
     let snap = snap_request("snap-1", update);
     assert_eq!(snap.registered_proof, snap_proof.number());

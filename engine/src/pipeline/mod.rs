@@ -33,6 +33,7 @@ mod precompiled;
 mod reserve;
 mod stages;
 pub mod timeline;
+mod work;
 
 pub use config::{AllocMode, CircuitSpec, EngineConfig, UnknownAllocMode, SLOTS_MAX};
 pub use engine::{Engine, EngineStats, ShutdownMode, ShutdownReport};
@@ -44,3 +45,4 @@ pub use job::{
 pub use plan::{blst_msm_scratch_bytes, msm_heap_term, EngineMemory, MemoryPlan, PlanError, PlanTerm, Scope};
 pub use precompiled::{precompiled, precompiled_parts, PartedPrecompiled, PrecompiledCircuit};
 pub use timeline::{chrome_trace_json, Level, Span, StageGap, Timeline, Who};
+pub use work::{current_work, WorkTag};

@@ -18,6 +18,7 @@ use super::job::{
 };
 use super::reserve::{Held, Kind, SlotMemory};
 use super::timeline::{Level, Timeline, Who};
+use super::work::{WorkScope, WorkTag};
 use crate::groth16::{Groth16Error, ProveStart};
 
 /// Thread ids in timelines: 0 dispatcher, 1..=n synthesis workers, then one per prover,
@@ -52,6 +53,11 @@ pub(super) struct JobState {
 }
 
 impl JobState {
+    /// This job's partition `partition` at `stage`, for the backend's device activity.
+    fn tag(&self, partition: u32, stage: &'static str) -> WorkTag {
+        WorkTag { job: self.id, partition, kind: Arc::from(self.kind.as_str()), stage }
+    }
+
     /// Whether this job's partitions that have not reached the prover are to be cancelled:
     /// the job was, or the engine is shutting down with `ShutdownMode::Cancel`.
     fn cancelled(&self, sh: &Shared) -> bool {
@@ -292,7 +298,9 @@ pub(super) fn prover_loop(sh: Arc<Shared>, rx: Receiver<Synthesized>, tx: Sender
         let backend = held.backend(&item.kind);
         let witness = &mut held.witness;
         let span = tracing::info_span!("prove_start", job = job.id, partition = p);
+        let work = WorkScope::enter(job.tag(p, "prove_start"));
         let res = caught(p, || span.in_scope(|| backend.prove_start(witness)));
+        drop(work);
         job.timeline.record_interval("prove_start", Level::Stage, who, t0, t0.elapsed());
         match res {
             Ok(start) => {
@@ -326,10 +334,12 @@ pub(super) fn finalizer_loop(sh: Arc<Shared>, rx: Receiver<Started>, tid: u32) {
         });
         let t0 = Instant::now();
         let backend = held.backend(&item.kind);
+        let work = WorkScope::enter(job.tag(p, "finalize"));
         let res = caught(p, || {
             tracing::info_span!("finalize", job = job.id, partition = p)
                 .in_scope(|| backend.finalize(start, &held.witness, r, s))
         });
+        drop(work);
         job.timeline.record_interval("finalize", Level::Stage, who, t0, t0.elapsed());
         let result = res.and_then(|(proof, t)| {
             job.timeline.record_calls(

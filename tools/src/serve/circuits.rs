@@ -17,6 +17,16 @@ pub enum Family {
 }
 
 impl Family {
+    /// The proto's `ProofKind` name, e.g. `"POREP_SEAL_COMMIT"`.
+    pub fn proof_kind_name(self) -> &'static str {
+        match self {
+            Family::Porep => "POREP_SEAL_COMMIT",
+            Family::Winning => "WINNING_POST",
+            Family::Window => "WINDOW_POST_PARTITION",
+            Family::Snap => "SNAP_DEALS_UPDATE",
+        }
+    }
+
     fn prefix(self) -> &'static str {
         match self {
             Family::Porep => "porep",

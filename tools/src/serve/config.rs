@@ -19,16 +19,17 @@
 //! memory_limit = "16GiB"             # host memory: the engine's regions + resident params
 //! synthesis = "precompiled"          # or "generic" (the bellpepper trait); precompiled
 //!                                    # constraints are recorded once beside the parameters
+//! backend = "gpu"                    # the GPUs of gpus.devices; "cpu": the CPU backend
 //!
 //! [queue]
 //! pending_max = 64                   # jobs queued or running; RESOURCE_EXHAUSTED beyond
 //! finished_keep = 1024               # finished jobs kept for AwaitProof and idempotency
 //!
 //! [gpus]
-//! devices = []                       # [] proves on the CPU; [N] on GPU N (one GPU per
-//!                                    # daemon: run one daemon per GPU)
-//! fallback = "none"                  # a GPU that does not open stops the daemon at start;
-//!                                    # "cpu": prove on the CPU instead (said in the log)
+//! devices = []                       # GPUs to prove on, e.g. [0, 1]; []: every visible GPU
+//!                                    # (none visible, or no `cuda` build: the CPU, logged)
+//! fallback = "none"                  # a named GPU that does not open stops the daemon at
+//!                                    # start; "cpu": prove on the CPU instead (logged)
 //! ```
 use std::path::{Path, PathBuf};
 
@@ -138,6 +139,7 @@ struct EngineSection {
     synth_workers: Option<usize>,
     memory_limit: Option<toml::Value>,
     synthesis: Option<String>,
+    backend: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -154,7 +156,20 @@ struct GpusSection {
     fallback: Option<String>,
 }
 
-/// What the daemon does when its configured GPU does not open.
+/// Where the engine proves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Devices {
+    /// The CPU backend (`engine.backend = "cpu"`).
+    Cpu,
+    /// Every GPU the driver shows (`gpus.devices = []`, the default); the CPU where there is
+    /// none or the binary has no `cuda` feature, said in the log.
+    AllVisible,
+    /// These GPUs (distinct ordinals); one that does not open is an error unless
+    /// `gpus.fallback = "cpu"`.
+    Gpus(Vec<u32>),
+}
+
+/// What the daemon does when a configured GPU does not open.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GpuFallback {
     /// Refuse to start (the default): a GPU daemon proving on the CPU is a silent slowdown.
@@ -173,8 +188,10 @@ pub struct Overrides {
     pub synth_workers: Option<usize>,
     pub memory_limit: Option<String>,
     pub pending_max: Option<usize>,
-    /// `--gpu N` (overrides gpus.devices).
-    pub gpu: Option<u32>,
+    /// `--gpu 0,1` (overrides gpus.devices; empty: not given).
+    pub gpus: Vec<u32>,
+    /// `--backend gpu|cpu` (overrides engine.backend).
+    pub backend: Option<String>,
 }
 
 /// The resolved, checked configuration.
@@ -196,10 +213,10 @@ pub struct ServeConfig {
     pub memory_limit_source: &'static str,
     pub pending_max: usize,
     pub finished_keep: usize,
-    /// The GPU the engine proves on (`None`: the CPU backend).
-    pub gpu: Option<u32>,
-    /// When `gpu` does not open (a binary built without the `cuda` feature, a host without
-    /// that GPU): refuse to start, or prove on the CPU.
+    /// Where the engine proves: the CPU, every visible GPU, or named GPUs.
+    pub devices: Devices,
+    /// When a named GPU does not open (a binary built without the `cuda` feature, a host
+    /// without that GPU): refuse to start, or prove on the CPU.
     pub gpu_fallback: GpuFallback,
     /// Synthesis through precompiled constraints (the default), else the bellpepper trait.
     pub precompiled: bool,
@@ -315,12 +332,15 @@ impl ServeConfig {
                 format!("{finished_keep} not in 1..={PENDING_MAX_LIMIT}"),
             ));
         }
-        const ONE_GPU: &str = "one GPU per daemon; run one daemon per GPU, each with its own listen address";
-        let gpu = match (o.gpu, file.gpus.devices.unwrap_or_default().as_slice()) {
-            (Some(n), _) => Some(n),
-            (None, []) => None,
-            (None, [n]) => Some(*n),
-            (None, many) => return Err(invalid("gpus.devices", format!("{many:?}: {ONE_GPU}"))),
+        let named = if o.gpus.is_empty() { file.gpus.devices.unwrap_or_default() } else { o.gpus.clone() };
+        if let Some(d) = named.iter().enumerate().find(|(i, d)| named[..*i].contains(d)) {
+            return Err(invalid("gpus.devices", format!("{named:?}: GPU {} named twice", d.1)));
+        }
+        let devices = match o.backend.as_deref().or(file.engine.backend.as_deref()) {
+            None | Some("gpu") if named.is_empty() => Devices::AllVisible,
+            None | Some("gpu") => Devices::Gpus(named),
+            Some("cpu") => Devices::Cpu,
+            Some(other) => return Err(invalid("engine.backend", format!("`{other}`: \"gpu\" or \"cpu\""))),
         };
         let gpu_fallback = match file.gpus.fallback.as_deref() {
             None | Some("none") => GpuFallback::None,
@@ -346,7 +366,7 @@ impl ServeConfig {
             memory_limit_source,
             pending_max,
             finished_keep,
-            gpu,
+            devices,
             gpu_fallback,
             precompiled,
         })
@@ -429,7 +449,8 @@ mod tests {
             ("[daemon]\nmessage_bytes_max = 1000", "daemon.message_bytes_max"),
             ("[srs]\npreload = [\"porep-3k\"]", "srs.preload"),
             ("[queue]\npending_max = 0", "queue.pending_max"),
-            ("[gpus]\ndevices = [0, 1]", "gpus.devices"),
+            ("[gpus]\ndevices = [0, 1, 0]", "gpus.devices"),
+            ("[engine]\nbackend = \"tpu\"", "engine.backend"),
             ("[gpus]\nfallback = \"gpu\"", "gpus.fallback"),
             ("[engine]\nsynthesis = \"fast\"", "engine.synthesis"),
             ("[engine]\nslotz = 1", "slotz"),
@@ -438,14 +459,21 @@ mod tests {
             let err = ServeConfig::from_toml(text, &Overrides::default()).unwrap_err().to_string();
             assert!(err.contains(key), "{text:?}: {err}");
         }
-        let one = ServeConfig::from_toml("[gpus]\ndevices = [1]", &Overrides::default()).unwrap();
-        assert_eq!(one.gpu, Some(1));
-        let flag = Overrides { gpu: Some(0), ..Overrides::default() };
-        assert_eq!(ServeConfig::from_toml("[gpus]\ndevices = [1]", &flag).unwrap().gpu, Some(0));
+        let two = ServeConfig::from_toml("[gpus]\ndevices = [1, 0]", &Overrides::default()).unwrap();
+        assert_eq!(two.devices, Devices::Gpus(vec![1, 0]));
+        let flag = Overrides { gpus: vec![0], ..Overrides::default() };
+        assert_eq!(
+            ServeConfig::from_toml("[gpus]\ndevices = [1]", &flag).unwrap().devices,
+            Devices::Gpus(vec![0])
+        );
+        let cpu = Overrides { backend: Some("cpu".into()), ..Overrides::default() };
+        assert_eq!(ServeConfig::from_toml("[gpus]\ndevices = [1]", &cpu).unwrap().devices, Devices::Cpu);
+        let cpu = ServeConfig::from_toml("[engine]\nbackend = \"cpu\"", &Overrides::default()).unwrap();
+        assert_eq!(cpu.devices, Devices::Cpu);
         let defaults = ServeConfig::from_toml("", &Overrides::default()).unwrap();
         assert_eq!(
-            (defaults.gpu, defaults.gpu_fallback, defaults.precompiled),
-            (None, GpuFallback::None, true)
+            (defaults.devices, defaults.gpu_fallback, defaults.precompiled),
+            (Devices::AllVisible, GpuFallback::None, true)
         );
         let relaxed = "[gpus]\nfallback = \"cpu\"\n[engine]\nsynthesis = \"generic\"";
         let relaxed = ServeConfig::from_toml(relaxed, &Overrides::default()).unwrap();

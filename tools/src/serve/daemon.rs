@@ -51,7 +51,7 @@ impl Daemon {
     pub fn start_with(config: ServeConfig, hooks: TestHooks) -> Result<Daemon, StartError> {
         // The backend first: a GPU that does not open fails the start before any loading.
         let backend = lifecycle::backend(&config)
-            .map_err(|lifecycle::GpuError { ordinal, source }| StartError::Gpu { ordinal, source })?;
+            .map_err(|lifecycle::GpuError { which, source }| StartError::Gpu { which, source })?;
         let mut engines = Engines::default();
         for id in lifecycle::preload_list(&config)? {
             let started = std::time::Instant::now();

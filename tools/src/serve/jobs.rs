@@ -94,6 +94,8 @@ pub fn ms(d: Duration) -> u64 {
 struct CancelState {
     requested: bool,
     engine: Option<C2Cancel>,
+    /// The engine's job id, once submitted.
+    engine_job: Option<u64>,
 }
 
 /// What the daemon knows about one job; shared by the table, the queue and its thread.
@@ -148,13 +150,20 @@ impl JobEntry {
         self.cancel_state().requested
     }
 
-    /// The engine's handle to the job, once submitted (cancelled at once when asked before).
-    pub fn at_engine(&self, engine: C2Cancel) {
+    /// The engine's handle to the job and its engine job id, once submitted (cancelled at
+    /// once when asked before).
+    pub fn at_engine(&self, engine: C2Cancel, engine_job: Option<u64>) {
         let mut c = self.cancel_state();
         if c.requested {
             engine.cancel();
         }
         c.engine = Some(engine);
+        c.engine_job = engine_job;
+    }
+
+    /// The engine's id of this job once submitted (what a GPU's activity names).
+    pub fn engine_job(&self) -> Option<u64> {
+        self.cancel_state().engine_job
     }
 
     /// The outcome, once published.

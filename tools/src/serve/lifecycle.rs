@@ -17,8 +17,9 @@ use arenaprove::filecoin::snap::{RegisteredUpdateProof, SnapCircuit};
 use arenaprove::filecoin::{C2Circuit, C2Engine, FilecoinError, LoadOptions};
 
 use super::circuits::{self, CircuitId, Family};
+use super::config::Devices;
 use super::config::{GpuFallback, ServeConfig};
-use crate::backend::{open_gpu, GpuInfo, GpuOpenError};
+use crate::backend::{open_gpus, GpuOpenError, GpusInfo};
 
 /// Partitions one job may carry (PoRep: 10 for 32 GiB; 1 for the sizes proven today).
 pub const PARTITIONS_PER_JOB_MAX: usize = 16;
@@ -30,13 +31,14 @@ pub enum StartError {
     Params(#[from] FilecoinError),
     #[error("srs.preload: {0}")]
     Preload(String),
-    /// The configured GPU did not open (and `gpus.fallback` does not allow the CPU).
+    /// A configured GPU did not open (and `gpus.fallback` does not allow the CPU).
     #[error(
-        "GPU {ordinal} (gpus.devices / --gpu) does not open: {source}; set gpus.fallback = \"cpu\" to prove \
+        "{which} (gpus.devices / --gpu) does not open: {source}; set gpus.fallback = \"cpu\" to prove \
          on the CPU instead"
     )]
     Gpu {
-        ordinal: u32,
+        /// `"GPU 1"`, `"GPUs [0, 1]"`.
+        which: String,
         #[source]
         source: GpuOpenError,
     },
@@ -84,8 +86,8 @@ pub struct Engines {
 #[derive(Clone)]
 pub struct Running {
     pub c2: Arc<C2Engine>,
-    /// The engine's GPU (GetStatus), `None` on the CPU backend.
-    pub gpu: Option<GpuInfo>,
+    /// The engine's GPUs (GetStatus, metrics), `None` on the CPU backend.
+    pub gpus: Option<GpusInfo>,
     /// Its slots and synthesis workers, and why.
     pub sizes: EngineSizes,
 }
@@ -142,11 +144,12 @@ pub fn load(config: &ServeConfig, id: CircuitId) -> Result<Loaded, FilecoinError
     Ok(Loaded { circuit, size_bytes })
 }
 
-/// A configured GPU that does not open.
+/// Configured GPUs that do not open.
 #[derive(Debug, thiserror::Error)]
-#[error("GPU {ordinal} does not open: {source}")]
+#[error("{which} does not open: {source}")]
 pub struct GpuError {
-    pub ordinal: u32,
+    /// `"GPU 1"`, `"GPUs [0, 1]"`.
+    pub which: String,
     #[source]
     pub source: GpuOpenError,
 }
@@ -174,8 +177,9 @@ pub fn build(
     if circuits.is_empty() {
         return Ok(None);
     }
-    let (backend, gpu) = backend;
-    let sizes = engine_sizes(config, &circuits, &backend);
+    let (backend, gpus) = backend;
+    let devices = gpus.as_ref().map_or(1, |g| g.devices.len());
+    let sizes = engine_sizes(config, &circuits, &backend, devices);
     tracing::info!(
         slots = sizes.slots,
         synth_workers = sizes.synth_workers,
@@ -185,7 +189,7 @@ pub fn build(
     );
     let engine_config = engine_config(config, backend, sizes.slots, sizes.synth_workers);
     let engine = C2Engine::with_circuits(engine_config, circuits)?;
-    Ok(Some(Running { c2: Arc::new(engine), gpu, sizes }))
+    Ok(Some(Running { c2: Arc::new(engine), gpus, sizes }))
 }
 
 /// The engine's configuration for `slots` partitions in flight.
@@ -218,13 +222,14 @@ pub struct EngineSizes {
 }
 
 /// The configured slots and synthesis workers, else chosen for this host
-/// ([`choose_sizes`]): half the cores synthesizing, two more slots (one partition at the
-/// prover, one at the finalizer), as many as the memory plan of `circuits` fits under the
-/// memory limit.
+/// ([`choose_sizes`]): half the cores synthesizing, two more slots per device (one
+/// partition at its prover, one at its finalizer), as many as the memory plan of
+/// `circuits` fits under the memory limit.
 pub fn engine_sizes(
     config: &ServeConfig,
     circuits: &CircuitSet,
     backend: &Arc<dyn BackendFactory>,
+    devices: usize,
 ) -> EngineSizes {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let specs = circuits.specs();
@@ -235,23 +240,25 @@ pub fn engine_sizes(
         let cfg = engine_config(config, backend.clone(), slots, synth);
         !matches!(Engine::plan(&cfg, &specs), Err(EngineError::Plan(PlanError::TooLarge { .. })))
     };
-    choose_sizes(config.slots, config.synth_workers, cores, fits)
+    choose_sizes(config.slots, config.synth_workers, cores, devices, fits)
 }
 
 /// [`engine_sizes`] over a `fits(slots, synth_workers)` test of the plan: configured values
 /// win; otherwise `max(1, cores / 2)` synthesis workers (a PoRep partition's witness
 /// already spreads its challenges over the engine's witness pool; several partitions at
-/// once keep the cores busy where a partition has few challenges) and two slots more, then
-/// the most slots up to that which the plan fits (at least 1: the engine's own refusal then
-/// names the plan).
+/// once keep the cores busy where a partition has few challenges) and two slots more per
+/// device, then the most slots up to that which the plan fits (at least 1: the engine's own
+/// refusal then names the plan).
 pub fn choose_sizes(
     slots: Option<usize>,
     synth: Option<usize>,
     cores: usize,
+    devices: usize,
     fits: impl Fn(usize, usize) -> bool,
 ) -> EngineSizes {
-    // Two slots more than the synthesis workers, within the engine's slot limit.
-    let synth_want = synth.unwrap_or((cores / 2).clamp(1, SLOTS_MAX - 2));
+    // Two slots per device more than the synthesis workers, within the engine's slot limit.
+    let extra = 2 * devices.max(1);
+    let synth_want = synth.unwrap_or((cores / 2).clamp(1, SLOTS_MAX.saturating_sub(extra).max(1)));
     match slots {
         Some(s) => EngineSizes {
             slots: s,
@@ -263,12 +270,12 @@ pub fn choose_sizes(
             ),
         },
         None => {
-            let want = (synth_want + 2).min(SLOTS_MAX);
+            let want = (synth_want + extra).min(SLOTS_MAX);
             let fitting = (1..=want).rev().find(|&n| fits(n, synth_want.min(n)));
             let slots = fitting.unwrap_or(1);
             let why = match fitting {
                 Some(n) if n == want => format!(
-                    "slots {n} = synth workers + 2 (fits the memory limit), synth workers {} ({} of {cores} cores)",
+                    "slots {n} = synth workers + {extra} (2 per device; fits the memory limit), synth workers {} ({} of {cores} cores)",
                     synth_want.min(n),
                     if synth.is_some() { "configured" } else { "half" }
                 ),
@@ -283,30 +290,47 @@ pub fn choose_sizes(
     }
 }
 
-/// A backend factory and the GPU it proves on (`None`: the CPU).
-pub type Backend = (Arc<dyn BackendFactory>, Option<GpuInfo>);
+/// A backend factory and the GPUs it proves on (`None`: the CPU).
+pub type Backend = (Arc<dyn BackendFactory>, Option<GpusInfo>);
 
-/// The configured backend: the GPU when one is named and opens; the CPU when none is
-/// named, or when it does not open and `gpus.fallback = "cpu"`.
+/// The configured backend: the named GPUs when they open; every visible GPU when none is
+/// named (the CPU, logged, where there is none); the CPU with `engine.backend = "cpu"`, or
+/// when a named GPU does not open and `gpus.fallback = "cpu"`.
 pub fn backend(config: &ServeConfig) -> Result<Backend, GpuError> {
-    let Some(ordinal) = config.gpu else {
-        return Ok((Arc::new(CpuBackend), None));
+    let cpu = || -> Backend { (Arc::new(CpuBackend), None) };
+    let named = match &config.devices {
+        Devices::Cpu => return Ok(cpu()),
+        Devices::AllVisible => &[][..],
+        Devices::Gpus(named) => named.as_slice(),
     };
-    match open_gpu(ordinal) {
-        Ok((factory, info)) => Ok((factory, Some(info))),
-        Err(reason) if config.gpu_fallback == GpuFallback::Cpu => {
-            tracing::warn!(ordinal, %reason, "GPU does not open; proving on the CPU (gpus.fallback = \"cpu\")");
-            Ok((Arc::new(CpuBackend), None))
+    match open_gpus(named) {
+        Ok((factory, info)) => {
+            tracing::info!(gpus = %info.describe(), "proving on the GPUs");
+            Ok((factory, Some(info)))
         }
-        Err(source) => Err(GpuError { ordinal, source }),
+        Err(reason) if named.is_empty() => {
+            tracing::warn!(%reason, "no GPU to prove on (gpus.devices = []: every visible GPU); proving on the CPU");
+            Ok(cpu())
+        }
+        Err(reason) if config.gpu_fallback == GpuFallback::Cpu => {
+            tracing::warn!(gpus = ?named, %reason, "GPU does not open; proving on the CPU (gpus.fallback = \"cpu\")");
+            Ok(cpu())
+        }
+        Err(source) => {
+            let which = match named {
+                [one] => format!("GPU {one}"),
+                many => format!("GPUs {many:?}"),
+            };
+            Err(GpuError { which, source })
+        }
     }
 }
 
 /// Shuts an engine down once nothing else holds it; its report (every slab back).
 /// Gives the engine back when something else still holds it.
 pub fn stop(running: Running) -> Result<ShutdownReport, Running> {
-    let Running { c2, gpu, sizes } = running;
-    let engine = Arc::try_unwrap(c2).map_err(|c2| Running { c2, gpu, sizes })?;
+    let Running { c2, gpus, sizes } = running;
+    let engine = Arc::try_unwrap(c2).map_err(|c2| Running { c2, gpus, sizes })?;
     let report = engine.shutdown(ShutdownMode::Drain);
     if report.slabs_outstanding != 0 {
         tracing::error!(slabs = report.slabs_outstanding, "engine stopped with slabs outstanding");
@@ -336,26 +360,31 @@ mod sizes_tests {
     #[test]
     fn sizes_follow_the_cores_and_the_memory_plan() {
         // 16 cores, plenty of memory: 8 synthesizing, 10 slots.
-        let s = choose_sizes(None, None, 16, |_, _| true);
+        let s = choose_sizes(None, None, 16, 1, |_, _| true);
         assert_eq!((s.slots, s.synth_workers), (10, 8), "{}", s.why);
         // Memory for 3 slots only: 3 slots, 3 synthesizing.
-        let s = choose_sizes(None, None, 16, |slots, _| slots <= 3);
+        let s = choose_sizes(None, None, 16, 1, |slots, _| slots <= 3);
         assert_eq!((s.slots, s.synth_workers), (3, 3), "{}", s.why);
         assert!(s.why.contains("memory limit"), "{}", s.why);
         // Two cores (CI): one synthesizing, 3 slots.
-        assert_eq!(choose_sizes(None, None, 2, |_, _| true).slots, 3);
+        assert_eq!(choose_sizes(None, None, 2, 1, |_, _| true).slots, 3);
         // 256 cores: within the engine's 64 slots, two of them beyond the synthesis workers.
-        let s = choose_sizes(None, None, 256, |_, _| true);
+        let s = choose_sizes(None, None, 256, 1, |_, _| true);
         assert_eq!((s.slots, s.synth_workers), (SLOTS_MAX, SLOTS_MAX - 2), "{}", s.why);
         // Nothing fits: 1 slot, and the engine's own plan check will refuse it.
-        let s = choose_sizes(None, None, 16, |_, _| false);
+        let s = choose_sizes(None, None, 16, 1, |_, _| false);
         assert_eq!((s.slots, s.synth_workers), (1, 1));
         // Configured values win.
-        let s = choose_sizes(Some(4), Some(2), 16, |_, _| false);
+        let s = choose_sizes(Some(4), Some(2), 16, 1, |_, _| false);
         assert_eq!((s.slots, s.synth_workers), (4, 2));
-        let s = choose_sizes(Some(2), None, 16, |_, _| true);
+        let s = choose_sizes(Some(2), None, 16, 1, |_, _| true);
         assert_eq!((s.slots, s.synth_workers), (2, 2));
-        let s = choose_sizes(None, Some(1), 16, |_, _| true);
+        let s = choose_sizes(None, Some(1), 16, 1, |_, _| true);
         assert_eq!((s.slots, s.synth_workers), (3, 1));
+        // Two GPUs: two slots more per GPU (a partition at each prover and finalizer).
+        let s = choose_sizes(None, None, 32, 2, |_, _| true);
+        assert_eq!((s.slots, s.synth_workers), (20, 16), "{}", s.why);
+        let s = choose_sizes(None, None, 256, 8, |_, _| true);
+        assert_eq!((s.slots, s.synth_workers), (SLOTS_MAX, SLOTS_MAX - 16), "{}", s.why);
     }
 }

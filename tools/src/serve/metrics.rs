@@ -3,6 +3,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
+use crate::backend::GpuActivity;
+
 /// Histogram bucket upper bounds, seconds: a 2 KiB proof is ~10 s on 2 cores, a 32 GiB one
 /// minutes; queue waits range from 0 to hours.
 const BUCKETS_S: [f64; 14] =
@@ -55,6 +57,8 @@ pub struct JobSeconds {
 /// Live figures read at scrape time.
 pub struct Gauges {
     pub uptime_s: u64,
+    /// Each GPU's activity (empty on the CPU backend).
+    pub gpus: Vec<GpuActivity>,
     /// (priority name, pending, running).
     pub queues: Vec<(&'static str, u32, u32)>,
     pub plan_bytes: u64,
@@ -174,6 +178,33 @@ impl Metrics {
             let _ = writeln!(w, "# TYPE {name} gauge");
             let _ = writeln!(w, "{name} {v}");
         }
+        if !g.gpus.is_empty() {
+            type Get = fn(&GpuActivity) -> String;
+            let per_gpu: [(&str, &str, &str, Get); 3] = [
+                ("arenaprove_gpu_busy", "gauge", "1 while a device operation holds the GPU.", |a| {
+                    u8::from(a.busy).to_string()
+                }),
+                (
+                    "arenaprove_gpu_operations_total",
+                    "counter",
+                    "Device operations finished on the GPU.",
+                    |a| a.operations.to_string(),
+                ),
+                (
+                    "arenaprove_gpu_busy_seconds_total",
+                    "counter",
+                    "Seconds the GPU was held by operations.",
+                    |a| format!("{:.6}", a.busy_time.as_secs_f64()),
+                ),
+            ];
+            for (name, kind, help, get) in per_gpu {
+                let _ = writeln!(w, "# HELP {name} {help}");
+                let _ = writeln!(w, "# TYPE {name} {kind}");
+                for a in &g.gpus {
+                    let _ = writeln!(w, "{name}{{gpu=\"{}\",name=\"{}\"}} {}", a.ordinal, a.name, get(a));
+                }
+            }
+        }
         out
     }
 }
@@ -220,7 +251,16 @@ mod tests {
         m.job_done("porep-2k", "completed", Some((s, "precompiled")));
         m.job_done("porep-2k", "failed", None);
         m.refused(tonic::Code::InvalidArgument);
+        let gpu = |ordinal, busy, operations| GpuActivity {
+            ordinal,
+            name: "NVIDIA H200".into(),
+            busy,
+            working_for: None,
+            operations,
+            busy_time: std::time::Duration::from_millis(1500),
+        };
         let g = Gauges {
+            gpus: vec![gpu(0, true, 7), gpu(1, false, 3)],
             uptime_s: 5,
             queues: vec![("critical", 1, 0)],
             plan_bytes: 1,
@@ -247,6 +287,13 @@ mod tests {
         assert!(text.contains("arenaprove_job_seconds_bucket{stage=\"prove\",le=\"5\"} 0"), "{text}");
         assert!(text.contains("arenaprove_job_seconds_bucket{stage=\"prove\",le=\"10\"} 1"), "{text}");
         assert!(text.contains("arenaprove_queue_jobs{priority=\"critical\",state=\"pending\"} 1"), "{text}");
+        assert!(text.contains("arenaprove_gpu_busy{gpu=\"0\",name=\"NVIDIA H200\"} 1"), "{text}");
+        assert!(text.contains("arenaprove_gpu_busy{gpu=\"1\",name=\"NVIDIA H200\"} 0"), "{text}");
+        assert!(text.contains("arenaprove_gpu_operations_total{gpu=\"1\",name=\"NVIDIA H200\"} 3"), "{text}");
+        assert!(
+            text.contains("arenaprove_gpu_busy_seconds_total{gpu=\"0\",name=\"NVIDIA H200\"} 1.500000"),
+            "{text}"
+        );
         assert_eq!(m.totals(), (1, 1));
     }
 }

@@ -1,13 +1,13 @@
 //! `arenaprove serve`: a long-lived proving daemon that speaks Curio's cuzk gRPC API
-//! (`cuzk.v1.ProvingEngine`, `proto/cuzk/v1/proving.proto`), proving PoRep C2 on one
-//! arena [`Engine`](arenaprove::engine::pipeline::Engine).
+//! (`cuzk.v1.ProvingEngine`, `proto/cuzk/v1/proving.proto`), proving every kind Curio sends
+//! on one arena [`Engine`](arenaprove::engine::pipeline::Engine) over every GPU configured.
 //!
 //! * [`config`]: the TOML file and the flags over it;
 //! * [`request`]: a request checked and parsed, each problem a typed gRPC status;
 //! * [`daemon`]: the calls the service makes (submit, await, cancel, preload, evict, drain);
 //! * [`jobs`]: the job table and how each job ended ([`jobs::JobError`], typed);
 //! * [`queue`]: the bounded priority queue and the jobs running;
-//! * [`lifecycle`]: loading circuits, opening the GPU, building and stopping the engine;
+//! * [`lifecycle`]: loading circuits, opening the GPUs, building and stopping the engine;
 //! * [`worker`]: the dispatcher and the job threads, each job under a guard;
 //! * [`status`]: GetStatus and GetMetrics;
 //! * [`state`]: what they share, under one lock;
@@ -20,7 +20,7 @@
 //! every proof handed back was verified by it against the public inputs filecoin-proofs
 //! derives; a failed, cancelled or panicking job hands its slabs back like any other and
 //! the daemon goes on with the next; the daemon never panics on a request (bad input is a
-//! status); a configured GPU that does not open stops the daemon at start, unless
+//! status); a named GPU that does not open stops the daemon at start, unless
 //! `gpus.fallback = "cpu"`; the process environment is never changed.
 // tonic::Status (the error of every gRPC call, ~176 bytes) is returned by value as tonic
 // itself does; boxing it would only add an allocation per refusal.
@@ -78,16 +78,17 @@ Configuration file (TOML; every key optional, flags override it):
   memory_limit = \"16GiB\"             # host memory: the engine's regions + resident params;
                                      # default: 90% of MemAvailable at start
   synthesis = \"precompiled\"          # or \"generic\" (the bellpepper trait)
+  backend = \"gpu\"                    # the GPUs of gpus.devices; \"cpu\": the CPU backend
 
   [queue]
   pending_max = 64                   # jobs queued or running; RESOURCE_EXHAUSTED beyond
   finished_keep = 1024               # finished jobs remembered for AwaitProof
 
   [gpus]
-  devices = []                       # []: the CPU backend; [N]: GPU N (binary built with
-                                     # --features cuda; one GPU per daemon)
-  fallback = \"none\"                  # a GPU that does not open is a startup error naming
-                                     # it; \"cpu\": prove on the CPU instead
+  devices = [0, 1]                   # GPUs to prove on (binary built with --features cuda);
+                                     # []: every visible GPU (none: the CPU, logged)
+  fallback = \"none\"                  # a named GPU that does not open is a startup error
+                                     # naming it; \"cpu\": prove on the CPU instead
 
 Signals: SIGTERM or SIGINT drains (running and queued jobs finish, new ones are refused
 with UNAVAILABLE, then exit 0); a second signal cancels what is left.";
@@ -120,9 +121,13 @@ pub struct Args {
     /// Jobs queued or running at most (overrides queue.pending_max).
     #[arg(long)]
     pub pending_max: Option<usize>,
-    /// Prove on this GPU (overrides gpus.devices).
-    #[arg(long, value_name = "ORDINAL")]
-    pub gpu: Option<u32>,
+    /// Prove on these GPUs, e.g. `--gpu 0,1` (overrides gpus.devices).
+    #[arg(long, value_name = "ORDINALS", value_delimiter = ',')]
+    pub gpu: Vec<u32>,
+    /// `gpu` (the GPUs of gpus.devices, every visible one by default) or `cpu` (overrides
+    /// engine.backend).
+    #[arg(long, value_name = "gpu|cpu")]
+    pub backend: Option<String>,
     /// Validate the configuration, load the parameters, print the memory plan, and exit.
     #[arg(long)]
     pub check_config: bool,
@@ -138,7 +143,8 @@ impl Args {
             synth_workers: self.synth_workers,
             memory_limit: self.memory_limit.clone(),
             pending_max: self.pending_max,
-            gpu: self.gpu,
+            gpus: self.gpu.clone(),
+            backend: self.backend.clone(),
         }
     }
 }

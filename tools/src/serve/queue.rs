@@ -119,11 +119,9 @@ impl JobQueue {
         self.heap.iter().map(|q| q.entry.id.clone()).chain(self.running.keys().cloned()).collect()
     }
 
-    /// Running job ids, sorted.
-    pub fn running_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.running.keys().cloned().collect();
-        ids.sort();
-        ids
+    /// The running job the engine knows as `engine_job`.
+    pub fn running_engine_job(&self, engine_job: u64) -> Option<&JobEntry> {
+        self.running.values().map(|r| &*r.entry).find(|e| e.engine_job() == Some(engine_job))
     }
 
     /// Jobs of `circuit` running now.

@@ -1,38 +1,46 @@
-//! GetStatus and GetMetrics: the daemon's state read under its lock, and the GPU's memory
-//! read after it, on a blocking thread (the query waits for the device operation in
-//! flight, which must hold up neither submissions nor the async runtime).
+//! GetStatus and GetMetrics: the daemon's state read under its lock; each GPU's activity
+//! (what it works for, never waiting for a device) under it too, and each GPU's memory
+//! after it, on a blocking thread (that query waits for the device operation in flight,
+//! which must hold up neither submissions nor the async runtime).
 use super::daemon::Daemon;
 use super::metrics::{self, Gauges};
 use super::pb;
-use crate::backend::GpuInfo;
+use super::queue::JobQueue;
+use crate::backend::{GpuActivity, GpusInfo};
+
+/// A GPU's (ordinal, name, job id, proof kind of the operation it runs now).
+type GpuRow = (u32, String, String, String);
 
 impl Daemon {
-    /// GetStatus.
+    /// GetStatus: one entry per GPU of the engine, with the job and proof kind of the
+    /// operation it runs now (empty when idle).
     pub async fn status(&self) -> pb::GetStatusResponse {
-        let (mut response, gpu, running) = self.status_now();
-        if let Some(gpu) = gpu {
-            let query = gpu.mem.clone();
-            let mem = tokio::task::spawn_blocking(move || query()).await.ok().flatten();
-            let (free, total) = mem.unwrap_or((0, 0));
-            response.gpus.push(pb::GpuStatus {
-                ordinal: gpu.ordinal,
-                name: gpu.name.clone(),
-                vram_total_bytes: total,
-                vram_free_bytes: free,
-                // Every job the engine has in flight runs on this GPU.
-                current_job_id: running.join(","),
-                current_proof_kind: if running.is_empty() {
-                    String::new()
-                } else {
-                    "POREP_SEAL_COMMIT".into()
-                },
-            });
+        let (mut response, gpus) = self.status_now();
+        if let Some((info, rows)) = gpus {
+            let query = info.mem.clone();
+            let mem = tokio::task::spawn_blocking(move || query()).await.ok().flatten().unwrap_or_default();
+            response.gpus = rows
+                .into_iter()
+                .enumerate()
+                .map(|(i, (ordinal, name, job, kind))| {
+                    let (free, total) = mem.get(i).copied().flatten().unwrap_or((0, 0));
+                    pb::GpuStatus {
+                        ordinal,
+                        name,
+                        vram_total_bytes: total,
+                        vram_free_bytes: free,
+                        current_job_id: job,
+                        current_proof_kind: kind,
+                    }
+                })
+                .collect();
         }
         response
     }
 
-    /// GetStatus without the GPU, read under the lock; the GPU and the running jobs.
-    fn status_now(&self) -> (pb::GetStatusResponse, Option<GpuInfo>, Vec<String>) {
+    /// GetStatus without the GPUs' memory, read under the lock; the GPUs and what each
+    /// works for now.
+    fn status_now(&self) -> (pb::GetStatusResponse, Option<(GpusInfo, Vec<GpuRow>)>) {
         let inner = self.inner();
         let g = inner.lock();
         let (completed, failed) = inner.metrics.totals();
@@ -68,7 +76,12 @@ impl Daemon {
             pinned_memory_bytes: ledger.as_ref().map_or(0, |l| l.reserved_bytes as u64),
             pinned_memory_limit_bytes: inner.config.memory_limit_bytes as u64,
         };
-        (response, g.engines.running.as_ref().and_then(|r| r.gpu.clone()), g.queue.running_ids())
+        let gpus = g.engines.running.as_ref().and_then(|r| r.gpus.clone()).map(|info| {
+            let each = (info.activity)().unwrap_or_default();
+            let rows = each.iter().map(|a| gpu_row(a, &g.queue)).collect();
+            (info, rows)
+        });
+        (response, gpus)
     }
 
     /// GetMetrics.
@@ -77,7 +90,9 @@ impl Daemon {
         let g = inner.lock();
         let engine = g.engines.running.as_ref().map(|r| r.c2.engine());
         let ledger = engine.map(|e| e.ledger());
+        let gpus = g.engines.running.as_ref().and_then(|r| r.gpus.as_ref()).and_then(|i| (i.activity)());
         let gauges = Gauges {
+            gpus: gpus.unwrap_or_default(),
             uptime_s: inner.started.elapsed().as_secs(),
             queues: g.queue.counts(),
             plan_bytes: engine.map_or(0, |e| e.memory_plan().total_bytes() as u64),
@@ -106,4 +121,15 @@ impl Daemon {
         }
         text
     }
+}
+
+/// A GPU's (ordinal, name, job id, proof kind): the daemon's job whose partition the GPU
+/// works for now, or empty strings when it is idle (or works outside the daemon's jobs).
+fn gpu_row(a: &GpuActivity, queue: &JobQueue) -> GpuRow {
+    let job = a.working_for.as_ref().and_then(|tag| queue.running_engine_job(tag.job));
+    let (id, kind) = match job {
+        Some(e) => (e.id.clone(), e.circuit.family.proof_kind_name().to_string()),
+        None => (String::new(), String::new()),
+    };
+    (a.ordinal, a.name.clone(), id, kind)
 }

@@ -111,7 +111,7 @@ fn prove(
         JobRequest::Post(post) => engine.submit_post(post)?,
         JobRequest::Snap(snap) => engine.submit_snap(snap)?,
     };
-    entry.at_engine(pending.canceller());
+    entry.at_engine(pending.canceller(), pending.job_id());
     drop(request); // the circuits own what they need; the C1 output or vanilla proofs go now
     drop(engine);
     Ok(pending.wait()?)
