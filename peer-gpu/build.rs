@@ -1,14 +1,17 @@
-//! supraseal-c2 links `cudart_static`; point the linker at the toolkit's libraries (the
-//! pinned nvcc wheels keep them in `$CUDA_HOME/lib`, which nothing else adds).
+//! The link search of link.rs, and with our GPU backend (`ours-gpu`) sppark's own G1 MSM
+//! (cuda/sppark_msm.cu), the baseline of `peer-gpu-bench --msm`.
+mod link {
+    include!("link.rs");
+}
+
 fn main() {
-    println!("cargo:rerun-if-env-changed=CUDA_HOME");
-    if let Some(home) = std::env::var_os("CUDA_HOME") {
-        let home = std::path::PathBuf::from(home);
-        for dir in ["lib", "lib64"] {
-            if home.join(dir).join("libcudart_static.a").exists() {
-                println!("cargo:rustc-link-search=native={}", home.join(dir).display());
-                return;
-            }
-        }
+    link::link_cudart();
+    println!("cargo:rerun-if-changed=cuda/sppark_msm.cu");
+    if std::env::var_os("CARGO_FEATURE_OURS_GPU").is_some() {
+        let mut nvcc = sppark::build::ccmd();
+        nvcc.define("FEATURE_BLS12_381", None);
+        // cc passes nvcc -G (unoptimized device code) when the profile has debug info.
+        nvcc.debug(false);
+        nvcc.file("cuda/sppark_msm.cu").compile("sppark_msm");
     }
 }

@@ -24,6 +24,12 @@ fn fuzz_min_cases() -> u64 {
     std::env::var("ARENAPROVE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(50)
 }
 
+/// The mutations' seed: `ARENAPROVE_FUZZ_SEED` when set (parallel runs with different
+/// seeds cover different inputs), else `default`.
+fn fuzz_seed(default: u64) -> u64 {
+    std::env::var("ARENAPROVE_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 /// An edge value or a random one for a header field.
 fn field(rng: &mut ChaCha8Rng, old: u64) -> u64 {
     match rng.next_u32() % 8 {
@@ -106,7 +112,7 @@ fn mutated_recordings_open_as_recordings_or_typed_errors_never_a_panic() {
     let ledger = Ledger::unlimited();
     let pools = AssignmentPools::for_shape(&shape, 1, &ledger, RegionConfig::heap()).unwrap();
     let (budget, min_cases, started) = (fuzz_budget(), fuzz_min_cases(), Instant::now());
-    let mut rng = ChaCha8Rng::seed_from_u64(0xf022);
+    let mut rng = ChaCha8Rng::seed_from_u64(fuzz_seed(0xf022));
     let (mut cases, mut opened, mut refused) = (0u64, 0u64, 0u64);
     while cases < min_cases || started.elapsed() < budget {
         let (bytes, kind) = mutate(&mut rng, &original, &header);

@@ -104,7 +104,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // The NTT kernels, alternating: three rounds of every choice, medians of the rounds'
     // medians; the first choice is the baseline.
-    const MODES: [NttKernels; 3] = [NttKernels::Stages, NttKernels::PassesTable, NttKernels::Passes];
+    const MODES: [NttKernels; 3] = [NttKernels::Stages, NttKernels::PassesRadix2, NttKernels::Passes];
     for &log in &h_logs {
         let (mut ntt, mut h) = ([vec![], vec![], vec![]], [vec![], vec![], vec![]]);
         for round in 0..4 {
@@ -142,7 +142,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         d.fft(&mut a, &mut tw);
         let cpu_ms = ms(t);
         let mut exact = true;
-        for mode in [NttKernels::Stages, NttKernels::PassesTable, NttKernels::Passes] {
+        for mode in [NttKernels::Stages, NttKernels::PassesRadix2, NttKernels::Passes] {
             g.set_ntt_kernels(mode);
             let mut dev = common::random_scalars(n, log as u64);
             g.ntt(&mut dev, false)?;
@@ -181,7 +181,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         d.icoset_fft(&mut ca, &mut tw);
         let cpu_ms = ms(t);
         let mut exact = h == ca;
-        for mode in [NttKernels::Stages, NttKernels::PassesTable] {
+        for mode in [NttKernels::Stages, NttKernels::PassesRadix2] {
             g.set_ntt_kernels(mode);
             let (a, b) = (common::random_scalars(n, 1), common::random_scalars(n, 2));
             let c: Vec<Scalar> = a.par_iter().zip(&b).map(|(x, y)| x * y).collect();

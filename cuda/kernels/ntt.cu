@@ -68,62 +68,126 @@ fr_ntt_shared(fr_t* a, const fr_t* tw, uint32_t stages, uint32_t tw_log, uint32_
 // of a 2^k-point sub-transform; a block of 2^block_log scalars holds every m for
 // 2^(block_log - k) consecutive lo (requires block_log - k <= s0). DIT (dif = 0) runs the
 // stages upwards with t = v * w, (u + t, u - t); DIF downwards with (u + v, (u - v) * w).
-// The twiddle of stage s for butterfly index j = x * 2^s0 + lo is w_{s+1}^j, read from the
-// table, or (factored) as w_{s+1}^lo * w_{t+1}^x: the first factor per block and stage
-// (in shared memory), the second from the 2^(k-1) entries every block shares (cached).
-// 2^(block_log - 1) threads, one butterfly each per stage.
+// The twiddle of stage s for butterfly index j = x * 2^s0 + lo (x = m mod 2^t) is w_{s+1}^j.
+#define NTT_BLOCK_LOAD(a, sm, base, lo_bits, lo_cnt, s0, size)                                   \
+    for (uint32_t e = threadIdx.x; e < (size); e += blockDim.x)                                 \
+        (sm)[e] = (a)[(base) + ((size_t)(e >> (lo_bits)) << (s0)) + (e & ((lo_cnt) - 1))];
+#define NTT_BLOCK_STORE(a, sm, base, lo_bits, lo_cnt, s0, size)                                  \
+    for (uint32_t e = threadIdx.x; e < (size); e += blockDim.x)                                 \
+        (a)[(base) + ((size_t)(e >> (lo_bits)) << (s0)) + (e & ((lo_cnt) - 1))] = (sm)[e];
+
+// The twiddle of stage s = s0 + t for sub-transform index x and offset lo0 + lo.
+__device__ __forceinline__ fr_t pass_twiddle(const fr_t* tw, uint32_t tw_log, uint32_t s0, uint32_t t,
+                                             uint32_t x, size_t lo, uint32_t inv)
+{
+    const uint32_t s = s0 + t;
+    return twiddle(tw, tw_log, (((size_t)x << s0) + lo) << (tw_log - s - 1), inv);
+}
+
+// One radix-2 stage t of a pass on shared memory: butterfly q (of 2^(block_log - 1)).
+__device__ __forceinline__ void pass_butterfly(fr_t* sm, const fr_t* tw, uint32_t tw_log, uint32_t s0,
+                                               uint32_t t, uint32_t lo_bits, size_t lo0, uint32_t bf,
+                                               uint32_t inv, uint32_t dif)
+{
+    const uint32_t lo = bf & ((1u << lo_bits) - 1), q = bf >> lo_bits;
+    const uint32_t x = q & ((1u << t) - 1);
+    const uint32_t m0 = ((q >> t) << (t + 1)) | x;
+    const uint32_t e0 = (m0 << lo_bits) | lo, e1 = e0 + (1u << (t + lo_bits));
+    const fr_t w = pass_twiddle(tw, tw_log, s0, t, x, lo0 + lo, inv);
+    fr_t u = sm[e0], v = sm[e1];
+    if (dif) {
+        sm[e0] = u + v;
+        sm[e1] = (u - v) * w;
+    } else {
+        v = v * w;
+        sm[e0] = u + v;
+        sm[e1] = u - v;
+    }
+}
+
+// Radix 2: 2^(block_log - 1) threads, one butterfly each per stage, a barrier per stage.
 extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 1))
 fr_ntt_pass(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
-            uint32_t inv, uint32_t dif, uint32_t factored)
+            uint32_t inv, uint32_t dif)
 {
     __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
-    __shared__ __align__(32) uint4 raw_lo[1 << NTT_SHARED_LOG]; // up to k * 2^(block_log - k) <= 2^(NTT_SHARED_LOG - 1) scalars
     fr_t* sm = reinterpret_cast<fr_t*>(raw);
-    // wlo[t * lo_cnt + lo] = w_{s0+t+1}^(lo0 + lo), factored passes with s0 > 0 only.
-    fr_t* wlo = reinterpret_cast<fr_t*>(raw_lo);
     const uint32_t lo_bits = block_log - k, lo_cnt = 1u << lo_bits;
     const size_t groups = (size_t)1 << (s0 - lo_bits);
-    const size_t hi = blockIdx.x / groups;
     const size_t lo0 = (blockIdx.x % groups) << lo_bits;
-    const size_t base = (hi << (s0 + k)) + lo0;
-    const uint32_t size = 1u << block_log;
-    const bool use_wlo = factored && s0 > 0;
-    for (uint32_t e = threadIdx.x; e < size; e += blockDim.x)
-        sm[e] = a[base + ((size_t)(e >> lo_bits) << s0) + (e & (lo_cnt - 1))];
-    if (use_wlo)
-        for (uint32_t e = threadIdx.x; e < k * lo_cnt; e += blockDim.x) {
-            const uint32_t t = e >> lo_bits, s = s0 + t;
-            wlo[e] = twiddle(tw, tw_log, (lo0 + (e & (lo_cnt - 1))) << (tw_log - s - 1), inv);
-        }
+    const size_t base = ((blockIdx.x / groups) << (s0 + k)) + lo0;
+    NTT_BLOCK_LOAD(a, sm, base, lo_bits, lo_cnt, s0, 1u << block_log)
     __syncthreads();
-    const uint32_t b = threadIdx.x;
-    const uint32_t lo = b & (lo_cnt - 1), q = b >> lo_bits;
     for (uint32_t step = 0; step < k; step++) {
         const uint32_t t = dif ? k - 1 - step : step;
-        const uint32_t s = s0 + t;
+        pass_butterfly(sm, tw, tw_log, s0, t, lo_bits, lo0, threadIdx.x, inv, dif);
+        __syncthreads();
+    }
+    NTT_BLOCK_STORE(a, sm, base, lo_bits, lo_cnt, s0, 1u << block_log)
+}
+
+// Radix 4: 2^(block_log - 2) threads (block_log >= 2). Each thread takes the four entries
+// m0, m0 + 2^t, m0 + 2^(t+1), m0 + 3 * 2^t of stages t and t + 1 into registers, so one
+// barrier and one shared-memory round trip serve two stages; an odd stage left over (the
+// last one going up, the first going down) is done radix 2, two butterflies per thread.
+extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 2))
+fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
+             uint32_t inv, uint32_t dif)
+{
+    __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
+    fr_t* sm = reinterpret_cast<fr_t*>(raw);
+    const uint32_t lo_bits = block_log - k, lo_cnt = 1u << lo_bits;
+    const size_t groups = (size_t)1 << (s0 - lo_bits);
+    const size_t lo0 = (blockIdx.x % groups) << lo_bits;
+    const size_t base = ((blockIdx.x / groups) << (s0 + k)) + lo0;
+    const uint32_t quarter = 1u << (block_log - 2);
+    NTT_BLOCK_LOAD(a, sm, base, lo_bits, lo_cnt, s0, 1u << block_log)
+    __syncthreads();
+    const uint32_t pairs = k / 2, odd = k & 1;
+    // DIF: the odd stage (k - 1) first.
+    if (dif && odd) {
+        for (uint32_t bf = threadIdx.x; bf < 2 * quarter; bf += quarter)
+            pass_butterfly(sm, tw, tw_log, s0, k - 1, lo_bits, lo0, bf, inv, 1);
+        __syncthreads();
+    }
+    const uint32_t g = threadIdx.x;
+    const uint32_t lo = g & (lo_cnt - 1), q = g >> lo_bits;
+    for (uint32_t p = 0; p < pairs; p++) {
+        const uint32_t t = 2 * (dif ? pairs - 1 - p : p);
         const uint32_t x = q & ((1u << t) - 1);
-        const uint32_t m0 = ((q >> t) << (t + 1)) | x;
-        const uint32_t e0 = (m0 << lo_bits) | lo, e1 = e0 + (1u << (t + lo_bits));
-        fr_t w;
-        if (!factored)
-            w = twiddle(tw, tw_log, (((size_t)x << s0) + lo0 + lo) << (tw_log - s - 1), inv);
-        else if (use_wlo)
-            w = wlo[t * lo_cnt + lo] * twiddle(tw, tw_log, (size_t)x << (tw_log - t - 1), inv);
-        else
-            w = twiddle(tw, tw_log, (size_t)x << (tw_log - t - 1), inv);
-        fr_t u = sm[e0], v = sm[e1];
-        if (dif) {
-            sm[e0] = u + v;
-            sm[e1] = (u - v) * w;
+        const uint32_t m0 = ((q >> t) << (t + 2)) | x;
+        const uint32_t e0 = (m0 << lo_bits) | lo, h = 1u << (t + lo_bits);
+        const size_t l = lo0 + lo;
+        // Stage t: pairs (0, 1) and (2, 3), both with index x; stage t + 1: pairs (0, 2)
+        // with index x and (1, 3) with index x + 2^t.
+        const fr_t w = pass_twiddle(tw, tw_log, s0, t, x, l, inv);
+        const fr_t w0 = pass_twiddle(tw, tw_log, s0, t + 1, x, l, inv);
+        const fr_t w1 = pass_twiddle(tw, tw_log, s0, t + 1, x + (1u << t), l, inv);
+        fr_t x0 = sm[e0], x1 = sm[e0 + h], x2 = sm[e0 + 2 * h], x3 = sm[e0 + 3 * h];
+        if (!dif) {
+            fr_t t1 = x1 * w, t3 = x3 * w;
+            fr_t y0 = x0 + t1, y1 = x0 - t1, y2 = x2 + t3, y3 = x2 - t3;
+            fr_t u2 = y2 * w0, u3 = y3 * w1;
+            sm[e0] = y0 + u2;
+            sm[e0 + 2 * h] = y0 - u2;
+            sm[e0 + h] = y1 + u3;
+            sm[e0 + 3 * h] = y1 - u3;
         } else {
-            v = v * w;
-            sm[e0] = u + v;
-            sm[e1] = u - v;
+            fr_t y0 = x0 + x2, y2 = (x0 - x2) * w0, y1 = x1 + x3, y3 = (x1 - x3) * w1;
+            sm[e0] = y0 + y1;
+            sm[e0 + h] = (y0 - y1) * w;
+            sm[e0 + 2 * h] = y2 + y3;
+            sm[e0 + 3 * h] = (y2 - y3) * w;
         }
         __syncthreads();
     }
-    for (uint32_t e = threadIdx.x; e < size; e += blockDim.x)
-        a[base + ((size_t)(e >> lo_bits) << s0) + (e & (lo_cnt - 1))] = sm[e];
+    // DIT: the odd stage (k - 1) last.
+    if (!dif && odd) {
+        for (uint32_t bf = threadIdx.x; bf < 2 * quarter; bf += quarter)
+            pass_butterfly(sm, tw, tw_log, s0, k - 1, lo_bits, lo0, bf, inv, 0);
+        __syncthreads();
+    }
+    NTT_BLOCK_STORE(a, sm, base, lo_bits, lo_cnt, s0, 1u << block_log)
 }
 
 // a[i] *= c[0] * g^(bitrev(i)): the coset scaling of coefficients held in bit-reversed

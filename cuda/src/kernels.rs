@@ -207,8 +207,9 @@ kernels! {
     FrNttShared: fr_ntt_shared(a: DevPtr, tw: DevPtr, stages: u32, tw_log: u32, inv: u32);
     /// Two DIT stages `s, s + 1` (radix 4), or one.
     FrNttStage: fr_ntt_stage2, fr_ntt_stage(a: DevPtr, tw: DevPtr, log_n: u32, s: u32, tw_log: u32, inv: u32);
-    /// `k` radix-2 stages from `s0` in shared memory (DIT upwards, DIF downwards).
-    FrNttPass: fr_ntt_pass(
+    /// `k` stages from `s0` in shared memory (DIT upwards, DIF downwards), radix 2 or two
+    /// stages per barrier (radix 4).
+    FrNttPass: fr_ntt_pass, fr_ntt_pass4(
         a: DevPtr,
         tw: DevPtr,
         s0: u32,
@@ -217,7 +218,6 @@ kernels! {
         tw_log: u32,
         inv: u32,
         dif: u32,
-        factored: u32,
     );
     /// `a[i] *= c[0] * g^bitrev(i)`.
     FrScalePowersBitrev: fr_scale_powers_bitrev(a: DevPtr, log_n: u32, c: DevPtr, lo: DevPtr, hi: DevPtr, split: u32);

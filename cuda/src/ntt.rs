@@ -28,15 +28,12 @@ pub enum NttKernels {
     /// kernels before [`NttKernels::Passes`], kept as the bench's baseline.
     Stages,
     /// `fr_ntt_pass` (ntt_passes.rs): up to 8 stages per pass over device memory (3 passes
-    /// at 2^24, 4 at 2^27), twiddles read from the table; the h pipeline pairs DIF inverse
-    /// and DIT forward transforms, so only its last step permutes. The default: the h
-    /// transforms 1.04x the `Stages` kernels' speed on the H200.
+    /// at 2^24, 4 at 2^27), a barrier per stage; the h pipeline pairs DIF inverse and DIT
+    /// forward transforms, so only its last step permutes.
+    PassesRadix2,
+    /// As `PassesRadix2`, two stages per barrier (`fr_ntt_pass4`: four entries per thread
+    /// in registers). The default.
     #[default]
-    PassesTable,
-    /// As `PassesTable`, with each twiddle the product of a per-block factor and one of
-    /// the 2^(k-1) twiddles every block shares (one more multiplication, far fewer
-    /// scattered reads). Slower on the H200 (BENCHMARKS.md): the transforms are bound by
-    /// multiplications, not by memory.
     Passes,
 }
 
@@ -135,15 +132,21 @@ impl Gpu {
         if log_n == 0 {
             return Ok(());
         }
-        let factored = (self.ntt_kernels == NttKernels::Passes) as u32;
         let (k, inv, tw, tw_log) = (&self.dev.k, inverse as u32, t.twiddles(), t.max_log);
         let mut plan = passes(log_n, BLOCK_LOG, PASS_STAGES_MAX);
         if dif {
             plan.reverse();
         }
         for p in plan {
-            let dims = Dims::blocks((1u32 << (log_n - p.block_log)).max(1), 1 << (p.block_log - 1));
-            k.fr_ntt_pass.launch(dims, a, tw, p.s0, p.k, p.block_log, tw_log, inv, dif as u32, factored)?;
+            let blocks = 1u32 << (log_n - p.block_log);
+            // Radix 4 needs four entries per thread; a transform of 2 takes radix 2.
+            if self.ntt_kernels == NttKernels::Passes && p.block_log >= 2 {
+                let dims = Dims::blocks(blocks, 1 << (p.block_log - 2));
+                k.fr_ntt_pass4.launch(dims, a, tw, p.s0, p.k, p.block_log, tw_log, inv, dif as u32)?;
+            } else {
+                let dims = Dims::blocks(blocks, 1 << (p.block_log - 1));
+                k.fr_ntt_pass.launch(dims, a, tw, p.s0, p.k, p.block_log, tw_log, inv, dif as u32)?;
+            }
         }
         Ok(())
     }
@@ -417,9 +420,7 @@ impl Gpu {
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         let mut b = arena.scratch();
         let d = b.take("NTT bench buffer", n * FR_BYTES)?;
-        let host: Vec<[u64; 4]> = powers(Scalar::from(7u64), n);
-        // SAFETY: `d` holds `n` scalars.
-        unsafe { self.dev.upload(d.ptr, &host) }?;
+        self.fill_bench(&d, n, 7)?;
         let mut times = Vec::with_capacity(reps.max(1));
         for _ in 0..reps.max(1) {
             let t = std::time::Instant::now();
@@ -430,6 +431,23 @@ impl Gpu {
         self.arena_mut()?.note_scratch(&b);
         times.sort_by(f64::total_cmp);
         Ok(times[times.len() / 2])
+    }
+
+    /// Fills the first `n` scalars of `span` with the powers of `base`, repeating every
+    /// 2^16 (bench inputs: the values do not change a transform's time; the host makes
+    /// 2^16 of them, the device copies them on).
+    fn fill_bench(&self, span: &DevSpan, n: usize, base: u64) -> Result<()> {
+        let seed: Vec<[u64; 4]> = powers(Scalar::from(base), n.min(1 << 16));
+        // SAFETY: the span holds `n >= seed.len()` scalars.
+        unsafe { self.dev.upload(span.ptr, &seed) }?;
+        let mut have = seed.len();
+        while have < n {
+            let len = have.min(n - have);
+            // SAFETY: [0, have) and [have, have + len) are disjoint and inside the span.
+            unsafe { self.dev.copy_d2d(span.ptr + (have * FR_BYTES) as u64, span.ptr, len * FR_BYTES) }?;
+            have += len;
+        }
+        Ok(())
     }
 
     /// Device time of the h pipeline's transforms on `2^log_n` (a, b, c already on the
@@ -444,9 +462,7 @@ impl Gpu {
         let mut b = arena.scratch();
         let spans = h_spans(&mut b, n * FR_BYTES)?;
         for (s, base) in spans.iter().zip([3u64, 5, 7]) {
-            let host: Vec<[u64; 4]> = powers(Scalar::from(base), n);
-            // SAFETY: each span holds `n` scalars.
-            unsafe { self.dev.upload(s.ptr, &host) }?;
+            self.fill_bench(s, n, base)?;
         }
         let mut times = Vec::with_capacity(reps.max(1));
         for _ in 0..reps.max(1) {

@@ -82,23 +82,52 @@ mod tests {
         -tw[(1usize << (tw_log - 1)) - k]
     }
 
-    /// The kernel `fr_ntt_pass`, block by block and butterfly by butterfly.
+    /// ntt.cu's `pass_twiddle`: stage `s0 + t`, sub-transform index `x`, offset `lo`.
+    fn pass_twiddle(tw: &[Scalar], tw_log: u32, s0: u32, t: u32, x: usize, lo: usize, inv: bool) -> Scalar {
+        twiddle(tw, tw_log, ((x << s0) + lo) << (tw_log - s0 - t - 1), inv)
+    }
+
+    /// ntt.cu's `pass_butterfly`: radix-2 butterfly `bf` of stage `t`.
     #[allow(clippy::too_many_arguments)]
-    fn pass_model(
-        a: &mut [Scalar],
+    fn butterfly(
+        sm: &mut [Scalar],
         tw: &[Scalar],
         tw_log: u32,
-        p: Pass,
+        s0: u32,
+        t: u32,
+        lo_bits: u32,
+        lo0: usize,
+        bf: usize,
         inv: bool,
         dif: bool,
-        factored: bool,
     ) {
+        let (lo, q) = (bf & ((1 << lo_bits) - 1), bf >> lo_bits);
+        let x = q & ((1 << t) - 1);
+        let m0 = ((q >> t) << (t + 1)) | x;
+        let e0 = (m0 << lo_bits) | lo;
+        let e1 = e0 + (1 << (t + lo_bits));
+        let w = pass_twiddle(tw, tw_log, s0, t, x, lo0 + lo, inv);
+        let (u, v) = (sm[e0], sm[e1]);
+        if dif {
+            sm[e0] = u + v;
+            sm[e1] = (u - v) * w;
+        } else {
+            let v = v * w;
+            sm[e0] = u + v;
+            sm[e1] = u - v;
+        }
+    }
+
+    /// The kernels `fr_ntt_pass` (radix 2) and `fr_ntt_pass4` (radix 4), block by block and
+    /// thread by thread in the kernels' order.
+    fn pass_model(a: &mut [Scalar], tw: &[Scalar], tw_log: u32, p: Pass, inv: bool, dif: bool, radix4: bool) {
         let Pass { s0, k, block_log } = p;
         let lo_bits = block_log - k;
         assert!(lo_bits <= s0, "{p:?}");
         let lo_cnt = 1usize << lo_bits;
         let groups = 1usize << (s0 - lo_bits);
         let blocks = a.len() >> block_log;
+        let radix4 = radix4 && block_log >= 2;
         let mut sm = vec![Scalar::ZERO; 1 << block_log];
         for block in 0..blocks {
             let (hi, lo0) = (block / groups, (block % groups) << lo_bits);
@@ -106,30 +135,53 @@ mod tests {
             for (e, v) in sm.iter_mut().enumerate() {
                 *v = a[base + ((e >> lo_bits) << s0) + (e & (lo_cnt - 1))];
             }
-            for step in 0..k {
-                let t = if dif { k - 1 - step } else { step };
-                let s = s0 + t;
-                for b in 0..1usize << (block_log - 1) {
-                    let (lo, q) = (b & (lo_cnt - 1), b >> lo_bits);
-                    let x = q & ((1 << t) - 1);
-                    let m0 = ((q >> t) << (t + 1)) | x;
-                    let e0 = (m0 << lo_bits) | lo;
-                    let e1 = e0 + (1 << (t + lo_bits));
-                    let w = if factored {
-                        // w_{s+1}^(lo) * w_{t+1}^x
-                        twiddle(tw, tw_log, (lo0 + lo) << (tw_log - s - 1), inv)
-                            * twiddle(tw, tw_log, x << (tw_log - t - 1), inv)
-                    } else {
-                        twiddle(tw, tw_log, ((x << s0) + lo0 + lo) << (tw_log - s - 1), inv)
-                    };
-                    let (u, v) = (sm[e0], sm[e1]);
-                    if dif {
-                        sm[e0] = u + v;
-                        sm[e1] = (u - v) * w;
-                    } else {
-                        let v = v * w;
-                        sm[e0] = u + v;
-                        sm[e1] = u - v;
+            if !radix4 {
+                for step in 0..k {
+                    let t = if dif { k - 1 - step } else { step };
+                    for bf in 0..1usize << (block_log - 1) {
+                        butterfly(&mut sm, tw, tw_log, s0, t, lo_bits, lo0, bf, inv, dif);
+                    }
+                }
+            } else {
+                let quarter = 1usize << (block_log - 2);
+                let (pairs, odd) = (k / 2, k % 2 == 1);
+                if dif && odd {
+                    for bf in 0..2 * quarter {
+                        butterfly(&mut sm, tw, tw_log, s0, k - 1, lo_bits, lo0, bf, inv, true);
+                    }
+                }
+                for p in 0..pairs {
+                    let t = 2 * if dif { pairs - 1 - p } else { p };
+                    for g in 0..quarter {
+                        let (lo, q) = (g & (lo_cnt - 1), g >> lo_bits);
+                        let x = q & ((1 << t) - 1);
+                        let m0 = ((q >> t) << (t + 2)) | x;
+                        let (e0, h) = ((m0 << lo_bits) | lo, 1usize << (t + lo_bits));
+                        let l = lo0 + lo;
+                        let w = pass_twiddle(tw, tw_log, s0, t, x, l, inv);
+                        let w0 = pass_twiddle(tw, tw_log, s0, t + 1, x, l, inv);
+                        let w1 = pass_twiddle(tw, tw_log, s0, t + 1, x + (1 << t), l, inv);
+                        let (x0, x1, x2, x3) = (sm[e0], sm[e0 + h], sm[e0 + 2 * h], sm[e0 + 3 * h]);
+                        if !dif {
+                            let (t1, t3) = (x1 * w, x3 * w);
+                            let (y0, y1, y2, y3) = (x0 + t1, x0 - t1, x2 + t3, x2 - t3);
+                            let (u2, u3) = (y2 * w0, y3 * w1);
+                            sm[e0] = y0 + u2;
+                            sm[e0 + 2 * h] = y0 - u2;
+                            sm[e0 + h] = y1 + u3;
+                            sm[e0 + 3 * h] = y1 - u3;
+                        } else {
+                            let (y0, y2, y1, y3) = (x0 + x2, (x0 - x2) * w0, x1 + x3, (x1 - x3) * w1);
+                            sm[e0] = y0 + y1;
+                            sm[e0 + h] = (y0 - y1) * w;
+                            sm[e0 + 2 * h] = y2 + y3;
+                            sm[e0 + 3 * h] = (y2 - y3) * w;
+                        }
+                    }
+                }
+                if !dif && odd {
+                    for bf in 0..2 * quarter {
+                        butterfly(&mut sm, tw, tw_log, s0, k - 1, lo_bits, lo0, bf, inv, false);
                     }
                 }
             }
@@ -149,14 +201,22 @@ mod tests {
         }
     }
 
-    fn transform(a: &mut [Scalar], tw: &[Scalar], tw_log: u32, inv: bool, dif: bool, plan: &[Pass], f: bool) {
+    fn transform(
+        a: &mut [Scalar],
+        tw: &[Scalar],
+        tw_log: u32,
+        inv: bool,
+        dif: bool,
+        plan: &[Pass],
+        radix4: bool,
+    ) {
         if dif {
             for p in plan.iter().rev() {
-                pass_model(a, tw, tw_log, *p, inv, true, f);
+                pass_model(a, tw, tw_log, *p, inv, true, radix4);
             }
         } else {
             for p in plan {
-                pass_model(a, tw, tw_log, *p, inv, false, f);
+                pass_model(a, tw, tw_log, *p, inv, false, radix4);
             }
         }
     }
@@ -197,20 +257,20 @@ mod tests {
                 let plan = passes(log_n, block_log, stages_max);
                 let domain = Domain::new(n).unwrap();
                 let mut scratch = vec![Scalar::ZERO; domain.twiddle_len()];
-                for factored in [false, true] {
-                    let what = format!("2^{log_n}, blocks 2^{block_log}, factored {factored}: {plan:?}");
+                for radix4 in [false, true] {
+                    let what = format!("2^{log_n}, blocks 2^{block_log}, radix 4 {radix4}: {plan:?}");
                     let x = values(n, log_n as u64);
                     let mut want = x.clone();
                     domain.fft(&mut want, &mut scratch);
                     let mut got = x.clone();
                     bitrev(&mut got);
-                    transform(&mut got, &tw, tw_log, false, false, &plan, factored);
+                    transform(&mut got, &tw, tw_log, false, false, &plan, radix4);
                     assert!(got == want, "fft, {what}");
 
                     let mut want = x.clone();
                     domain.ifft(&mut want, &mut scratch);
                     let mut got = x.clone();
-                    transform(&mut got, &tw, tw_log, true, true, &plan, factored);
+                    transform(&mut got, &tw, tw_log, true, true, &plan, radix4);
                     bitrev(&mut got);
                     let n_inv = Scalar::from(n as u64).invert().unwrap();
                     got.iter_mut().for_each(|v| *v *= n_inv);
@@ -221,13 +281,13 @@ mod tests {
                     domain.ifft(&mut want, &mut scratch);
                     domain.coset_fft(&mut want, &mut scratch);
                     let mut got = x.clone();
-                    transform(&mut got, &tw, tw_log, true, true, &plan, factored);
+                    transform(&mut got, &tw, tw_log, true, true, &plan, radix4);
                     let g = Scalar::MULTIPLICATIVE_GENERATOR;
                     for (i, v) in got.iter_mut().enumerate() {
                         let j = if log_n == 0 { 0 } else { i.reverse_bits() >> (usize::BITS - log_n) };
                         *v *= n_inv * g.pow_vartime([j as u64]);
                     }
-                    transform(&mut got, &tw, tw_log, false, false, &plan, factored);
+                    transform(&mut got, &tw, tw_log, false, false, &plan, radix4);
                     assert!(got == want, "ifft + coset_fft, {what}");
                 }
             }

@@ -26,6 +26,12 @@ fn fuzz_min_cases() -> u64 {
     std::env::var("ARENAPROVE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(50)
 }
 
+/// The mutations' seed: `ARENAPROVE_FUZZ_SEED` when set (parallel runs with different
+/// seeds cover different inputs), else `default`.
+fn fuzz_seed(default: u64) -> u64 {
+    std::env::var("ARENAPROVE_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 /// Offsets of the six count fields (ic, h, l, a, b_g1, b_g2) and the point size after each.
 fn count_fields(bytes: &[u8]) -> Vec<(usize, usize)> {
     let mut fields = Vec::new();
@@ -95,7 +101,7 @@ fn mutated_parameter_files_read_as_parameters_or_typed_errors_never_a_panic() {
     let fields = count_fields(&original);
     assert!(Parameters::from_bytes(&original, "original", true, &mem).is_ok());
     let (budget, min_cases, started) = (fuzz_budget(), fuzz_min_cases(), Instant::now());
-    let mut rng = ChaCha8Rng::seed_from_u64(0xf022);
+    let mut rng = ChaCha8Rng::seed_from_u64(fuzz_seed(0xf022));
     let (mut cases, mut read, mut refused) = (0u64, 0u64, 0u64);
     while cases < min_cases || started.elapsed() < budget {
         let (bytes, kind) = mutate(&mut rng, &original, &fields);

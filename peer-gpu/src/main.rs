@@ -9,6 +9,7 @@
 //!         [--sectors 3] [--warmup-partitions P] [--rounds 1] [--slots 2]
 //!         [--synth-workers W] [--finalize-workers F] [--no-peer] [--cpu] [--peer-exe PATH] [--peer-timeout S]
 //!         [--bellperson-params]
+//!     peer-gpu-bench --msm 20,22,24 [--msm-reps 5]
 //!
 //! The baseline runs in a child process (`--peer-only`), so the two CUDA stacks (cudarc's
 //! driver API here, supraseal's static CUDA runtime there) and the two sets of thread
@@ -23,6 +24,9 @@
 //! per partition / ours; higher is better for us). Build: scripts/peer-gpu.sh.
 
 extern crate blst;
+
+#[cfg(feature = "ours-gpu")]
+mod msm;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -56,6 +60,9 @@ struct Args {
     bellperson_params: bool,
     /// Child mode: (params file, public inputs file) of the parent's run.
     peer_only: Option<(PathBuf, PathBuf)>,
+    /// `--msm 20,22,24`: our G1 MSM against sppark's at these sizes (msm.rs), nothing else.
+    msm: Vec<u32>,
+    msm_reps: usize,
 }
 
 fn parse() -> Result<Args, String> {
@@ -78,6 +85,8 @@ fn parse() -> Result<Args, String> {
         bellperson_params: false,
         peer_timeout: None,
         peer_only: None,
+        msm: Vec::new(),
+        msm_reps: 5,
     };
     let mut synth_workers = None;
     let mut warmup = None;
@@ -100,6 +109,13 @@ fn parse() -> Result<Args, String> {
             "--bellperson-params" => a.bellperson_params = true,
             "--peer-timeout" => a.peer_timeout = Some(std::time::Duration::from_secs(num(value()?)? as u64)),
             "--no-peer" => a.peer = false,
+            "--msm" => {
+                a.msm = value()?
+                    .split(',')
+                    .map(|x| x.parse().map_err(|e| format!("--msm {x}: {e}")))
+                    .collect::<Result<_, _>>()?
+            }
+            "--msm-reps" => a.msm_reps = num(value()?)?,
             "--cpu" => a.cpu = true,
             "--peer-only" => {
                 let params = PathBuf::from(value()?);
@@ -311,6 +327,12 @@ fn main() {
 
 fn real_main() -> Result<(), String> {
     let a = parse()?;
+    if !a.msm.is_empty() {
+        #[cfg(feature = "ours-gpu")]
+        return msm::run(&a.msm, a.msm_reps);
+        #[cfg(not(feature = "ours-gpu"))]
+        return Err("--msm needs the build with our GPU backend (ours-gpu)".into());
+    }
     let cfg = &a.cfg;
     if let Some((params_path, inputs_path)) = &a.peer_only {
         let params =
