@@ -11,7 +11,23 @@ typedef xyzz_t<fp_t> bucket_t;
 typedef bucket_t::affine_t affine_t;
 typedef fr_t scalar_t;
 
+// supraseal-c2's groth16_cuda.cu, linked into the same binary, defines sppark's one
+// non-template kernel `sort` too: everything else pippenger.cuh pulls in first, then the
+// header with that kernel renamed, so the two objects link.
+#include <algorithm>
+#include <cassert>
+#include <vector>
+#include <cuda.h>
+#include <cooperative_groups.h>
+#include <util/vec2d_t.hpp>
+#include <util/slice_t.hpp>
+#include <util/exception.cuh>
+#include <util/rusterror.h>
+#include <util/gpu_t.cuh>
+#include <ff/shfl.cuh>
+#define sort arenaprove_baseline_sort
 #include <msm/pippenger.cuh>
+#undef sort
 
 typedef msm_t<bucket_t, point_t, affine_t, scalar_t> msm_g1_t;
 
@@ -32,7 +48,9 @@ extern "C" RustError sppark_g1_new(const affine_t* points, size_t n, msm_g1_t** 
 extern "C" RustError sppark_g1_invoke(msm_g1_t* msm, point_t* out, const scalar_t* scalars, size_t n)
 {
     try {
-        return msm->invoke(*out, slice_t<scalar_t>{scalars, n}, false);
+        // Null points: the resident ones (the overload taking a slice of scalars does not
+        // compile in 0.1.16: it passes nullptr where a pointer type is deduced).
+        return msm->invoke(*out, static_cast<const affine_t*>(nullptr), n, scalars, false);
     } catch (const cuda_error& e) {
         out->inf();
         return RustError{e.code(), e.what()};
