@@ -363,6 +363,40 @@ fn cancelling_a_queued_job_cancels_it_and_the_others_prove() {
     assert!(report.deinit.is_clean(), "{}", report.deinit);
 }
 
+/// One slot, held by a gated job; a job of three partitions queued behind it, then a job of
+/// higher priority: when the slot frees, the higher job's partition takes it, before every
+/// partition of the job queued earlier, and those keep their order.
+#[test]
+fn a_higher_priority_job_takes_the_next_slot() {
+    let (e, params) = engine(AllocMode::Slab, 1);
+    let (circuit, started, gate) = gated(1);
+    let running = e.submit(Job::new("squares", vec![circuit])).unwrap();
+    started.recv().unwrap(); // it holds the only slot now
+    let low = e.submit(Job::new("squares", (0..3).map(|p| part(STEPS, 20 + p, Mode::Ok)).collect())).unwrap();
+    let high = e.submit(Job::new("squares", vec![part(STEPS, 30, Mode::Ok)]).with_priority(10)).unwrap();
+    gate.send(()).unwrap();
+    let pvk = arenaprove_engine::groth16::prepare_verifying_key(&params.vk);
+    let outs = [running.wait().unwrap(), low.wait().unwrap(), high.wait().unwrap()];
+    for out in &outs {
+        assert!(out.is_ok(), "{:?}", out.first_error());
+        for p in out.partitions.iter().map(|p| p.as_ref().unwrap()) {
+            assert!(p.verified && verify_proof(&pvk, &p.proof, &p.public_inputs).unwrap());
+        }
+    }
+    let starts = |out: &JobOutput| -> Vec<(u32, u64)> {
+        let mut v: Vec<_> =
+            out.spans.iter().filter(|s| s.name == "synthesize").map(|s| (s.partition, s.start_ns)).collect();
+        v.sort_unstable();
+        v
+    };
+    let (low, high) = (starts(&outs[1]), starts(&outs[2]));
+    assert_eq!((low.len(), high.len()), (3, 1));
+    assert!(low.iter().all(|&(_, t)| t > high[0].1), "high {high:?} before every low {low:?}");
+    assert!(low.windows(2).all(|w| w[0].1 < w[1].1), "equal priority keeps arrival order: {low:?}");
+    let report = e.shutdown(ShutdownMode::Drain);
+    assert_eq!(report.slabs_outstanding, 0);
+}
+
 /// One slot, held by a gated job, five jobs queued behind it: `shutdown(Cancel)` ends the
 /// queued jobs at once (while the slot is still held; at most the one the dispatcher holds
 /// waits for the slot), and the gated job, synthesizing when the engine was cancelled, is

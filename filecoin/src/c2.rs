@@ -315,7 +315,7 @@ impl C2Engine {
     /// returns: the partition proofs, 192 bytes each, verified by the engine against the
     /// inputs filecoin-proofs' verifier derives.
     pub fn submit_post(&self, request: &PostRequest) -> Result<C2Pending, FilecoinError> {
-        self.submit_post_with(request, None)
+        self.submit_request(C2Request::Post(request), SubmitOptions::default())
     }
 
     /// [`C2Engine::submit_post`] with the proving randomness given (tests and byte
@@ -325,6 +325,27 @@ impl C2Engine {
         request: &PostRequest,
         randomness: Option<Vec<arenaprove_engine::pipeline::Randomness>>,
     ) -> Result<C2Pending, FilecoinError> {
+        self.submit_request(
+            C2Request::Post(request),
+            SubmitOptions { randomness, ..SubmitOptions::default() },
+        )
+    }
+
+    /// Submits any request Curio sends, with its options (randomness, priority): what
+    /// [`C2Engine::submit`], [`C2Engine::submit_post`] and [`C2Engine::submit_snap`] do.
+    pub fn submit_request(
+        &self,
+        request: C2Request<'_>,
+        options: SubmitOptions,
+    ) -> Result<C2Pending, FilecoinError> {
+        match request {
+            C2Request::Porep(c1) => self.queue_porep(c1, options),
+            C2Request::Post(post) => self.queue_post(post, options),
+            C2Request::Snap(snap) => self.queue_snap(snap, options),
+        }
+    }
+
+    fn queue_post(&self, request: &PostRequest, options: SubmitOptions) -> Result<C2Pending, FilecoinError> {
         let circuit = self.post_circuit(request.proof).ok_or_else(|| FilecoinError::NotServed {
             sector_size: format!("{} {}", request.proof.sector_size(), request.proof.kind()),
             served: self.served(),
@@ -343,7 +364,7 @@ impl C2Engine {
             };
             Ok((synthesized, job.public_inputs(k)?))
         });
-        self.queue(circuit.kind(), circuit.synthesis(), circuit.shape(), parts, randomness, started)
+        self.queue(circuit.kind(), circuit.synthesis(), circuit.shape(), parts, options, started)
     }
 
     /// The SnapDeals circuits served.
@@ -361,7 +382,7 @@ impl C2Engine {
     /// `generate_empty_sector_update_proof_with_vanilla` returns: the partition proofs, 192
     /// bytes each, in partition order, every one verified by the engine.
     pub fn submit_snap(&self, request: &SnapRequest) -> Result<C2Pending, FilecoinError> {
-        self.submit_snap_with(request, None)
+        self.submit_request(C2Request::Snap(request), SubmitOptions::default())
     }
 
     /// [`C2Engine::submit_snap`] with the proving randomness given (tests only).
@@ -370,6 +391,13 @@ impl C2Engine {
         request: &SnapRequest,
         randomness: Option<Vec<arenaprove_engine::pipeline::Randomness>>,
     ) -> Result<C2Pending, FilecoinError> {
+        self.submit_request(
+            C2Request::Snap(request),
+            SubmitOptions { randomness, ..SubmitOptions::default() },
+        )
+    }
+
+    fn queue_snap(&self, request: &SnapRequest, options: SubmitOptions) -> Result<C2Pending, FilecoinError> {
         let circuit = self.snap_circuit(request.proof).ok_or_else(|| FilecoinError::NotServed {
             sector_size: format!("{} SnapDeals", request.proof.sector_size()),
             served: self.served(),
@@ -378,7 +406,7 @@ impl C2Engine {
         let job = SnapJob::new(request)?;
         let parts = (0..job.partitions())
             .map(|k| Ok((circuit.synthesis().whole(job.circuit(k)?), job.public_inputs(k)?)));
-        self.queue(circuit.kind(), circuit.synthesis(), circuit.shape(), parts, randomness, started)
+        self.queue(circuit.kind(), circuit.synthesis(), circuit.shape(), parts, options, started)
     }
 
     /// Everything served, for messages: `2KiB, 8MiB sectors; 2KiB WindowPoSt`.
@@ -408,7 +436,7 @@ impl C2Engine {
     /// thread (filecoin-proofs' circuit builder), then queued. Blocks while the engine's
     /// job queue is full.
     pub fn submit(&self, c1: &C1Output) -> Result<C2Pending, FilecoinError> {
-        self.submit_with(c1, None)
+        self.submit_request(C2Request::Porep(c1), SubmitOptions::default())
     }
 
     /// [`C2Engine::submit`] with the proving randomness (r, s) of every partition given:
@@ -420,6 +448,10 @@ impl C2Engine {
         c1: &C1Output,
         randomness: Option<Vec<arenaprove_engine::pipeline::Randomness>>,
     ) -> Result<C2Pending, FilecoinError> {
+        self.submit_request(C2Request::Porep(c1), SubmitOptions { randomness, ..SubmitOptions::default() })
+    }
+
+    fn queue_porep(&self, c1: &C1Output, options: SubmitOptions) -> Result<C2Pending, FilecoinError> {
         let size = c1.registered_proof.sector_size()?;
         let circuit = self.circuit(size).ok_or_else(|| FilecoinError::NotServed {
             sector_size: format!("{size} PoRep"),
@@ -429,7 +461,7 @@ impl C2Engine {
         let job = SectorJob::new(c1)?;
         let parts =
             (0..job.partitions()).map(|k| Ok((circuit.synthesis.partition(&job, k)?, job.public_inputs(k)?)));
-        self.queue(&circuit.kind, &circuit.synthesis, circuit.shape, parts, randomness, started)
+        self.queue(&circuit.kind, &circuit.synthesis, circuit.shape, parts, options, started)
     }
 
     /// Queues one job of `kind`: each partition's circuit with the public inputs the
@@ -440,7 +472,7 @@ impl C2Engine {
         synthesis: &Synthesis,
         shape: Shape,
         parts: impl Iterator<Item = Result<(Box<dyn PartitionCircuit>, Vec<Scalar>), FilecoinError>>,
-        randomness: Option<Vec<arenaprove_engine::pipeline::Randomness>>,
+        options: SubmitOptions,
         started: Instant,
     ) -> Result<C2Pending, FilecoinError> {
         let mismatch: FirstMismatch = Arc::new(Mutex::new(None));
@@ -456,8 +488,8 @@ impl C2Engine {
         }
         let n_partitions = partitions.len();
         let circuit_build = started.elapsed();
-        let mut job = Job::new(kind.to_string(), partitions);
-        job.randomness = randomness;
+        let mut job = Job::new(kind.to_string(), partitions).with_priority(options.priority);
+        job.randomness = options.randomness;
         let handle = self.engine.submit(job)?;
         Ok(C2Pending {
             cancel: C2Cancel(handle.canceller()),
@@ -528,6 +560,27 @@ impl PartitionCircuit for C2Partition {
         }
         Ok(())
     }
+}
+
+/// What a [`C2Engine`] proves: each kind of request Curio sends.
+#[derive(Clone, Copy, Debug)]
+pub enum C2Request<'a> {
+    /// PoRep C2 of one sector.
+    Porep(&'a C1Output),
+    /// A WinningPoSt, or one WindowPoSt partition.
+    Post(&'a PostRequest),
+    /// A SnapDeals update proof.
+    Snap(&'a SnapRequest),
+}
+
+/// How a request is queued ([`C2Engine::submit_request`]).
+#[derive(Clone, Debug, Default)]
+pub struct SubmitOptions {
+    /// Every partition's proving randomness (tests and byte comparisons only; see
+    /// [`C2Engine::submit_with`]); `None`: fresh.
+    pub randomness: Option<Vec<arenaprove_engine::pipeline::Randomness>>,
+    /// The engine's [`Job::priority`]: higher first for the next free slot.
+    pub priority: i32,
 }
 
 /// A sector submitted to a [`C2Engine`]. Dropping it unwaited cancels the sector.

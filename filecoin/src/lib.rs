@@ -66,7 +66,10 @@ pub mod tree;
 pub mod verify;
 
 pub use api::{C1Output, RegisteredSealProof, SectorInfo, SectorSize};
-pub use c2::{C2Cancel, C2Circuit, C2Engine, C2Output, C2Pending, C2Stages, Circuits, LoadOptions};
+pub use c2::{
+    C2Cancel, C2Circuit, C2Engine, C2Output, C2Pending, C2Request, C2Stages, Circuits, LoadOptions,
+    SubmitOptions,
+};
 pub use error::FilecoinError;
 pub use seal::{seal_sector, SealRequest, SealedSector};
 pub use shape::{porep_shape, CachedShape, PoRepShape};

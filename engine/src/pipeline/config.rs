@@ -78,7 +78,8 @@ pub struct EngineConfig {
     /// already use every core; one per GPU on CUDA (a second on one GPU only queued on the
     /// device, BENCHMARKS.md).
     pub finalize_workers: Option<usize>,
-    /// Jobs accepted but not yet dispatched; `submit` blocks (backpressure) beyond this.
+    /// Partitions accepted but not yet given a slot: the dispatcher's priority queue holds
+    /// up to this many and its channel as many again; `submit` blocks (backpressure) beyond.
     pub job_queue_max: usize,
     /// Partitions one job may carry (PoRep: 10).
     pub partitions_per_job_max: usize,

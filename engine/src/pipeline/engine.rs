@@ -298,6 +298,7 @@ impl Engine {
         let state = Arc::new(JobState {
             id,
             kind: job.kind.clone(),
+            priority: job.priority,
             start: Instant::now(),
             results: Mutex::new((0..n).map(|_| None).collect()),
             remaining: AtomicUsize::new(n),

@@ -50,11 +50,22 @@ pub struct Job {
     pub partitions: Vec<Box<dyn PartitionCircuit>>,
     /// One per partition, or `None` to draw fresh randomness.
     pub randomness: Option<Vec<Randomness>>,
+    /// Higher first (default 0): when a slot frees, the engine gives it to the waiting
+    /// partition of the highest priority, oldest first within one. A partition already
+    /// holding a slot runs to its end, so a job waits for at most one partition of a lower
+    /// one per slot (the daemon: WinningPoSt before WindowPoSt before PoRep).
+    pub priority: i32,
 }
 
 impl Job {
     pub fn new(kind: impl Into<String>, partitions: Vec<Box<dyn PartitionCircuit>>) -> Job {
-        Job { kind: kind.into(), partitions, randomness: None }
+        Job { kind: kind.into(), partitions, randomness: None, priority: 0 }
+    }
+
+    /// This job at `priority` ([`Job::priority`]).
+    pub fn with_priority(mut self, priority: i32) -> Job {
+        self.priority = priority;
+        self
     }
 }
 

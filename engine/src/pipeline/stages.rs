@@ -43,6 +43,8 @@ pub(super) struct Shared {
 pub(super) struct JobState {
     pub id: u64,
     pub kind: String,
+    /// [`super::Job::priority`].
+    pub priority: i32,
     pub start: Instant,
     pub results: Mutex<Vec<Option<Result<PartitionOutput, PartitionError>>>>,
     pub remaining: AtomicUsize,
@@ -148,7 +150,127 @@ pub(super) fn cancel_queued(sh: &Shared, work: WorkItem) {
     complete(sh, &work.item.job, p, Err(PartitionError::Cancelled { partition: p }));
 }
 
-/// The dispatcher: waits for a slot per partition and hands the partition to one of
+/// A partition waiting for a slot, in the dispatcher's queue: highest job priority first,
+/// then arrival order.
+struct Waiting {
+    key: (i32, std::cmp::Reverse<u64>),
+    work: WorkItem,
+}
+
+impl PartialEq for Waiting {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+impl Eq for Waiting {}
+impl PartialOrd for Waiting {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Waiting {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
+    }
+}
+
+/// The partitions that reached the dispatcher, by priority ([`super::Job::priority`]).
+struct WaitQueue {
+    heap: std::collections::BinaryHeap<Waiting>,
+    arrived: u64,
+    /// Partitions it holds at most (`job_queue_max`): beyond, they wait in the channel and
+    /// `submit` blocks (backpressure).
+    cap: usize,
+    /// The submit side is still open.
+    open: bool,
+}
+
+impl WaitQueue {
+    fn push(&mut self, work: WorkItem) {
+        self.arrived += 1;
+        let key = (work.item.job.priority, std::cmp::Reverse(self.arrived));
+        self.heap.push(Waiting { key, work });
+    }
+
+    /// Takes what has arrived, without waiting, up to the cap.
+    fn take_arrived(&mut self, rx: &Receiver<WorkItem>) {
+        while self.open && self.heap.len() < self.cap {
+            match rx.try_recv() {
+                Ok(w) => self.push(w),
+                Err(crossbeam::channel::TryRecvError::Empty) => break,
+                Err(crossbeam::channel::TryRecvError::Disconnected) => self.open = false,
+            }
+        }
+    }
+}
+
+/// Waits for the next partition to dispatch and a slot for it: the highest-priority
+/// partition that has arrived by the time a slot is free (a higher job queued behind lower
+/// ones waits only for the next slot, never for them). Partitions of cancelled jobs leave
+/// without a slot; so does everything once the engine cancels at shutdown, without
+/// waiting for a slot. `None` when the submit side is closed and nothing waits.
+fn next_dispatch(sh: &Shared, rx: &Receiver<WorkItem>, q: &mut WaitQueue) -> Option<(WorkItem, usize)> {
+    loop {
+        q.take_arrived(rx);
+        while let Some(top) = q.heap.peek() {
+            if !top.work.item.job.cancelled(sh) {
+                break;
+            }
+            let w = q.heap.pop().expect("peeked").work;
+            cancel_queued(sh, w);
+        }
+        if q.heap.is_empty() {
+            if !q.open {
+                return None;
+            }
+            match rx.recv() {
+                Ok(w) => q.push(w),
+                Err(_) => q.open = false,
+            }
+            continue;
+        }
+        let t0 = Instant::now();
+        let slot = if q.open && q.heap.len() < q.cap {
+            // New partitions (maybe of a higher job, or the engine closing) wake us too.
+            crossbeam::channel::select! {
+                recv(sh.slot_rx) -> s => s.expect("the engine holds a slot sender"),
+                recv(rx) -> w => {
+                    match w {
+                        Ok(w) => q.push(w),
+                        Err(_) => q.open = false,
+                    }
+                    continue;
+                }
+            }
+        } else {
+            // Full, or closed: only a slot (or, polled, a cancel at shutdown) moves us.
+            match sh.slot_rx.recv_timeout(std::time::Duration::from_millis(50)) {
+                Ok(s) => s,
+                Err(_) => continue,
+            }
+        };
+        // What arrived while we waited competes for this slot too.
+        q.take_arrived(rx);
+        let work = q.heap.pop().expect("non-empty while waiting").work;
+        let item = &work.item;
+        item.job.timeline.record_interval(
+            "wait_slot",
+            Level::Stage,
+            Who { job_id: item.job.id, partition: item.partition, thread: TID_DISPATCH },
+            t0,
+            t0.elapsed(),
+        );
+        if item.job.cancelled(sh) {
+            free_slot(sh, slot);
+            cancel_queued(sh, work);
+            continue;
+        }
+        return Some((work, slot));
+    }
+}
+
+/// The dispatcher: gives each partition a slot, highest job priority first
+/// ([`next_dispatch`]), and hands it to one of
 /// `synth_workers` synthesis threads. They are plain threads, not a rayon pool: a rayon
 /// worker that waits on another pool (the witness pool, `Shared::witness_pool`) runs its
 /// own pool's queued tasks meanwhile, so the next partitions would start nested on the
@@ -177,27 +299,13 @@ pub(super) fn dispatcher(
             Err(e) => tracing::error!("synthesis thread {i} did not start: {e}"),
         }
     }
-    for work in rx.iter() {
-        let item = &work.item;
-        if item.job.cancelled(&sh) {
-            cancel_queued(&sh, work);
-            continue;
-        }
-        let t0 = Instant::now();
-        let slot = sh.slot_rx.recv().expect("the engine holds a slot sender");
-        item.job.timeline.record_interval(
-            "wait_slot",
-            Level::Stage,
-            Who { job_id: item.job.id, partition: item.partition, thread: TID_DISPATCH },
-            t0,
-            t0.elapsed(),
-        );
-        // Cancelled while it waited for the slot: the slot goes straight back.
-        if item.job.cancelled(&sh) {
-            free_slot(&sh, slot);
-            cancel_queued(&sh, work);
-            continue;
-        }
+    let mut queue = WaitQueue {
+        heap: std::collections::BinaryHeap::new(),
+        arrived: 0,
+        cap: sh.config.job_queue_max.max(1),
+        open: true,
+    };
+    while let Some((work, slot)) = next_dispatch(&sh, &rx, &mut queue) {
         if workers.is_empty() {
             synthesize(sh.clone(), work, slot, prove_tx.clone(), 1);
         } else if let Err(back) = work_tx.send((work, slot)) {

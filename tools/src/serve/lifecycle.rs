@@ -203,8 +203,9 @@ fn engine_config(
         backend,
         slots,
         synth_workers,
-        // The dispatcher never has more than slots + one job's partitions at the engine,
-        // so its submit never blocks.
+        // The dispatcher never has more than slots + PARTITIONS_PER_JOB_MAX partitions at
+        // the engine (a higher job overtaking included: JobQueue::start_next), and the
+        // engine queues twice this before a submit blocks.
         job_queue_max: slots + PARTITIONS_PER_JOB_MAX,
         partitions_per_job_max: PARTITIONS_PER_JOB_MAX,
         memory_limit_bytes: config.memory_limit_bytes,

@@ -50,7 +50,9 @@ pub struct Running {
 /// Queued and running jobs. A job is started only while fewer partitions are at the
 /// engine than it has slots, so a `CRITICAL` job waits only for partitions already
 /// started, never behind queued `LOW` ones, and the engine still gets the next job while
-/// the last partitions of the current one prove.
+/// the last partitions of the current one prove. A job of higher priority than every
+/// running one starts at once (within the engine's queue), and the engine gives it the
+/// next free slot: it waits for one partition of a running PoRep, not for the whole sector.
 #[derive(Default)]
 pub struct JobQueue {
     heap: BinaryHeap<Queued>,
@@ -77,8 +79,20 @@ impl JobQueue {
 
     /// The next job to start, when fewer than `slots` partitions are running; it counts
     /// as running from now.
-    pub fn start_next(&mut self, slots: usize) -> Option<(Queued, Instant)> {
-        if self.partitions_running >= slots {
+    /// The next job to start, if the engine has room: fewer partitions running than
+    /// `slots`, or a job above every running one's priority that keeps the partitions at
+    /// the engine within `slots + overtake_max`.
+    pub fn start_next(&mut self, slots: usize, overtake_max: usize) -> Option<(Queued, Instant)> {
+        let next = self.heap.peek()?;
+        let running = self.running.values().map(|r| r.entry.priority as i32);
+        let limits = (slots, overtake_max);
+        if !may_start(
+            self.partitions_running,
+            limits,
+            running,
+            next.entry.priority as i32,
+            next.entry.partitions,
+        ) {
             return None;
         }
         let q = self.heap.pop()?;
@@ -144,5 +158,39 @@ impl JobQueue {
                 (p.as_str_name(), pending, running)
             })
             .collect()
+    }
+}
+
+/// Whether a job of `priority` and `partitions` may start with `running` partitions at the
+/// engine: while fewer than `slots`; or, above every running job's priority, while the
+/// engine holds at most `slots + overtake_max` ([`JobQueue::start_next`]).
+fn may_start(
+    running: usize,
+    (slots, overtake_max): (usize, usize),
+    mut running_priorities: impl Iterator<Item = i32>,
+    priority: i32,
+    partitions: usize,
+) -> bool {
+    running < slots
+        || (running_priorities.all(|p| p < priority) && running + partitions <= slots + overtake_max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_start;
+
+    #[test]
+    fn a_higher_job_overtakes_within_the_engine_queue_and_an_equal_one_waits() {
+        let (normal, high, critical) = (2, 3, 4);
+        // Room in the slots: anyone starts.
+        assert!(may_start(1, (2, 16), [normal].into_iter(), normal, 1));
+        // A 10-partition PoRep fills 4 slots: another NORMAL waits, a CRITICAL starts.
+        assert!(!may_start(10, (4, 16), [normal].into_iter(), normal, 1));
+        assert!(may_start(10, (4, 16), [normal].into_iter(), critical, 1));
+        // Not above every running job: it waits.
+        assert!(!may_start(11, (4, 16), [normal, critical].into_iter(), high, 1));
+        // Never beyond the engine's queue.
+        assert!(!may_start(20, (4, 16), [normal].into_iter(), critical, 1));
+        assert!(may_start(19, (4, 16), [normal].into_iter(), critical, 1));
     }
 }

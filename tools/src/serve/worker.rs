@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use arenaprove::engine::pipeline::panic_message;
-use arenaprove::filecoin::{C2Engine, C2Output, FilecoinError};
+use arenaprove::filecoin::{C2Engine, C2Output, C2Request, FilecoinError, SubmitOptions};
 use tonic::Status;
 
 use super::jobs::{ms, JobEntry, JobError, Outcome};
@@ -47,7 +47,7 @@ fn dispatch_loop(inner: Arc<Inner>) {
             // The engine's slots (chosen at its build); with no engine a job starts at once
             // and fails, naming the missing circuit.
             let slots = g.engines.running.as_ref().map_or(1, |r| r.sizes.slots);
-            if let Some((q, started)) = g.queue.start_next(slots) {
+            if let Some((q, started)) = g.queue.start_next(slots, lifecycle::PARTITIONS_PER_JOB_MAX) {
                 let engine = g.engines.running.as_ref().map(|r| r.c2.clone());
                 drop(g);
                 start_job(&inner, q, engine, started);
@@ -106,11 +106,14 @@ fn prove(
     if let Some(hook) = &inner.hooks.before_circuits {
         hook(&entry.request_id);
     }
-    let pending = match &request {
-        JobRequest::Porep(porep) => engine.submit(&porep.c1)?,
-        JobRequest::Post(post) => engine.submit_post(post)?,
-        JobRequest::Snap(snap) => engine.submit_snap(snap)?,
+    let what = match &request {
+        JobRequest::Porep(porep) => C2Request::Porep(&porep.c1),
+        JobRequest::Post(post) => C2Request::Post(post),
+        JobRequest::Snap(snap) => C2Request::Snap(snap),
     };
+    // The engine gives each free slot to the waiting partition of the highest priority.
+    let options = SubmitOptions { priority: entry.priority as i32, ..SubmitOptions::default() };
+    let pending = engine.submit_request(what, options)?;
     entry.at_engine(pending.canceller(), pending.job_id());
     drop(request); // the circuits own what they need; the C1 output or vanilla proofs go now
     drop(engine);
