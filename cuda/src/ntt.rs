@@ -15,8 +15,9 @@ use crate::msm::{combine, Curve, G1Bases, Scalars};
 use crate::ntt_passes::{passes, BLOCK_LOG, PASS_STAGES_MAX};
 use crate::ntt_tables::{powers, NttTables, FR_BYTES, NTT_LOG_MAX};
 
-/// Stages done in shared memory by one block (2^10 scalars = 32 KiB).
-const SHARED_LOG: u32 = 10;
+/// Stages done in shared memory by one block (2^10 scalars = 32 KiB): ntt.cu's
+/// `NTT_SHARED_LOG` (a test checks they agree).
+const SHARED_LOG: u32 = BLOCK_LOG;
 const THREADS: u32 = 256;
 
 /// The NTT kernels a [`Gpu`] runs ([`Gpu::set_ntt_kernels`]); every choice gives the same

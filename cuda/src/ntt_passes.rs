@@ -226,6 +226,12 @@ mod tests {
     }
 
     #[test]
+    fn the_block_size_is_the_kernels() {
+        let source = include_str!("../kernels/ntt.cu");
+        assert!(source.contains(&format!("#define NTT_SHARED_LOG {BLOCK_LOG}\n")), "ntt.cu's NTT_SHARED_LOG");
+    }
+
+    #[test]
     fn passes_cover_every_stage_once_within_the_limits() {
         for log_n in 1..=28 {
             let p = passes(log_n, BLOCK_LOG, PASS_STAGES_MAX);

@@ -397,6 +397,34 @@ fn a_higher_priority_job_takes_the_next_slot() {
     assert_eq!(report.slabs_outstanding, 0);
 }
 
+/// One slot, held by a gated job; a low job queued below a higher one: cancelling the low
+/// job ends its partitions while the slot is still held, though they are not at the top
+/// of the dispatcher's queue.
+#[test]
+fn a_cancelled_job_below_a_higher_one_ends_without_waiting_for_a_slot() {
+    let (e, _) = engine(AllocMode::Slab, 1);
+    let (circuit, started, gate) = gated(1);
+    let running = e.submit(Job::new("squares", vec![circuit])).unwrap();
+    started.recv().unwrap();
+    let high = e.submit(Job::new("squares", vec![part(STEPS, 40, Mode::Ok)]).with_priority(5)).unwrap();
+    let low =
+        e.submit(Job::new("squares", vec![part(STEPS, 41, Mode::Ok), part(STEPS, 42, Mode::Ok)])).unwrap();
+    low.cancel();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(low.wait().unwrap());
+    });
+    let low = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the cancelled job ended with the slot held");
+    assert_all_cancelled(&low);
+    gate.send(()).unwrap();
+    assert!(running.wait().unwrap().is_ok());
+    assert!(high.wait().unwrap().is_ok());
+    let report = e.shutdown(ShutdownMode::Drain);
+    assert_eq!(report.slabs_outstanding, 0);
+}
+
 /// One slot, held by a gated job, five jobs queued behind it: `shutdown(Cancel)` ends the
 /// queued jobs at once (while the slot is still held; at most the one the dispatcher holds
 /// waits for the slot), and the gated job, synthesizing when the engine was cancelled, is

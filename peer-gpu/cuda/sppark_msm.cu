@@ -40,6 +40,10 @@ extern "C" RustError sppark_g1_new(const affine_t* points, size_t n, msm_g1_t** 
     } catch (const cuda_error& e) {
         *out = nullptr;
         return RustError{e.code(), e.what()};
+    } catch (...) {
+        // Nothing unwinds across the FFI edge (std::bad_alloc from new, say).
+        *out = nullptr;
+        return RustError{cudaErrorUnknown, "sppark_g1_new: a C++ exception"};
     }
 }
 
@@ -54,6 +58,9 @@ extern "C" RustError sppark_g1_invoke(msm_g1_t* msm, point_t* out, const scalar_
     } catch (const cuda_error& e) {
         out->inf();
         return RustError{e.code(), e.what()};
+    } catch (...) {
+        out->inf();
+        return RustError{cudaErrorUnknown, "sppark_g1_invoke: a C++ exception"};
     }
 }
 

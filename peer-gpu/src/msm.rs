@@ -26,8 +26,11 @@ extern "C" {
     fn sppark_g1_drop(msm: *mut SpparkMsm);
 }
 
-/// sppark's MSM with its bases on the device (freed on drop).
-struct Sppark(*mut SpparkMsm);
+/// sppark's MSM with its `n` bases on the device (freed on drop).
+struct Sppark {
+    msm: *mut SpparkMsm,
+    n: usize,
+}
 
 impl Sppark {
     fn new(bases: &[blst_p1_affine]) -> Result<Sppark, String> {
@@ -38,15 +41,18 @@ impl Sppark {
         if e.code != 0 || m.is_null() {
             return Err(format!("sppark msm_t: {e}"));
         }
-        Ok(Sppark(m))
+        Ok(Sppark { msm: m, n: bases.len() })
     }
 
     fn msm(&self, scalars: &[[u8; 32]]) -> Result<G1Projective, String> {
+        if scalars.len() > self.n {
+            return Err(format!("sppark msm: {} scalars for {} bases", scalars.len(), self.n));
+        }
         let mut out = blst_p1::default();
-        // SAFETY: `self.0` is a live msm_t holding at least `scalars.len()` bases; the
-        // scalars are 32-byte canonical little-endian values (sppark's fr_t with mont =
-        // false); `out` is a blst_p1, sppark's jacobian_t<fp_t>.
-        let e = unsafe { sppark_g1_invoke(self.0, &mut out, scalars.as_ptr(), scalars.len()) };
+        // SAFETY: `self.msm` is a live msm_t holding `self.n >= scalars.len()` bases (checked
+        // above); the scalars are 32-byte canonical little-endian values (sppark's fr_t with
+        // mont = false); `out` is a blst_p1, sppark's jacobian_t<fp_t>.
+        let e = unsafe { sppark_g1_invoke(self.msm, &mut out, scalars.as_ptr(), scalars.len()) };
         if e.code != 0 {
             return Err(format!("sppark msm: {e}"));
         }
@@ -59,7 +65,7 @@ impl Sppark {
 impl Drop for Sppark {
     fn drop(&mut self) {
         // SAFETY: made by sppark_g1_new, dropped once.
-        unsafe { sppark_g1_drop(self.0) }
+        unsafe { sppark_g1_drop(self.msm) }
     }
 }
 

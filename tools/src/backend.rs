@@ -65,6 +65,18 @@ pub enum GpuOpenError {
     Cuda(#[from] arenaprove::cuda::CudaError),
 }
 
+impl GpuOpenError {
+    /// Whether it says there is no GPU to open at all (no `cuda` build, no kernels, no
+    /// driver, no device), rather than a GPU that failed to open.
+    pub fn no_gpu(&self) -> bool {
+        match self {
+            GpuOpenError::NotBuilt => true,
+            #[cfg(feature = "cuda")]
+            GpuOpenError::Cuda(e) => e.is_no_gpu(),
+        }
+    }
+}
+
 /// The GPU backend on GPUs `ordinals` (empty: every GPU the driver shows) and their
 /// description, or why they do not open (the caller decides whether the CPU may stand
 /// in: the daemon only with `gpus.fallback = "cpu"`, or when no GPU was named).

@@ -51,9 +51,11 @@ pub struct Job {
     /// One per partition, or `None` to draw fresh randomness.
     pub randomness: Option<Vec<Randomness>>,
     /// Higher first (default 0): when a slot frees, the engine gives it to the waiting
-    /// partition of the highest priority, oldest first within one. A partition already
-    /// holding a slot runs to its end, so a job waits for at most one partition of a lower
-    /// one per slot (the daemon: WinningPoSt before WindowPoSt before PoRep).
+    /// partition of the highest priority, oldest first within one (among the
+    /// `job_queue_max` partitions the dispatcher holds; beyond, submission order). A
+    /// partition already holding a slot runs to its end: a higher job waits for the next
+    /// free slot, not for the lower jobs queued before it (the daemon: WinningPoSt before
+    /// WindowPoSt before PoRep). Past the slot, the pipeline's stages are FIFO.
     pub priority: i32,
 }
 

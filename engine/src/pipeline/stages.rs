@@ -155,6 +155,8 @@ pub(super) fn cancel_queued(sh: &Shared, work: WorkItem) {
 struct Waiting {
     key: (i32, std::cmp::Reverse<u64>),
     work: WorkItem,
+    /// When it reached the dispatcher (its `wait_slot` span starts here).
+    arrived: Instant,
 }
 
 impl PartialEq for Waiting {
@@ -189,7 +191,21 @@ impl WaitQueue {
     fn push(&mut self, work: WorkItem) {
         self.arrived += 1;
         let key = (work.item.job.priority, std::cmp::Reverse(self.arrived));
-        self.heap.push(Waiting { key, work });
+        self.heap.push(Waiting { key, work, arrived: Instant::now() });
+    }
+
+    /// Ends every waiting partition of a cancelled job (or all, once the engine cancels),
+    /// wherever it sits in the queue: none of them waits for a slot.
+    fn sweep_cancelled(&mut self, sh: &Shared) {
+        if !self.heap.iter().any(|w| w.work.item.job.cancelled(sh)) {
+            return;
+        }
+        let (gone, kept): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.heap).into_iter().partition(|w| w.work.item.job.cancelled(sh));
+        self.heap = kept.into();
+        for w in gone {
+            cancel_queued(sh, w.work);
+        }
     }
 
     /// Takes what has arrived, without waiting, up to the cap.
@@ -204,21 +220,19 @@ impl WaitQueue {
     }
 }
 
+/// How often the dispatcher, waiting for a slot, looks for cancelled jobs in its queue.
+const CANCEL_SWEEP: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Waits for the next partition to dispatch and a slot for it: the highest-priority
-/// partition that has arrived by the time a slot is free (a higher job queued behind lower
-/// ones waits only for the next slot, never for them). Partitions of cancelled jobs leave
-/// without a slot; so does everything once the engine cancels at shutdown, without
-/// waiting for a slot. `None` when the submit side is closed and nothing waits.
+/// partition in the queue when a slot frees. A higher job queued behind lower ones waits
+/// only for the next slot, while the queue has room (`job_queue_max` partitions; beyond,
+/// the channel is FIFO). Partitions of cancelled jobs leave without a slot, within
+/// [`CANCEL_SWEEP`]; so does everything once the engine cancels at shutdown. `None` when
+/// the submit side is closed and nothing waits.
 fn next_dispatch(sh: &Shared, rx: &Receiver<WorkItem>, q: &mut WaitQueue) -> Option<(WorkItem, usize)> {
     loop {
         q.take_arrived(rx);
-        while let Some(top) = q.heap.peek() {
-            if !top.work.item.job.cancelled(sh) {
-                break;
-            }
-            let w = q.heap.pop().expect("peeked").work;
-            cancel_queued(sh, w);
-        }
+        q.sweep_cancelled(sh);
         if q.heap.is_empty() {
             if !q.open {
                 return None;
@@ -229,9 +243,9 @@ fn next_dispatch(sh: &Shared, rx: &Receiver<WorkItem>, q: &mut WaitQueue) -> Opt
             }
             continue;
         }
-        let t0 = Instant::now();
         let slot = if q.open && q.heap.len() < q.cap {
-            // New partitions (maybe of a higher job, or the engine closing) wake us too.
+            // New partitions (maybe of a higher job, or the engine closing) wake us too;
+            // a cancelled job is swept at least every CANCEL_SWEEP.
             crossbeam::channel::select! {
                 recv(sh.slot_rx) -> s => s.expect("the engine holds a slot sender"),
                 recv(rx) -> w => {
@@ -241,24 +255,25 @@ fn next_dispatch(sh: &Shared, rx: &Receiver<WorkItem>, q: &mut WaitQueue) -> Opt
                     }
                     continue;
                 }
+                default(CANCEL_SWEEP) => continue,
             }
         } else {
-            // Full, or closed: only a slot (or, polled, a cancel at shutdown) moves us.
-            match sh.slot_rx.recv_timeout(std::time::Duration::from_millis(50)) {
+            // Full, or closed: only a slot moves us (polled for cancels).
+            match sh.slot_rx.recv_timeout(CANCEL_SWEEP) {
                 Ok(s) => s,
                 Err(_) => continue,
             }
         };
         // What arrived while we waited competes for this slot too.
         q.take_arrived(rx);
-        let work = q.heap.pop().expect("non-empty while waiting").work;
+        let Waiting { work, arrived, .. } = q.heap.pop().expect("non-empty while waiting");
         let item = &work.item;
         item.job.timeline.record_interval(
             "wait_slot",
             Level::Stage,
             Who { job_id: item.job.id, partition: item.partition, thread: TID_DISPATCH },
-            t0,
-            t0.elapsed(),
+            arrived,
+            arrived.elapsed(),
         );
         if item.job.cancelled(sh) {
             free_slot(sh, slot);

@@ -295,8 +295,9 @@ pub fn choose_sizes(
 pub type Backend = (Arc<dyn BackendFactory>, Option<GpusInfo>);
 
 /// The configured backend: the named GPUs when they open; every visible GPU when none is
-/// named (the CPU, logged, where there is none); the CPU with `engine.backend = "cpu"`, or
-/// when a named GPU does not open and `gpus.fallback = "cpu"`.
+/// named (the CPU, logged, where there is none: no `cuda` build, no driver, no device);
+/// the CPU with `engine.backend = "cpu"`, or when a GPU does not open and
+/// `gpus.fallback = "cpu"`.
 pub fn backend(config: &ServeConfig) -> Result<Backend, GpuError> {
     let cpu = || -> Backend { (Arc::new(CpuBackend), None) };
     let named = match &config.devices {
@@ -309,7 +310,9 @@ pub fn backend(config: &ServeConfig) -> Result<Backend, GpuError> {
             tracing::info!(gpus = %info.describe(), "proving on the GPUs");
             Ok((factory, Some(info)))
         }
-        Err(reason) if named.is_empty() => {
+        // Nothing named and nothing there: the CPU, said once. A visible GPU that fails to
+        // open is an error like a named one (a GPU daemon on the CPU is a silent slowdown).
+        Err(reason) if named.is_empty() && reason.no_gpu() => {
             tracing::warn!(%reason, "no GPU to prove on (gpus.devices = []: every visible GPU); proving on the CPU");
             Ok(cpu())
         }
@@ -319,6 +322,7 @@ pub fn backend(config: &ServeConfig) -> Result<Backend, GpuError> {
         }
         Err(source) => {
             let which = match named {
+                [] => "every visible GPU".to_string(),
                 [one] => format!("GPU {one}"),
                 many => format!("GPUs {many:?}"),
             };

@@ -201,7 +201,8 @@ impl Metrics {
                 let _ = writeln!(w, "# HELP {name} {help}");
                 let _ = writeln!(w, "# TYPE {name} {kind}");
                 for a in &g.gpus {
-                    let _ = writeln!(w, "{name}{{gpu=\"{}\",name=\"{}\"}} {}", a.ordinal, a.name, get(a));
+                    let label = a.name.replace('\\', "\\\\").replace('"', "\\\"");
+                    let _ = writeln!(w, "{name}{{gpu=\"{}\",name=\"{label}\"}} {}", a.ordinal, get(a));
                 }
             }
         }

@@ -47,12 +47,12 @@ pub struct Running {
     pub started: Instant,
 }
 
-/// Queued and running jobs. A job is started only while fewer partitions are at the
-/// engine than it has slots, so a `CRITICAL` job waits only for partitions already
-/// started, never behind queued `LOW` ones, and the engine still gets the next job while
-/// the last partitions of the current one prove. A job of higher priority than every
-/// running one starts at once (within the engine's queue), and the engine gives it the
-/// next free slot: it waits for one partition of a running PoRep, not for the whole sector.
+/// Queued and running jobs. A job starts while fewer partitions are at the engine than it
+/// has slots (so the engine still gets the next job while the last partitions of the
+/// current one prove), or at once when its priority is above every running job's (within
+/// the engine's queue). The engine gives each free slot to the highest-priority waiting
+/// partition, so a `CRITICAL` job waits for the next free slot, never behind queued or
+/// running lower jobs' remaining partitions; past the slot the pipeline's stages are FIFO.
 #[derive(Default)]
 pub struct JobQueue {
     heap: BinaryHeap<Queued>,
@@ -77,11 +77,9 @@ impl JobQueue {
         self.heap.iter().find(|q| q.entry.id == job_id).map_or(0, |q| self.ahead_of(q))
     }
 
-    /// The next job to start, when fewer than `slots` partitions are running; it counts
-    /// as running from now.
     /// The next job to start, if the engine has room: fewer partitions running than
     /// `slots`, or a job above every running one's priority that keeps the partitions at
-    /// the engine within `slots + overtake_max`.
+    /// the engine within `slots + overtake_max`. It counts as running from now.
     pub fn start_next(&mut self, slots: usize, overtake_max: usize) -> Option<(Queued, Instant)> {
         let next = self.heap.peek()?;
         let running = self.running.values().map(|r| r.entry.priority as i32);
