@@ -99,7 +99,7 @@ impl VerifyingKey {
         w.write_all(&self.gamma_g2.to_uncompressed())?;
         w.write_all(&self.delta_g1.to_uncompressed())?;
         w.write_all(&self.delta_g2.to_uncompressed())?;
-        w.write_all(&(self.ic.len() as u32).to_be_bytes())?;
+        w.write_all(&section_count(self.ic.len())?.to_be_bytes())?;
         for p in &self.ic {
             w.write_all(&p.to_uncompressed())?;
         }
@@ -599,9 +599,20 @@ impl Parameters {
     }
 }
 
+/// A section's point count as the format's u32: an error (never a truncated count) beyond
+/// [`SECTION_POINTS_MAX`], which the reader would refuse.
+fn section_count(points: usize) -> std::io::Result<u32> {
+    u32::try_from(points).ok().filter(|_| points <= SECTION_POINTS_MAX).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("a section of {points} points: the format's limit is {SECTION_POINTS_MAX}"),
+        )
+    })
+}
+
 /// Writes a u32 big-endian count, then the points, encoded in parallel 768 KiB at a time.
 fn write_section<W: Write, T: Encoding>(w: &mut W, points: &[T]) -> std::io::Result<()> {
-    w.write_all(&(points.len() as u32).to_be_bytes())?;
+    w.write_all(&section_count(points.len())?.to_be_bytes())?;
     let mut buf = Vec::new();
     for chunk in points.chunks((768 << 10) / T::BYTES) {
         buf.clear();
@@ -610,4 +621,18 @@ fn write_section<W: Write, T: Encoding>(w: &mut W, points: &[T]) -> std::io::Res
         w.write_all(&buf)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_counts_are_u32_within_the_limit_never_truncated() {
+        assert_eq!(section_count(0).unwrap(), 0);
+        assert_eq!(section_count((1 << 27) - 1).unwrap(), (1 << 27) - 1, "a 32 GiB PoRep's h");
+        assert_eq!(section_count(SECTION_POINTS_MAX).unwrap(), 1 << 31);
+        assert!(section_count(SECTION_POINTS_MAX + 1).is_err());
+        assert!(section_count(usize::MAX).is_err(), "2^64 - 1 would have been written as 2^32 - 1");
+    }
 }
