@@ -89,7 +89,9 @@ async fn the_daemon_serves_curio_requests() {
     assert_eq!(status.loaded_srs.len(), 1);
     assert_eq!(status.loaded_srs[0].circuit_id, "porep-2k");
     assert!(status.loaded_srs[0].size_bytes > 0);
-    assert_eq!(status.queues.len(), 4, "one queue per priority: {:?}", status.queues);
+    assert_eq!(status.queues.len(), 16, "one queue per proof kind and priority: {:?}", status.queues);
+    assert_eq!(status.queues[0].proof_kind, "POREP_SEAL_COMMIT/CRITICAL");
+    assert_eq!(status.queues[15].proof_kind, "WINNING_POST/LOW");
     assert!(status.queues.iter().all(|q| q.pending == 0 && q.in_progress == 0));
     assert!(status.pinned_memory_bytes > 0 && status.pinned_memory_bytes <= status.pinned_memory_limit_bytes);
 
@@ -327,7 +329,9 @@ async fn queue_priorities_cancel(
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let s = c.get_status(GetStatusRequest {}).await.unwrap().into_inner();
-        let queue = |name: &str| s.queues.iter().find(|q| q.proof_kind.ends_with(name)).cloned().unwrap();
+        let queue = |name: &str| {
+            s.queues.iter().find(|q| q.proof_kind == format!("POREP_SEAL_COMMIT/{name}")).cloned().unwrap()
+        };
         let now = (
             queue("LOW").pending,
             queue("LOW").in_progress,

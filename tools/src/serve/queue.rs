@@ -4,13 +4,16 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::circuits::CircuitId;
+use super::circuits::{CircuitId, Family};
 use super::jobs::JobEntry;
 use super::pb::Priority;
 use super::request::JobRequest;
 
 /// Priorities, highest first, as GetStatus and the metrics list them.
 pub const PRIORITIES: [Priority; 4] = [Priority::Critical, Priority::High, Priority::Normal, Priority::Low];
+
+/// Proof kinds, in the proto's order, as GetStatus lists them.
+const FAMILIES: [Family; 4] = [Family::Porep, Family::Snap, Family::Window, Family::Winning];
 
 /// A queued job: ordered by priority, then submission order.
 pub struct Queued {
@@ -144,6 +147,22 @@ impl JobQueue {
     /// Whether any job of `circuit` is queued or running.
     pub fn has_circuit(&self, circuit: CircuitId) -> bool {
         self.heap.iter().any(|q| q.entry.circuit == circuit) || self.running_for(circuit) > 0
+    }
+
+    /// (`KIND/PRIORITY`, pending, running) per proof kind and priority (the proto's
+    /// names, e.g. `WINNING_POST/CRITICAL`), kinds in the proto's order, priorities highest
+    /// first: GetStatus's queues.
+    pub fn counts_by_kind(&self) -> Vec<(String, u32, u32)> {
+        let mut out = Vec::with_capacity(FAMILIES.len() * PRIORITIES.len());
+        for family in FAMILIES {
+            for p in PRIORITIES {
+                let here = |e: &JobEntry| e.priority == p && e.circuit.family == family;
+                let pending = self.heap.iter().filter(|q| here(&q.entry)).count() as u32;
+                let running = self.running.values().filter(|r| here(&r.entry)).count() as u32;
+                out.push((format!("{}/{}", family.proof_kind_name(), p.as_str_name()), pending, running));
+            }
+        }
+        out
     }
 
     /// (priority name, pending, running) per priority, highest first.

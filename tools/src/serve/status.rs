@@ -58,13 +58,9 @@ impl Daemon {
             .collect();
         let queues = g
             .queue
-            .counts()
+            .counts_by_kind()
             .into_iter()
-            .map(|(p, pending, running)| pb::QueueStatus {
-                proof_kind: format!("POREP_SEAL_COMMIT/{p}"),
-                pending,
-                in_progress: running,
-            })
+            .map(|(proof_kind, pending, in_progress)| pb::QueueStatus { proof_kind, pending, in_progress })
             .collect();
         let response = pb::GetStatusResponse {
             gpus: Vec::new(),
