@@ -36,22 +36,10 @@ pub type MemQuery = Arc<dyn Fn() -> Option<Vec<Option<(u64, u64)>>> + Send + Syn
 /// device arenas go with the engine.
 #[derive(Clone)]
 pub struct GpusInfo {
-    /// (ordinal, name), in the order the engine's backend takes them.
-    pub devices: Vec<(u32, String)>,
+    /// GPUs the engine's backend drives.
+    pub count: usize,
     pub activity: ActivityQuery,
     pub mem: MemQuery,
-}
-
-impl GpusInfo {
-    /// `"NVIDIA H200 (cuda:0)"`, `"2 x NVIDIA H200 (cuda:0, cuda:1)"`.
-    pub fn describe(&self) -> String {
-        let names: Vec<String> = self.devices.iter().map(|(o, _)| format!("cuda:{o}")).collect();
-        let name = self.devices.first().map_or("", |(_, n)| n.as_str());
-        match self.devices.len() {
-            1 => format!("{name} ({})", names[0]),
-            n => format!("{n} x {name} ({})", names.join(", ")),
-        }
-    }
 }
 
 /// Why GPUs do not open.
@@ -89,8 +77,7 @@ pub fn open_gpus(ordinals: &[u32]) -> Result<(Arc<dyn BackendFactory>, GpusInfo)
         CudaFactory::open_many(&ordinals.iter().map(|&o| o as usize).collect::<Vec<_>>())?
     });
     tracing::info!(gpus = %factory.describe(), "GPU backend");
-    let devices: Vec<(u32, String)> =
-        factory.activity().into_iter().map(|a| (a.ordinal as u32, a.name)).collect();
+    let count = factory.ordinals().len();
     let weak = Arc::downgrade(&factory);
     let activity = move || {
         let f = weak.upgrade()?;
@@ -118,7 +105,7 @@ pub fn open_gpus(ordinals: &[u32]) -> Result<(Arc<dyn BackendFactory>, GpusInfo)
                 .collect(),
         )
     };
-    let info = GpusInfo { devices, activity: Arc::new(activity), mem: Arc::new(mem) };
+    let info = GpusInfo { count, activity: Arc::new(activity), mem: Arc::new(mem) };
     let factory: Arc<dyn BackendFactory> = factory;
     Ok((factory, info))
 }

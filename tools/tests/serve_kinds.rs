@@ -37,15 +37,7 @@ async fn the_daemon_proves_winning_window_and_snap_deals() {
     let (replicas, update) = (&kinds.replicas, &kinds.update);
     let snap_proof = SNAP;
 
-    // ARENAPROVE_SERVE_GPU=<ordinals> runs the same scenario on those GPUs, `all` on every
-    // visible one (gpus.devices = []); a binary built with `--features cuda`, on the GPU
-    // machine. Without it, the CPU backend.
-    let gpu = std::env::var("ARENAPROVE_SERVE_GPU").ok();
-    let gpus = match gpu.as_deref() {
-        None => "[engine]\nbackend = \"cpu\"\n".to_string(),
-        Some("all") => "[gpus]\ndevices = []\n".to_string(),
-        Some(g) => format!("[gpus]\ndevices = [{g}]\n"),
-    };
+    let (gpu, gpus) = common::serve_backend();
     let toml = format!(
         "[daemon]\nlisten = [\"127.0.0.1:0\"]\n[srs]\nparam_cache = \"{PARAM_CACHE}\"\n\
          preload = [\"winning-2k\", \"wpost-2k\", \"snap-2k\"]\n{gpus}"

@@ -47,12 +47,7 @@ async fn five_hundred_mixed_jobs_through_the_daemon() {
     let winning = vanilla_request(common::WINNING, randomness(1), prover, 0, &kinds.replicas[1..]).unwrap();
     let window = vanilla_request(common::WINDOW, randomness(2), prover, 0, &kinds.replicas).unwrap();
 
-    let gpu = std::env::var("ARENAPROVE_SERVE_GPU").ok();
-    let gpus = match gpu.as_deref() {
-        None => "[engine]\nbackend = \"cpu\"\n".to_string(),
-        Some("all") => "[gpus]\ndevices = []\n".to_string(),
-        Some(g) => format!("[gpus]\ndevices = [{g}]\n"),
-    };
+    let (_, gpus) = common::serve_backend();
     let toml = format!(
         "[daemon]\nlisten = [\"127.0.0.1:0\"]\n[srs]\nparam_cache = \"{PARAM_CACHE}\"\n\
          preload = [\"porep-2k\", \"winning-2k\", \"wpost-2k\", \"snap-2k\"]\n[queue]\npending_max = 16\n{gpus}"

@@ -297,7 +297,7 @@ impl Engine {
         let id = self.next_job.fetch_add(1, Ordering::SeqCst);
         let state = Arc::new(JobState {
             id,
-            kind: job.kind.clone(),
+            kind: Arc::from(job.kind.as_str()),
             priority: job.priority,
             start: Instant::now(),
             results: Mutex::new((0..n).map(|_| None).collect()),

@@ -42,7 +42,8 @@ pub(super) struct Shared {
 
 pub(super) struct JobState {
     pub id: u64,
-    pub kind: String,
+    /// Shared with every [`WorkTag`] of the job (no allocation per stage).
+    pub kind: Arc<str>,
     /// [`super::Job::priority`].
     pub priority: i32,
     pub start: Instant,
@@ -57,7 +58,7 @@ pub(super) struct JobState {
 impl JobState {
     /// This job's partition `partition` at `stage`, for the backend's device activity.
     fn tag(&self, partition: u32, stage: &'static str) -> WorkTag {
-        WorkTag { job: self.id, partition, kind: Arc::from(self.kind.as_str()), stage }
+        WorkTag { job: self.id, partition, kind: self.kind.clone(), stage }
     }
 
     /// Whether this job's partitions that have not reached the prover are to be cancelled:
@@ -114,7 +115,7 @@ fn complete(
         let results = std::mem::take(&mut *item_job.results.lock().unwrap_or_else(|p| p.into_inner()));
         let out = JobOutput {
             job_id: item_job.id,
-            kind: item_job.kind.clone(),
+            kind: item_job.kind.to_string(),
             partitions: results.into_iter().map(|r| r.expect("every partition completed once")).collect(),
             spans: item_job.timeline.spans(),
             gaps: item_job.timeline.gaps(),

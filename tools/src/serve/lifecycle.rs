@@ -178,7 +178,7 @@ pub fn build(
         return Ok(None);
     }
     let (backend, gpus) = backend;
-    let devices = gpus.as_ref().map_or(1, |g| g.devices.len());
+    let devices = gpus.as_ref().map_or(1, |g| g.count);
     let sizes = engine_sizes(config, &circuits, &backend, devices);
     tracing::info!(
         slots = sizes.slots,
@@ -306,10 +306,8 @@ pub fn backend(config: &ServeConfig) -> Result<Backend, GpuError> {
         Devices::Gpus(named) => named.as_slice(),
     };
     match open_gpus(named) {
-        Ok((factory, info)) => {
-            tracing::info!(gpus = %info.describe(), "proving on the GPUs");
-            Ok((factory, Some(info)))
-        }
+        // open_gpus logs which GPUs (CudaFactory::describe).
+        Ok((factory, info)) => Ok((factory, Some(info))),
         // Nothing named and nothing there: the CPU, said once. A visible GPU that fails to
         // open is an error like a named one (a GPU daemon on the CPU is a silent slowdown).
         Err(reason) if named.is_empty() && reason.no_gpu() => {

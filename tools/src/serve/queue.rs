@@ -156,9 +156,7 @@ impl JobQueue {
         let mut out = Vec::with_capacity(FAMILIES.len() * PRIORITIES.len());
         for family in FAMILIES {
             for p in PRIORITIES {
-                let here = |e: &JobEntry| e.priority == p && e.circuit.family == family;
-                let pending = self.heap.iter().filter(|q| here(&q.entry)).count() as u32;
-                let running = self.running.values().filter(|r| here(&r.entry)).count() as u32;
+                let (pending, running) = self.count(|e| e.priority == p && e.circuit.family == family);
                 out.push((format!("{}/{}", family.proof_kind_name(), p.as_str_name()), pending, running));
             }
         }
@@ -170,11 +168,17 @@ impl JobQueue {
         PRIORITIES
             .iter()
             .map(|&p| {
-                let pending = self.heap.iter().filter(|q| q.entry.priority == p).count() as u32;
-                let running = self.running.values().filter(|r| r.entry.priority == p).count() as u32;
+                let (pending, running) = self.count(|e| e.priority == p);
                 (p.as_str_name(), pending, running)
             })
             .collect()
+    }
+
+    /// (queued, running) jobs that `here` selects.
+    fn count(&self, here: impl Fn(&JobEntry) -> bool) -> (u32, u32) {
+        let pending = self.heap.iter().filter(|q| here(&q.entry)).count() as u32;
+        let running = self.running.values().filter(|r| here(&r.entry)).count() as u32;
+        (pending, running)
     }
 }
 

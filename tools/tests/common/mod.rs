@@ -165,3 +165,17 @@ pub fn snap_request(id: &str, update: &arenaprove::filecoin::snap::SnapRequest) 
         ..Default::default()
     }
 }
+
+/// The daemon's backend for the tests that run on a GPU too: `ARENAPROVE_SERVE_GPU` and
+/// the TOML for it. `<ordinals>` (`0`, `0,1`): those GPUs; `all`: every visible one
+/// (`gpus.devices = []`), both with a binary built with `--features cuda`, on the GPU
+/// machine; unset: the CPU backend.
+pub fn serve_backend() -> (Option<String>, String) {
+    let gpu = std::env::var("ARENAPROVE_SERVE_GPU").ok();
+    let toml = match gpu.as_deref() {
+        None => "[engine]\nbackend = \"cpu\"\n".to_string(),
+        Some("all") => "[gpus]\ndevices = []\n".to_string(),
+        Some(g) => format!("[gpus]\ndevices = [{g}]\n"),
+    };
+    (gpu, toml)
+}
