@@ -12,10 +12,11 @@ pub mod pipeline;
 
 pub use backend::{prove_circuit, prove_synthesized, Backend, BackendFactory, CpuBackend};
 
+pub use groth16::shape_only_parameters;
 pub use groth16::{
     generate_random_parameters, prepare_verifying_key, verify_proof, verify_proofs_batch, CpuOps, G1Query,
     G2Query, Groth16Error, Parameters, ParamsMemory, PreparedVerifyingKey, Proof, Prover, ProverMemory,
-    ProverOps, StageTimings, VerifyingKey,
+    ProverOps, QueryPoints, StageTimings, VerifyingKey,
 };
 
 /// bellperson 0.27, re-exported for cross-checks and baselines (feature `peer`).

@@ -70,6 +70,8 @@ pub struct C2Circuit {
     shape: Shape,
     params: Arc<Parameters>,
     synthesis: Synthesis,
+    /// Shape-only parameters (no setup): its proofs cannot verify ([`C2Circuit::timing_only`]).
+    timing_only: bool,
 }
 
 impl fmt::Debug for C2Circuit {
@@ -79,6 +81,7 @@ impl fmt::Debug for C2Circuit {
             .field("params", &self.files.params)
             .field("shape", &self.shape)
             .field("synthesis", &self.synthesis.name())
+            .field("timing_only", &self.timing_only)
             .finish()
     }
 }
@@ -106,7 +109,49 @@ impl C2Circuit {
             shape,
             params,
             synthesis,
+            timing_only: false,
         })
+    }
+
+    /// `registered_proof`'s circuit **for timing only**: precompiled (the recording mapped
+    /// from beside `files.params`, or recorded there), with parameters of its shape that are
+    /// not a setup ([`arenaprove_engine::shape_only_parameters`], from `seed`). Nothing is
+    /// read from `files.params`, and its shape is the recording's, so a 32 GiB or 64 GiB
+    /// partition can be timed without a 47 GiB file. **Its proofs cannot verify**: an
+    /// engine serving it runs with verification off, and what it returns is for timing.
+    pub fn timing_only(
+        registered_proof: RegisteredSealProof,
+        files: &ParamFiles,
+        seed: u64,
+    ) -> Result<Self, FilecoinError> {
+        let sector_size = registered_proof.sector_size()?;
+        let identity = crate::pce::pce_identity(files);
+        let pce = crate::pce::load_or_record_of(files, &identity, None, || {
+            crate::circuit::blank_circuit(registered_proof)
+        })?;
+        let shape = pce.matrices.shape();
+        let (a, b) = pce.matrices.query_points();
+        let params = arenaprove_engine::shape_only_parameters(
+            &shape,
+            arenaprove_engine::QueryPoints { a, b },
+            seed,
+            &ParamsMemory::default(),
+        )
+        .map_err(|e| FilecoinError::groth16(format!("shape-only parameters for {sector_size} sectors"), e))?;
+        Ok(C2Circuit {
+            kind: format!("stacked-drg-{}-timing-only", sector_size.name()),
+            sector_size,
+            files: files.clone(),
+            shape,
+            params: Arc::new(params),
+            synthesis: Synthesis::Precompiled(pce.matrices),
+            timing_only: true,
+        })
+    }
+
+    /// Whether this circuit is [`C2Circuit::timing_only`] (its proofs cannot verify).
+    pub fn is_timing_only(&self) -> bool {
+        self.timing_only
     }
 
     /// The engine's circuit kind (`stacked-drg-2KiB`).
@@ -165,7 +210,7 @@ pub(crate) fn load_parts<C: bellpepper_core::Circuit<Scalar>>(
     )?;
     params.check_fits(shape).map_err(mismatch)?;
     let synthesis = if options.precompiled {
-        Synthesis::Precompiled(crate::pce::load_or_record_of(files, identity, shape, blank)?.matrices)
+        Synthesis::Precompiled(crate::pce::load_or_record_of(files, identity, Some(shape), blank)?.matrices)
     } else {
         Synthesis::Generic
     };
@@ -250,13 +295,31 @@ impl C2Engine {
     }
 
     /// Starts an engine serving every circuit of `all` (PoRep, PoSt, SnapDeals): one set of
-    /// slots, one memory plan.
+    /// slots, one memory plan. `config.verify` must be on, except for an engine that serves
+    /// [`C2Circuit::timing_only`] circuits alone, whose proofs cannot verify; such an engine
+    /// must have it off.
     pub fn with_circuits(config: EngineConfig, all: Circuits) -> Result<Self, FilecoinError> {
         let Circuits { porep: circuits, post: posts, snap: snaps } = all;
-        if !config.verify {
+        let timing = circuits.iter().filter(|c| c.timing_only).count();
+        if timing > 0 && (timing < circuits.len() || !posts.is_empty() || !snaps.is_empty()) {
             return Err(FilecoinError::BadArgument(
-                "C2Engine hands back verified proofs only: EngineConfig::verify must be on".into(),
+                "a timing-only circuit shares no engine with circuits whose proofs verify".into(),
             ));
+        }
+        match (timing > 0, config.verify) {
+            (false, false) => {
+                return Err(FilecoinError::BadArgument(
+                    "C2Engine hands back verified proofs only: EngineConfig::verify must be on".into(),
+                ))
+            }
+            (true, true) => {
+                return Err(FilecoinError::BadArgument(
+                    "timing-only circuits have shape-only parameters, so their proofs cannot verify: \
+                     EngineConfig::verify must be off"
+                        .into(),
+                ))
+            }
+            _ => {}
         }
         for (i, c) in circuits.iter().enumerate() {
             if circuits[..i].iter().any(|o| o.sector_size == c.sector_size) {
@@ -461,7 +524,10 @@ impl C2Engine {
         let job = SectorJob::new(c1)?;
         let parts =
             (0..job.partitions()).map(|k| Ok((circuit.synthesis.partition(&job, k)?, job.public_inputs(k)?)));
-        self.queue(&circuit.kind, &circuit.synthesis, circuit.shape, parts, options, started)
+        let mut pending =
+            self.queue(&circuit.kind, &circuit.synthesis, circuit.shape, parts, options, started)?;
+        pending.timing_only = circuit.timing_only;
+        Ok(pending)
     }
 
     /// Queues one job of `kind`: each partition's circuit with the public inputs the
@@ -499,6 +565,7 @@ impl C2Engine {
             circuit_build,
             synthesis: synthesis.name(),
             constraints: shape.constraints,
+            timing_only: false,
         })
     }
 
@@ -593,6 +660,8 @@ pub struct C2Pending {
     circuit_build: Duration,
     synthesis: &'static str,
     constraints: usize,
+    /// A [`C2Circuit::timing_only`] sector: its proofs are not verified (they cannot be).
+    timing_only: bool,
 }
 
 impl fmt::Debug for C2Pending {
@@ -617,7 +686,8 @@ impl C2Pending {
     }
 
     /// Waits for the sector. `Ok` only with every partition proven, its public inputs
-    /// those filecoin-proofs derives, and its proof verified by the engine.
+    /// those filecoin-proofs derives, and its proof verified by the engine (a timing-only
+    /// sector: every partition proven; see [`C2Output::is_timing_only`]).
     pub fn wait(mut self) -> Result<C2Output, FilecoinError> {
         let handle = self.handle.take().ok_or_else(|| FilecoinError::Internal("waited twice".into()))?;
         let job = handle.wait()?;
@@ -643,11 +713,12 @@ impl C2Pending {
             return Err(FilecoinError::Partition(e.clone()));
         }
         // `None` only for a proof not verified (every partition proved).
-        let proof = job.proof_bytes().ok_or_else(|| FilecoinError::Unverified {
+        let proof = if self.timing_only { job.unverified_proof_bytes() } else { job.proof_bytes() };
+        let proof = proof.ok_or_else(|| FilecoinError::Unverified {
             partition: job.partitions.iter().position(|p| p.as_ref().is_ok_and(|p| !p.verified)).unwrap_or(0),
         })?;
         let stages = C2Stages::of_job(&job, self.circuit_build, self.synthesis, self.constraints);
-        Ok(C2Output { proof, stages, job })
+        Ok(C2Output { proof, stages, job, timing_only: self.timing_only })
     }
 }
 
@@ -667,10 +738,18 @@ pub struct C2Output {
     proof: Vec<u8>,
     stages: C2Stages,
     job: JobOutput,
+    timing_only: bool,
 }
 
 impl C2Output {
-    /// The verified proof bytes.
+    /// Whether this came from a [`C2Circuit::timing_only`] circuit: its bytes have a proof's
+    /// size and were made as one, but cannot verify (shape-only parameters).
+    pub fn is_timing_only(&self) -> bool {
+        self.timing_only
+    }
+
+    /// The verified proof bytes (a timing-only sector's: unverified, see
+    /// [`C2Output::is_timing_only`]).
     pub fn proof(&self) -> &[u8] {
         &self.proof
     }

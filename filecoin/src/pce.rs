@@ -59,20 +59,22 @@ pub fn load_or_record(
     files: &ParamFiles,
     shape: &Shape,
 ) -> Result<LoadedPce, FilecoinError> {
-    load_or_record_of(files, &pce_identity(files), shape, || blank_circuit(registered_proof))
+    load_or_record_of(files, &pce_identity(files), Some(shape), || blank_circuit(registered_proof))
 }
 
 /// [`load_or_record`] for any circuit: `identity` names it (and is required of the file),
-/// `blank` builds the circuit to record, called only when no valid file is there.
+/// `blank` builds the circuit to record, called only when no valid file is there. With
+/// `shape`, a file of another shape is recorded again; without, the recording's own shape
+/// stands (it was counted from the same blank circuit).
 pub fn load_or_record_of<C: bellpepper_core::Circuit<blstrs::Scalar>>(
     files: &ParamFiles,
     identity: &str,
-    shape: &Shape,
+    shape: Option<&Shape>,
     blank: impl FnOnce() -> Result<C, FilecoinError>,
 ) -> Result<LoadedPce, FilecoinError> {
     let started = Instant::now();
     let path = pce_path(files);
-    let (pc, origin) = Precompiled::open_or_record(&path, identity, Some(shape), || {
+    let (pc, origin) = Precompiled::open_or_record(&path, identity, shape, || {
         let blank = blank().map_err(|e| arenaprove_circuits::PrecompiledError::Record {
             identity: identity.to_string(),
             reason: e.to_string(),

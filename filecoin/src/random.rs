@@ -6,8 +6,12 @@
 //! Such a C1 synthesizes into exactly the circuit shape of a real sector (what the
 //! precompiled recording, the memory plan and the parallel witness are checked against),
 //! so a 32 GiB or 64 GiB partition can be synthesized, compared and timed on a machine that
-//! never sealed one. Its vanilla proofs do not verify and its proofs cannot verify: use it
-//! for synthesis identity and timing only, never where a proof is expected.
+//! never sealed one. Its challenges are the ones the verifier derives from its seed and
+//! replica id, and every Merkle path leads to the node it claims (the challenge, or that
+//! challenge's DRG and expander parents), so the public inputs the circuit computes are the
+//! verifier's and a C2 of it passes the driver's inputs check. The hashes are random, so its
+//! vanilla proofs do not verify and its proofs cannot verify: use it for synthesis identity
+//! and timing only, never where a proof is expected.
 use filecoin_hashers::poseidon::PoseidonDomain;
 use filecoin_hashers::Domain;
 use filecoin_proofs::constants::{DefaultPieceDomain, DefaultPieceHasher};
@@ -51,27 +55,46 @@ fn random_of<Tree: SealTree>(
     let nodes = params.graph.size();
     let layers = params.num_layers;
     let per_partition = params.challenges.num_challenges_per_partition();
-    let (drg, exp) = (params.graph.base_graph().degree(), params.graph.expansion_degree());
     let partitions = usize::from(config.partitions);
-    let vanilla_proofs = (0..partitions)
-        .map(|_| {
-            // One comm_c and one comm_r_last per partition, as the circuit builder checks.
-            let roots = Roots {
-                comm_c: PoseidonDomain::random(&mut RngRef(rng)),
-                comm_r_last: PoseidonDomain::random(&mut RngRef(rng)),
-            };
-            (0..per_partition)
-                .map(|_| random_challenge::<Tree>(rng, &roots, nodes, layers, drg, exp))
-                .collect::<Vec<VanillaSealProof<Tree>>>()
-        })
-        .collect();
+    let comm_r = PoseidonDomain::random(&mut RngRef(rng));
+    let comm_d = DefaultPieceDomain::random(&mut RngRef(rng));
+    let replica_id = PoseidonDomain::random(&mut RngRef(rng));
+    let seed = random_seed(rng);
+    let ticket = random_seed(rng);
+    // The verifier's view, from which it derives each partition's challenges.
+    let public = stacked::PublicInputs::<PoseidonDomain, DefaultPieceDomain> {
+        replica_id,
+        seed: Some(seed),
+        tau: Some(stacked::Tau { comm_d, comm_r }),
+        k: None,
+    };
+    let mut vanilla_proofs = Vec::with_capacity(partitions);
+    for k in 0..partitions {
+        // One comm_c and one comm_r_last per partition, as the circuit builder checks.
+        let roots = Roots {
+            comm_c: PoseidonDomain::random(&mut RngRef(rng)),
+            comm_r_last: PoseidonDomain::random(&mut RngRef(rng)),
+        };
+        let challenges = public.challenges(&params.challenges, nodes, Some(k));
+        if challenges.len() != per_partition {
+            return Err(FilecoinError::Internal(format!(
+                "{} challenges derived for partition {k}, {per_partition} expected",
+                challenges.len()
+            )));
+        }
+        let proofs = challenges
+            .into_iter()
+            .map(|challenge| random_challenge::<Tree>(rng, &roots, &params.graph, challenge, layers))
+            .collect::<Result<Vec<VanillaSealProof<Tree>>, FilecoinError>>()?;
+        vanilla_proofs.push(proofs);
+    }
     Ok(Tree::c1(SealCommitPhase1Output {
         vanilla_proofs,
-        comm_r: bytes32(&PoseidonDomain::random(&mut RngRef(rng)).into_bytes()),
-        comm_d: bytes32(&DefaultPieceDomain::random(&mut RngRef(rng)).into_bytes()),
-        replica_id: PoseidonDomain::random(&mut RngRef(rng)),
-        seed: random_seed(rng),
-        ticket: random_seed(rng),
+        comm_r: bytes32(&comm_r.into_bytes()),
+        comm_d: bytes32(&comm_d.into_bytes()),
+        replica_id,
+        seed,
+        ticket,
     }))
 }
 
@@ -82,18 +105,28 @@ struct Roots {
 }
 
 /// One challenge's vanilla proof: comm_d path (binary, over every node), comm_r_last and
-/// comm_c paths (the tree's arities), the challenged column and its parents' columns.
+/// comm_c paths (the tree's arities), the challenged column and its parents' columns; each
+/// path leads to the node it proves.
 fn random_challenge<Tree: SealTree>(
     rng: &mut impl RngCore,
     roots: &Roots,
-    nodes: usize,
+    graph: &stacked::StackedBucketGraph<Tree::Hasher>,
+    challenge: usize,
     layers: usize,
-    drg: usize,
-    exp: usize,
-) -> VanillaSealProof<Tree> {
-    let challenge = (rng.next_u64() % nodes as u64) as usize;
+) -> Result<VanillaSealProof<Tree>, FilecoinError> {
+    let nodes = graph.size();
+    let parents_err = |e| FilecoinError::proofs("deriving a challenge's parents", e);
+    let mut drg_parents = vec![0u32; graph.base_graph().degree()];
+    graph.base_graph().parents(challenge, &mut drg_parents).map_err(parents_err)?;
+    let mut exp_parents = vec![0u32; graph.expansion_degree()];
+    graph.expanded_parents(challenge, &mut exp_parents).map_err(parents_err)?;
+    let mut bits = challenge;
     let comm_d_path: Vec<(Vec<DefaultPieceDomain>, usize)> = (0..log_floor(nodes, 2))
-        .map(|_| (vec![DefaultPieceDomain::random(&mut RngRef(rng))], (rng.next_u32() % 2) as usize))
+        .map(|_| {
+            let bit = bits % 2;
+            bits /= 2;
+            (vec![DefaultPieceDomain::random(&mut RngRef(rng))], bit)
+        })
         .collect();
     let comm_d_proofs = MerkleProof::<DefaultPieceHasher, U2>::from_parts(
         DefaultPieceDomain::random(&mut RngRef(rng)),
@@ -102,33 +135,42 @@ fn random_challenge<Tree: SealTree>(
     );
     let column = |rng: &mut dyn RngCore, index: usize| {
         let rows = (0..layers).map(|_| PoseidonDomain::random(&mut RngRef(rng))).collect();
-        ColumnProof::new(index as u32, rows, tree_proof::<Tree>(rng, nodes, roots.comm_c))
+        ColumnProof::new(index as u32, rows, tree_proof::<Tree>(rng, nodes, index, roots.comm_c))
     };
     let replica_column_proofs = ReplicaColumnProof {
         c_x: column(rng, challenge),
-        drg_parents: (0..drg).map(|_| column(rng, challenge)).collect(),
-        exp_parents: (0..exp).map(|_| column(rng, challenge)).collect(),
+        drg_parents: drg_parents.iter().map(|&p| column(rng, p as usize)).collect(),
+        exp_parents: exp_parents.iter().map(|&p| column(rng, p as usize)).collect(),
     };
-    stacked::Proof {
+    Ok(stacked::Proof {
         comm_d_proofs,
-        comm_r_last_proof: tree_proof::<Tree>(rng, nodes, roots.comm_r_last),
+        comm_r_last_proof: tree_proof::<Tree>(rng, nodes, challenge, roots.comm_r_last),
         replica_column_proofs,
         labeling_proofs: (1..=layers)
             .map(|layer| LabelingProof::new(layer as u32, challenge as u64, Vec::new()))
             .collect(),
         encoding_proof: EncodingProof::new(layers as u32, challenge as u64, Vec::new()),
-    }
+    })
 }
 
-/// A path through the tree of `nodes` leaves of shape `Tree`: base levels of `Arity`, then
-/// one sub-tree level and one top-tree level when the shape has them.
-fn tree_proof<Tree: SealTree>(rng: &mut dyn RngCore, nodes: usize, root: PoseidonDomain) -> TreeProof<Tree> {
+/// A path to leaf `index` through the tree of `nodes` leaves of shape `Tree`: base levels
+/// of `Arity`, then one sub-tree level and one top-tree level when the shape has them; each
+/// level's position is the index's digit there (leaf level first, as the circuit packs it).
+fn tree_proof<Tree: SealTree>(
+    rng: &mut dyn RngCore,
+    nodes: usize,
+    index: usize,
+    root: PoseidonDomain,
+) -> TreeProof<Tree> {
     let (base, sub, top) =
         (Tree::Arity::to_usize(), Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize());
     let leaves_per_base = nodes / sub.max(1) / top.max(1);
-    let element = |rng: &mut dyn RngCore, arity: usize| {
+    let mut rest = index;
+    let mut element = |rng: &mut dyn RngCore, arity: usize| {
         let hashes = (0..arity - 1).map(|_| PoseidonDomain::random(&mut RngRef(rng))).collect();
-        (hashes, (rng.next_u32() as usize) % arity)
+        let digit = rest % arity;
+        rest /= arity;
+        (hashes, digit)
     };
     let mut path: Vec<_> = (0..log_floor(leaves_per_base, base)).map(|_| element(rng, base)).collect();
     if sub > 0 {

@@ -125,6 +125,12 @@ struct SoakArgs {
     /// Partition slots of the engine (each a full working set).
     #[arg(long, default_value_t = 2)]
     slots: usize,
+    /// TIMING ONLY, for sizes no one can seal here (32GiB, 64GiB): each sector is a random C1
+    /// of the real shape (nothing sealed), and the parameters are shape-only points made in
+    /// memory (no setup; no parameter file read). The proofs are made in full but cannot
+    /// verify, so none is checked; the report says "timing only". Precompiled synthesis.
+    #[arg(long)]
+    timing_only: bool,
     #[command(flatten)]
     run: SealAndProveArgs,
 }
@@ -856,6 +862,9 @@ fn soak(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     if a.slots == 0 || a.slots > SLOTS_MAX {
         bail!("--slots {} not in 1..={SLOTS_MAX}", a.slots);
     }
+    if a.timing_only {
+        return soak_timing_only(a, cache, limit);
+    }
     let size: SectorSize = a.run.sector_size.parse()?;
     let registered_proof = size.default_registered_proof();
     let files = files_in(cache, registered_proof)?;
@@ -935,4 +944,117 @@ fn soak(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
         bail!("{} proofs failed", report.proofs_failed);
     }
     Ok(())
+}
+
+/// `filecoin soak --timing-only`: the soak's pipeline and report on random C1s of the real
+/// shape with shape-only parameters (see `SoakArgs::timing_only`). Every sector's proofs
+/// are made in full; none can verify, and the output says so.
+fn soak_timing_only(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
+    use arenaprove::arena::ledger::rss_bytes;
+
+    if a.run.prover.no_precompiled {
+        bail!("--timing-only proves through the precompiled constraints (its shape is the recording's): drop --no-precompiled");
+    }
+    let size: SectorSize = a.run.sector_size.parse()?;
+    let registered_proof = size.default_registered_proof();
+    let files = files_in(cache, registered_proof)?;
+    let limit = limit.resolve()?;
+    let (backend, gpus) = timing_backend(a.run.prover.backend);
+    let rss_start = rss_bytes();
+    let started = Instant::now();
+    let circuit = fc::C2Circuit::timing_only(registered_proof, &files, a.run.rng_seed)?;
+    let setup_s = started.elapsed().as_secs_f64();
+    let recording_bytes = match circuit.synthesis() {
+        fc::pce::Synthesis::Precompiled(pc) => pc.bytes(),
+        fc::pce::Synthesis::Generic => 0,
+    };
+    eprintln!(
+        "TIMING ONLY: {size} partitions of {} constraints; random C1s (nothing sealed) and shape-only parameters \
+         ({:.2} GiB of points, no setup): the proofs cannot verify and are not checked. Recording and parameters \
+         ready in {setup_s:.1} s",
+        circuit.shape().constraints,
+        circuit.params().encoded_bytes() as f64 / (1u64 << 30) as f64,
+    );
+    let mut config = common::engine_config(a.slots, AllocMode::Slab, &limit, backend);
+    config.verify = false;
+    let c2 = fc::C2Engine::new(config, vec![circuit])?;
+    let predicted =
+        (c2.engine().memory_plan().predicted_peak_rss(rss_start as usize) + recording_bytes) as u64;
+    eprintln!("{}", c2.engine().memory_plan());
+    let partitions = usize::from(registered_proof.porep_config()?.partitions);
+    let mut rng = fc::rng_from_seed(a.run.rng_seed);
+    let busy = |g: &arenaprove_tools::backend::GpusInfo| -> f64 {
+        (g.activity)().unwrap_or_default().iter().map(|a| a.busy_time.as_secs_f64()).sum()
+    };
+    let busy_start = gpus.as_ref().map(busy);
+    let mut rec = crate::soak::SoakRecorder::new(a.sectors, partitions, rss_start);
+    let measured = Instant::now();
+    let all = partitions as u64;
+    let submit = |_: usize| -> Result<fc::C2Pending> {
+        let c1 = fc::random::random_c1(registered_proof, &mut rng)?;
+        Ok(c2.submit(&c1)?)
+    };
+    crate::soak::drive(&mut rec, a.sectors, a.run.json, submit, |pending, rec| {
+        match pending.wait() {
+            Ok(out) if out.is_timing_only() => rec.sector_done(all, 0, &out.job().spans),
+            Ok(_) => bail!("a timing-only engine handed back a sector not marked timing-only"),
+            Err(e) => {
+                eprintln!("sector: {e}");
+                rec.sector_done(0, all, &[]);
+            }
+        }
+        Ok(())
+    })?;
+    let measured_s = measured.elapsed().as_secs_f64();
+    let device_busy_fraction =
+        gpus.as_ref().zip(busy_start).map(|(g, b0)| (busy(g) - b0) / measured_s / g.count.max(1) as f64);
+    let device_memory_used_bytes = gpus.as_ref().and_then(|g| {
+        let each = (g.mem)()?;
+        Some(each.iter().flatten().map(|(free, total)| total - free).sum())
+    });
+    let ledger = c2.engine().ledger();
+    let constraints = c2.circuits()[0].shape().constraints;
+    stop_engine(c2)?;
+    let mut report =
+        rec.report(format!("stacked-drg-{size}-timing-only"), "slab".into(), constraints, &ledger);
+    report.timing_only = true;
+    report.device_busy_fraction = device_busy_fraction;
+    report.device_memory_used_bytes = device_memory_used_bytes;
+    report.plan_peak_rss_bytes = Some(predicted);
+    report.plan_peak_rss_error_pct =
+        Some((report.rss_peak_bytes as f64 - predicted as f64) / predicted as f64 * 100.0);
+    if a.run.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        let r = &report;
+        println!(
+            "filecoin soak --timing-only: {} {size} sectors proven ({} constraints per partition); TIMING ONLY: \
+             random C1s and shape-only parameters, no proof can verify",
+            r.sectors, r.constraints
+        );
+        crate::soak::print_report(r, "proofs (unverifiable)");
+        println!("  setup                {setup_s:.1} s (recording mapped or recorded, shape-only parameters made)");
+        let stages: Vec<String> = r.stage_p50_ms.iter().map(|(k, v)| format!("{k} {v:.0}")).collect();
+        println!("  stage p50 (ms)       {}", stages.join(", "));
+    }
+    if report.proofs_failed > 0 {
+        bail!("{} partitions failed", report.proofs_failed);
+    }
+    Ok(())
+}
+
+/// `--backend`'s factory and, on GPUs, what reports their activity and memory.
+fn timing_backend(
+    choice: BackendChoice,
+) -> (Arc<dyn arenaprove::engine::BackendFactory>, Option<arenaprove_tools::backend::GpusInfo>) {
+    if choice == BackendChoice::Gpu {
+        match arenaprove_tools::backend::open_gpus(&[]) {
+            Ok((factory, info)) => {
+                eprintln!("backend: GPU ({} device(s))", info.count);
+                return (factory, Some(info));
+            }
+            Err(e) => eprintln!("backend: no GPU ({e}); using the CPU backend"),
+        }
+    }
+    (common::backend_factory(BackendChoice::Cpu), None)
 }

@@ -98,6 +98,17 @@ pub struct SoakReport {
     /// Median of each pipeline stage's spans after warm-up, in ms (wait_slot, synthesize,
     /// wait_prove, prove_start, finalize, handback, ...): where slab and fresh differ.
     pub stage_p50_ms: std::collections::BTreeMap<String, f64>,
+    /// Seconds per sector after warm-up: from the last warm-up sector's completion to the
+    /// last sector's, over the sectors between (`null` when every sector was warm-up).
+    pub seconds_per_sector_steady: Option<f64>,
+    /// `filecoin soak --timing-only`: random C1s of the real shape and shape-only parameters,
+    /// so the proofs were made but cannot verify (and were not checked). False elsewhere.
+    pub timing_only: bool,
+    /// GPU backends: the fraction of the measured phase each GPU held an operation (summed
+    /// over GPUs, divided by their count); `null` on the CPU.
+    pub device_busy_fraction: Option<f64>,
+    /// GPU backends: device memory in use at the end of the run (every GPU, total - free).
+    pub device_memory_used_bytes: Option<u64>,
 }
 
 /// What a soak run records as sectors complete; `report` turns it into a [`SoakReport`].
@@ -242,6 +253,11 @@ impl SoakRecorder {
             reserved_bytes: ledger.reserved_bytes,
             plan_peak_rss_bytes: None,
             plan_peak_rss_error_pct: None,
+            seconds_per_sector_steady: (n > self.warmup)
+                .then(|| (done_at[n - 1] - done_at[self.warmup - 1]) / (n - self.warmup) as f64),
+            timing_only: false,
+            device_busy_fraction: None,
+            device_memory_used_bytes: None,
             stage_p50_ms: self
                 .stage_ns
                 .iter()
@@ -403,6 +419,19 @@ pub fn print_report(r: &SoakReport, proofs: &str) {
         "  throughput           {:.1} proofs/min (first tenth), {:.1} proofs/min (last tenth); {:.1} s wall",
         r.throughput_first_tenth, r.throughput_last_tenth, r.wall_s
     );
+    if let Some(s) = r.seconds_per_sector_steady {
+        println!("  per sector           {s:.2} s after the {} warm-up sector(s)", r.warmup_sectors);
+    }
+    if let Some(f) = r.device_busy_fraction {
+        println!(
+            "  device               busy {:.1}% of the measured phase (idle {:.1}%)",
+            f * 100.0,
+            (1.0 - f) * 100.0
+        );
+    }
+    if let Some(b) = r.device_memory_used_bytes {
+        println!("  device memory        {:.1} MiB in use at the end", mib(b));
+    }
 }
 
 fn plot(path: &std::path::Path, done_at: &[f64], rss_at: &[u64]) -> Result<()> {

@@ -409,6 +409,13 @@ impl Precompiled {
         self.coeffs.len()
     }
 
+    /// The A and B query lengths the circuit's parameters have (what the prover checks them
+    /// against): every input plus the aux variables in A; the inputs and aux variables in B.
+    pub fn query_points(&self) -> (usize, usize) {
+        let ones = |w: &[u64]| w.iter().map(|x| x.count_ones() as usize).sum::<usize>();
+        (self.header.inputs as usize + ones(&self.a_aux), ones(&self.b_input) + ones(&self.b_aux))
+    }
+
     fn mismatch(&self, what: &'static str, synthesized: usize, recorded: usize) -> CircuitError {
         CircuitError::Precompiled(PrecompiledError::Mismatch {
             identity: self.header.identity.clone(),

@@ -19,6 +19,7 @@ pub mod ops;
 pub mod params;
 pub mod proof;
 pub mod prover;
+pub mod shape_only;
 pub mod verifier;
 
 pub use domain::Twiddles;
@@ -31,4 +32,5 @@ pub use prover::{
     reserve_twiddles, twiddle_bytes, DeviceTimings, ProofShape, ProveStart, Prover, ProverMemory,
     StageTimings, SCALAR_SLABS_PER_PROOF,
 };
+pub use shape_only::{shape_only_parameters, QueryPoints};
 pub use verifier::{prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey};

@@ -386,7 +386,7 @@ impl ParamsMemory {
     }
 
     /// One resident slab for `count` elements of `T`, named `params.<section>`.
-    fn slab<T: arenaprove_arena::Plain>(&self, section: &str, count: usize) -> Result<SlabVec<T>> {
+    pub(crate) fn slab<T: arenaprove_arena::Plain>(&self, section: &str, count: usize) -> Result<SlabVec<T>> {
         let bytes = (count * std::mem::size_of::<T>()).max(1);
         let pool = SlabPool::new(
             SlabPoolConfig::new(format!("params.{section}"), bytes, 1).with_region(self.region.clone()),
@@ -471,6 +471,18 @@ impl Parameters {
         let mut g2v = mem.slab("b_g2", b_g2.len())?;
         g2v.extend_from_slice(b_g2)?;
         Ok(Parameters { vk, h, l, a, b_g1, b_g2: g2v })
+    }
+
+    /// Parameters from slabs already filled (the shape-only maker fills them in place).
+    pub(crate) fn from_slabs(
+        vk: VerifyingKey,
+        h: SlabVec<blst_p1_affine>,
+        l: SlabVec<blst_p1_affine>,
+        a: SlabVec<blst_p1_affine>,
+        b_g1: SlabVec<blst_p1_affine>,
+        b_g2: SlabVec<blst_p2_affine>,
+    ) -> Parameters {
+        Parameters { vk, h, l, a, b_g1, b_g2 }
     }
 
     /// `(tau^i t(tau)) / delta`, i < domain - 1.
