@@ -10,6 +10,8 @@
 #                                          # witness serial vs parallel, bench vs filecoin-proofs
 #   bash scripts/gpu-filecoin.sh 512MiB    # the same for a 512 MiB sector
 #   bash scripts/gpu-filecoin.sh 32GiB     # parallel witness of a 32 GiB partition (random C1)
+#   SECTORS=3 SLOTS=4 bash scripts/gpu-filecoin.sh timing-32GiB   # TIMING ONLY: full-size
+#                                          # sectors (random C1s, shape-only parameters)
 #   SECTORS=20 bash scripts/gpu-filecoin.sh soak   # real 8 MiB sectors sealed and proven on
 #                                          # the GPU, each verified; peak RSS against the plan
 #
@@ -90,8 +92,16 @@ case "${1:-small}" in
   32GiB | 64GiB)
     witness "$1" 1 --random
     ;;
+  timing-32GiB | timing-64GiB)
+    # TIMING ONLY (issue 24): SECTORS random C1s of the real shape through one GPU engine
+    # of SLOTS slots, shape-only parameters made in memory; nothing can verify.
+    size=${1#timing-}
+    fc soak --timing-only --sector-size "$size" --sectors "${SECTORS:-3}" --slots "${SLOTS:-4}" \
+      --backend gpu >"$OUT/timing-$size.log" 2>&1
+    summary "timing $size: $(tail -22 "$OUT/timing-$size.log")"
+    ;;
   *)
-    echo "usage: $0 small|soak|512MiB|32GiB|64GiB" >&2
+    echo "usage: $0 small|soak|512MiB|32GiB|64GiB|timing-32GiB|timing-64GiB" >&2
     exit 2
     ;;
 esac

@@ -281,3 +281,54 @@ fn our_c2_for_8mib_is_accepted_by_verify_seal() {
     assert!(!verify_seal(&sector.info, &bad).unwrap().is_accepted());
     assert_eq!(engine.shutdown(ShutdownMode::Drain).slabs_outstanding, 0);
 }
+
+/// `C2Circuit::timing_only`: the real circuit's shape and section lengths (every one equal
+/// to the development parameters'), an engine only with verification off and only alone,
+/// and a random C1 of the real shape proven in full (its challenges and paths are the
+/// verifier's, so it passes the driver's inputs check) into bytes that do not verify.
+#[test]
+fn a_timing_only_circuit_proves_random_c1s_and_its_proofs_do_not_verify() {
+    use arenaprove_filecoin::circuit::SectorJob;
+    use arenaprove_filecoin::random::random_c1;
+
+    let real = circuit_2kib();
+    let proof = params_2kib();
+    let timing = C2Circuit::timing_only(proof, &files(proof), 9).expect("timing-only circuit");
+    assert!(timing.is_timing_only() && !real.is_timing_only());
+    assert_eq!(timing.kind(), "stacked-drg-2KiB-timing-only");
+    assert_eq!(timing.shape(), real.shape());
+    let (t, r) = (timing.params(), real.params());
+    assert_eq!(
+        [t.vk.ic.len(), t.h().len(), t.l().len(), t.a().len(), t.b_g1().len(), t.b_g2().len()],
+        [r.vk.ic.len(), r.h().len(), r.l().len(), r.a().len(), r.b_g1().len(), r.b_g2().len()],
+        "every section as long as the real parameters'"
+    );
+
+    let refused = C2Engine::new(one_slot(), vec![timing.clone()]).unwrap_err().to_string();
+    assert!(refused.contains("verify must be off"), "{refused}");
+    let unverified = EngineConfig { verify: false, ..one_slot() };
+    let mixed = C2Engine::with_circuits(
+        unverified.clone(),
+        arenaprove_filecoin::Circuits { porep: vec![timing.clone()], post: Vec::new(), snap: Vec::new() },
+    );
+    assert!(mixed.is_ok(), "alone it starts");
+    mixed.unwrap().shutdown(ShutdownMode::Drain);
+    let refused = C2Engine::new(EngineConfig { verify: false, ..one_slot() }, vec![real.clone()])
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("verify must be on"), "{refused}");
+
+    let engine = C2Engine::new(unverified, vec![timing.clone()]).expect("timing engine");
+    let c1 = random_c1(proof, &mut rng_from_seed(0x71)).unwrap();
+    let out = engine.prove(&c1).expect("a random C1 of the real shape proves");
+    assert!(out.is_timing_only());
+    assert_eq!(out.proof().len(), c1.partitions() * PARTITION_PROOF_BYTES);
+    let job = SectorJob::new(&c1).unwrap();
+    let pvk = arenaprove_engine::prepare_verifying_key(&t.vk);
+    for (k, bytes) in out.proof().chunks(PARTITION_PROOF_BYTES).enumerate() {
+        let p = arenaprove_engine::Proof::from_bytes(bytes).expect("a proof's encoding");
+        let ok = arenaprove_engine::verify_proof(&pvk, &p, &job.public_inputs(k).unwrap()).unwrap_or(false);
+        assert!(!ok, "partition {k}: a proof made with shape-only parameters verified");
+    }
+    assert_eq!(engine.shutdown(ShutdownMode::Drain).slabs_outstanding, 0);
+}
