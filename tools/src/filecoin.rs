@@ -1006,8 +1006,9 @@ fn soak_timing_only(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()>
         Ok(())
     })?;
     let measured_s = measured.elapsed().as_secs_f64();
-    let device_busy_fraction =
-        gpus.as_ref().zip(busy_start).map(|(g, b0)| (busy(g) - b0) / measured_s / g.count.max(1) as f64);
+    let busy_s = gpus.as_ref().zip(busy_start).map(|(g, b0)| (g.count.max(1) as f64, busy(g) - b0));
+    let device_busy_fraction = busy_s.map(|(gpus, s)| s / measured_s / gpus);
+    let device_seconds_per_partition = busy_s.map(|(_, s)| s / (a.sectors * partitions) as f64);
     let device_memory_used_bytes = gpus.as_ref().and_then(|g| {
         let each = (g.mem)()?;
         Some(each.iter().flatten().map(|(free, total)| total - free).sum())
@@ -1020,6 +1021,7 @@ fn soak_timing_only(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()>
     report.timing_only = true;
     report.device_busy_fraction = device_busy_fraction;
     report.device_memory_used_bytes = device_memory_used_bytes;
+    report.device_seconds_per_partition = device_seconds_per_partition;
     report.plan_peak_rss_bytes = Some(predicted);
     report.plan_peak_rss_error_pct =
         Some((report.rss_peak_bytes as f64 - predicted as f64) / predicted as f64 * 100.0);

@@ -109,6 +109,11 @@ pub struct SoakReport {
     pub device_busy_fraction: Option<f64>,
     /// GPU backends: device memory in use at the end of the run (every GPU, total - free).
     pub device_memory_used_bytes: Option<u64>,
+    /// GPU backends: seconds the GPUs were held per partition proven in the measured phase
+    /// (summed over GPUs). Times partitions per sector, divided by the GPU count, it is the
+    /// device-bound floor of seconds per sector, which a short run's `seconds_per_sector_steady`
+    /// can undercut (the pipeline had a head start when the warm-up sector completed).
+    pub device_seconds_per_partition: Option<f64>,
 }
 
 /// What a soak run records as sectors complete; `report` turns it into a [`SoakReport`].
@@ -258,6 +263,7 @@ impl SoakRecorder {
             timing_only: false,
             device_busy_fraction: None,
             device_memory_used_bytes: None,
+            device_seconds_per_partition: None,
             stage_p50_ms: self
                 .stage_ns
                 .iter()
@@ -427,6 +433,13 @@ pub fn print_report(r: &SoakReport, proofs: &str) {
             "  device               busy {:.1}% of the measured phase (idle {:.1}%)",
             f * 100.0,
             (1.0 - f) * 100.0
+        );
+    }
+    if let Some(d) = r.device_seconds_per_partition {
+        println!(
+            "  device floor         {d:.2} s held per partition: a sector of {} partitions needs {:.1} s of device time",
+            r.partitions,
+            d * r.partitions as f64
         );
     }
     if let Some(b) = r.device_memory_used_bytes {
