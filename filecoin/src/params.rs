@@ -157,17 +157,25 @@ pub fn ensure_params(
     files: &ParamFiles,
     rng: &mut impl rand_core::RngCore,
 ) -> Result<ParamsStatus, FilecoinError> {
-    ensure_params_of(files, registered_proof.sector_size_bytes(), rng, || {
+    let identity = crate::pce::pce_identity(files);
+    ensure_params_of(files, registered_proof.sector_size_bytes(), rng, Some(&identity), || {
         crate::circuit::blank_circuit(registered_proof)
     })
 }
 
 /// [`ensure_params`] for any circuit: `blank` builds the circuit parameter generation
 /// synthesizes (called only when the file is absent); `sector_size_bytes` goes to `.meta`.
+/// With `identity`, the circuit is recorded first (or its recording of that identity mapped
+/// from beside the parameters, where proving will look for it) and the parameters are
+/// written section by section from the recording
+/// ([`arenaprove_engine::write_parameters_from_matrices`]: the same bytes for the same toxic
+/// waste, without holding the parameters, so any sector size fits); without, they are
+/// generated in memory from the circuit and then written.
 pub(crate) fn ensure_params_of<C: bellpepper_core::Circuit<blstrs::Scalar>>(
     files: &ParamFiles,
     sector_size_bytes: u64,
     rng: &mut impl rand_core::RngCore,
+    identity: Option<&str>,
     blank: impl FnOnce() -> Result<C, FilecoinError>,
 ) -> Result<ParamsStatus, FilecoinError> {
     if files.params.is_file() {
@@ -175,32 +183,54 @@ pub(crate) fn ensure_params_of<C: bellpepper_core::Circuit<blstrs::Scalar>>(
     }
     let started = std::time::Instant::now();
     let _span = tracing::info_span!("generate_params", circuit = %files.circuit).entered();
-    let circuit = blank()?;
-    let params = arenaprove_engine::generate_random_parameters(
-        circuit,
-        rng,
-        &arenaprove_engine::ParamsMemory::default(),
-    )
-    .map_err(|e| FilecoinError::groth16(format!("generating parameters for {}", files.circuit), e))?;
     std::fs::create_dir_all(&files.cache_dir).map_err(|e| FilecoinError::io(&files.cache_dir, e))?;
-    let tmp = |path: &Path| path.with_extension(format!("tmp-{}", std::process::id()));
+    // `<file>.tmp-<pid>`: one temporary name per file (the parameters stay under theirs
+    // while the vk and meta are written and renamed).
+    let tmp = |path: &Path| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".tmp-{}", std::process::id()));
+        std::path::PathBuf::from(name)
+    };
     let engine_err = |path: &Path| {
         let what = format!("writing {}", path.display());
         move |e: arenaprove_engine::Groth16Error| FilecoinError::groth16(what, e)
     };
     let rename = |from: &Path, to: &Path| std::fs::rename(from, to).map_err(|e| FilecoinError::io(to, e));
-    // The verifying key first: if the vk is present, filecoin-proofs never derives it
-    // from the params, so it must never be stale. Writing it before the params means a
-    // crash leaves a vk without params, which `require_params` reports.
+    // The parameters go to a temporary name first and are renamed last.
+    let params_tmp = tmp(&files.params);
+    let made = match identity {
+        Some(identity) => {
+            let pce = crate::pce::load_or_record_of(files, identity, None, blank)?;
+            let tw = arenaprove_engine::groth16::ToxicWaste::random(rng);
+            arenaprove_engine::groth16::write_parameters_from_matrices(&pce.matrices, &tw, &params_tmp)
+                .map(|written| written.vk)
+                .map_err(engine_err(&params_tmp))
+        }
+        None => blank().and_then(|circuit| {
+            let params = arenaprove_engine::generate_random_parameters(
+                circuit,
+                rng,
+                &arenaprove_engine::ParamsMemory::default(),
+            )
+            .map_err(|e| FilecoinError::groth16(format!("generating parameters for {}", files.circuit), e))?;
+            params.write_file(&params_tmp).map_err(engine_err(&params_tmp))?;
+            Ok(params.vk)
+        }),
+    };
+    let vk = made.inspect_err(|_| {
+        // A partial file under the temporary name is of no use to anyone.
+        let _ = std::fs::remove_file(&params_tmp);
+    })?;
+    // The verifying key before the parameters are renamed: if the vk is present,
+    // filecoin-proofs never derives it from the params, so it must never be stale. A crash
+    // leaves a vk without params, which `require_params` reports.
     let vk_tmp = tmp(&files.vk);
-    params.vk.write_file(&vk_tmp).map_err(engine_err(&vk_tmp))?;
+    vk.write_file(&vk_tmp).map_err(engine_err(&vk_tmp))?;
     rename(&vk_tmp, &files.vk)?;
     let meta = serde_json::json!({ "sector_size": sector_size_bytes });
     let meta_tmp = tmp(&files.meta);
     std::fs::write(&meta_tmp, meta.to_string()).map_err(|e| FilecoinError::io(&meta_tmp, e))?;
     rename(&meta_tmp, &files.meta)?;
-    let params_tmp = tmp(&files.params);
-    params.write_file(&params_tmp).map_err(engine_err(&params_tmp))?;
     rename(&params_tmp, &files.params)?;
     let params_bytes =
         std::fs::metadata(&files.params).map_err(|e| FilecoinError::io(&files.params, e))?.len();

@@ -327,7 +327,9 @@ pub fn ensure_post_params(
     files: &ParamFiles,
     rng: &mut impl rand_core::RngCore,
 ) -> Result<crate::params::ParamsStatus, FilecoinError> {
-    crate::params::ensure_params_of(files, proof.sector_size().bytes(), rng, || blank_post_circuit(proof))
+    crate::params::ensure_params_of(files, proof.sector_size().bytes(), rng, None, || {
+        blank_post_circuit(proof)
+    })
 }
 
 /// The most WindowPoSt partitions a deadline has (the miner actor's

@@ -203,7 +203,7 @@ pub fn ensure_update_params(
     files: &ParamFiles,
     rng: &mut impl rand_core::RngCore,
 ) -> Result<crate::params::ParamsStatus, FilecoinError> {
-    crate::params::ensure_params_of(files, proof.sector_size().bytes(), rng, || {
+    crate::params::ensure_params_of(files, proof.sector_size().bytes(), rng, None, || {
         Ok(blank_update_circuit(proof))
     })
 }

@@ -409,6 +409,70 @@ impl Precompiled {
         self.coeffs.len()
     }
 
+    /// `A^T w`, `B^T w` and `C^T w`: for each variable (inputs first, then aux), the sum
+    /// over the rows of its coefficient times that row's weight `weights[row]`, the
+    /// `input_i * 0 = 0` rows included (row `rows + i`, input i in A). With the Lagrange
+    /// coefficients at tau as weights these are the circuit's QAP polynomials at tau, what a
+    /// parameter generator needs: so parameters can be made from a recording without
+    /// synthesizing the circuit. Parallel over variable ranges (each range scans the whole
+    /// stream and keeps its own terms: no shared writes).
+    pub fn column_sums(&self, weights: &[Scalar]) -> Result<[Vec<Scalar>; 3], CircuitError> {
+        let (rows, inputs, aux) = (self.rows(), self.header.inputs as usize, self.header.aux as usize);
+        if weights.len() < rows + inputs {
+            return Err(CircuitError::Invalid {
+                what: "weights",
+                reason: format!("{} weights for {rows} rows and {inputs} input rows", weights.len()),
+            });
+        }
+        let vars = inputs + aux;
+        let mut out = [vec![Scalar::ZERO; vars], vec![Scalar::ZERO; vars], vec![Scalar::ZERO; vars]];
+        let stream = self.stream_bytes();
+        let (blocks, coeffs) = (&self.blocks, &self.coeffs);
+        let span = vars.div_ceil(rayon::current_num_threads() * 4).max(1 << 12);
+        let [oa, ob, oc] = &mut out;
+        oa.par_chunks_mut(span)
+            .zip(ob.par_chunks_mut(span))
+            .zip(oc.par_chunks_mut(span))
+            .enumerate()
+            .for_each(|(k, ((a, b), c))| {
+                let lo = k * span;
+                let hi = lo + a.len();
+                let mut sides = [a, b, c];
+                for blk in 0..blocks.len() - 1 {
+                    let bytes = &stream[blocks[blk] as usize * 4..blocks[blk + 1] as usize * 4];
+                    let mut words = Words { bytes, pos: 0 };
+                    let first = blk * ROWS_PER_BLOCK;
+                    for r in first..(first + ROWS_PER_BLOCK).min(rows) {
+                        let lens = words.row_lengths();
+                        for (side, n) in sides.iter_mut().zip(lens) {
+                            for _ in 0..n {
+                                let w = words.next();
+                                let i = (w & INDEX_MASK) as usize;
+                                let var = if w & INPUT_BIT != 0 { i } else { inputs + i };
+                                let class = w & CLASS_MASK;
+                                // A general term's coefficient index follows it (read it
+                                // even when the term is another range's).
+                                let g = if class == CLASS_GENERAL { words.next() as usize } else { 0 };
+                                if var < lo || var >= hi {
+                                    continue;
+                                }
+                                side[var - lo] += match class {
+                                    CLASS_ONE => weights[r],
+                                    CLASS_MINUS_ONE => -weights[r],
+                                    _ => weights[r] * coeffs[g],
+                                };
+                            }
+                        }
+                    }
+                }
+                // The input rows: input i alone in A, at row rows + i.
+                for var in lo..hi.min(inputs) {
+                    sides[0][var - lo] += weights[rows + var];
+                }
+            });
+        Ok(out)
+    }
+
     /// The A and B query lengths the circuit's parameters have (what the prover checks them
     /// against): every input plus the aux variables in A; the inputs and aux variables in B.
     pub fn query_points(&self) -> (usize, usize) {

@@ -21,8 +21,9 @@ use rayon::prelude::*;
 
 use super::domain::Domain;
 use super::error::{Groth16Error, Result};
-use super::params::{ParamsMemory, VerifyingKey};
+use super::params::{ParamsFileWriter, ParamsMemory, VerifyingKey};
 use super::Parameters;
+use arenaprove_circuits::Precompiled;
 
 /// Scalar bits the tables cover.
 const SCALAR_BITS: usize = 255;
@@ -352,13 +353,7 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
 
     // Powers of tau, then h scalars tau^i * t(tau) / delta for i < m - 1.
     let mut lagrange = vec![Scalar::ZERO; m];
-    lagrange.par_chunks_mut(BATCH).enumerate().for_each(|(k, ch)| {
-        let mut p = tw.tau.pow_vartime([(k * BATCH) as u64]);
-        for v in ch {
-            *v = p;
-            p *= tw.tau;
-        }
-    });
+    powers_into(tw.tau, 0, &mut lagrange);
     let coeff = domain.z(&tw.tau) * delta_inv;
     let h_scalars: Vec<Scalar> = lagrange[..m - 1].par_iter().map(|p| *p * coeff).collect();
     // Lagrange coefficients at tau: the inverse NTT of the powers of tau.
@@ -412,17 +407,7 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
             "aux variable {j} is unconstrained (its L point is the identity); bellperson refuses this circuit too"
         )));
     }
-    let g1a = tw.g1.to_affine();
-    let g2a = tw.g2.to_affine();
-    let vk = VerifyingKey {
-        alpha_g1: (g1a * tw.alpha).to_affine(),
-        beta_g1: (g1a * tw.beta).to_affine(),
-        beta_g2: (g2a * tw.beta).to_affine(),
-        gamma_g2: (g2a * tw.gamma).to_affine(),
-        delta_g1: (g1a * tw.delta).to_affine(),
-        delta_g2: (g2a * tw.delta).to_affine(),
-        ic: ext_pts[..n_in].to_vec(),
-    };
+    let vk = verifying_key(tw, ext_pts[..n_in].to_vec());
     let raw1 = |v: &[G1Affine]| -> Vec<blst_p1_affine> {
         v.iter().filter(|p| !bool::from(p.is_identity())).map(|p| *p.as_ref()).collect()
     };
@@ -431,6 +416,168 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
     let b_g2_raw: Vec<blst_p2_affine> =
         b_g2.iter().filter(|p| !bool::from(p.is_identity())).map(|p| *p.as_ref()).collect();
     Parameters::from_sections(vk, &h_raw, &l_raw, &raw1(&a), &raw1(&b_g1), &b_g2_raw, mem)
+}
+
+/// Points made per chunk by [`write_parameters_from_matrices`] (12 MiB of G1 points).
+const STREAM_CHUNK: usize = 1 << 17;
+
+/// What [`write_parameters_from_matrices`] wrote.
+#[derive(Clone, Debug)]
+pub struct StreamedParameters {
+    pub vk: VerifyingKey,
+    /// Points per section: h, l, a, b_g1, b_g2.
+    pub points: [usize; 5],
+    /// Bytes of the file.
+    pub bytes: u64,
+}
+
+/// [`generate_parameters`] for the circuit recorded in `pc`, written to `path` section by
+/// section, so a mainnet-sized circuit gets development parameters without synthesizing it
+/// and without holding them: the QAP at tau comes from the recorded matrices
+/// ([`Precompiled::column_sums`] of the Lagrange coefficients), and each section's points are
+/// made and written a chunk at a time. Memory: the Lagrange coefficients and the NTT's
+/// twiddles while the QAP is evaluated, then the QAP itself (three scalars per variable) and
+/// one chunk; for a 32 GiB PoRep partition about 12.5 GiB, against ~3 x its ~47 GiB of
+/// parameters for [`generate_parameters`]. The file is byte-identical to
+/// `generate_parameters(circuit, tw)`'s for the same toxic waste (tested), and as insecure.
+/// Write to a temporary name and rename: an error leaves a partial file.
+pub fn write_parameters_from_matrices(
+    pc: &Precompiled,
+    tw: &ToxicWaste,
+    path: &std::path::Path,
+) -> Result<StreamedParameters> {
+    let _span = tracing::info_span!("write_parameters_from_matrices").entered();
+    let shape = pc.shape();
+    let (n_in, n_aux) = (shape.inputs, shape.aux);
+    let domain = Domain::new(shape.constraints)?;
+    let m = domain.size;
+    let gamma_inv: Option<Scalar> = tw.gamma.invert().into();
+    let gamma_inv = gamma_inv.ok_or_else(|| Groth16Error::Degenerate("toxic waste: gamma is zero".into()))?;
+    let delta_inv: Option<Scalar> = tw.delta.invert().into();
+    let delta_inv = delta_inv.ok_or_else(|| Groth16Error::Degenerate("toxic waste: delta is zero".into()))?;
+
+    let mut lagrange = vec![Scalar::ZERO; m];
+    powers_into(tw.tau, 0, &mut lagrange);
+    let mut twiddles = vec![Scalar::ZERO; domain.twiddle_len().max(1)];
+    domain.ifft(&mut lagrange, &mut twiddles);
+    drop(twiddles);
+    let [at, bt, ct] = pc
+        .column_sums(&lagrange)
+        .map_err(|e| Groth16Error::Degenerate(format!("evaluating the recorded matrices: {e}")))?;
+    drop(lagrange);
+    let vars = n_in + n_aux;
+    let ext = |v: usize| {
+        (at[v] * tw.beta + bt[v] * tw.alpha + ct[v]) * if v < n_in { gamma_inv } else { delta_inv }
+    };
+    if let Some(j) = (n_in..vars).into_par_iter().find_first(|&v| bool::from(ext(v).is_zero())) {
+        return Err(Groth16Error::Degenerate(format!(
+            "aux variable {} is unconstrained (its L point is the identity); bellperson refuses this circuit too",
+            j - n_in
+        )));
+    }
+    let g1_table = FixedBase::new(tw.g1, (m - 1) + 3 * vars);
+    let g2_table = FixedBase::new(tw.g2, vars);
+    let mut ic = vec![G1Affine::identity(); n_in];
+    g1_table.mul_many(&(0..n_in).map(ext).collect::<Vec<_>>(), &mut ic);
+    let vk = verifying_key(tw, ic);
+
+    let mut w = ParamsFileWriter::create(path, &vk)?;
+    let mut affine1 = vec![G1Affine::identity(); STREAM_CHUNK];
+    // Each G1 section: the next scalars of `scalars(out.len())`, times g1.
+    let mut g1 =
+        |w: &mut ParamsFileWriter, count: usize, mut scalars: Box<dyn FnMut(usize) -> Vec<Scalar> + '_>| {
+            w.g1_section(count, STREAM_CHUNK, |out| {
+                let s = scalars(out.len());
+                let a = &mut affine1[..out.len()];
+                g1_table.mul_many(&s, a);
+                out.par_iter_mut().zip(a.par_iter()).for_each(|(o, p)| *o = *p.as_ref());
+                Ok(())
+            })
+        };
+    // h: tau^i t(tau) / delta, i < m - 1.
+    let h_coeff = domain.z(&tw.tau) * delta_inv;
+    let mut next = 0usize;
+    g1(
+        &mut w,
+        m - 1,
+        Box::new(|n| {
+            let mut s = vec![Scalar::ZERO; n];
+            powers_into(tw.tau, next, &mut s);
+            s.par_iter_mut().for_each(|x| *x *= h_coeff);
+            next += n;
+            s
+        }),
+    )?;
+    // l: the aux variables' (beta at + alpha bt + ct) / delta.
+    let mut next = n_in;
+    g1(
+        &mut w,
+        n_aux,
+        Box::new(|n| {
+            let s = (next..next + n).into_par_iter().map(ext).collect();
+            next += n;
+            s
+        }),
+    )?;
+    // a, b_g1: at and bt of every variable where they are not zero (the points that are
+    // not the identity, as generate_parameters keeps them).
+    let nonzero = |q: &[Scalar]| q.par_iter().filter(|x| !bool::from(x.is_zero())).count();
+    let (a_points, b_points) = (nonzero(&at), nonzero(&bt));
+    g1(&mut w, a_points, Box::new(nonzero_taker(&at)))?;
+    g1(&mut w, b_points, Box::new(nonzero_taker(&bt)))?;
+    let mut take_b = nonzero_taker(&bt);
+    let mut affine2 = vec![G2Affine::identity(); STREAM_CHUNK];
+    w.g2_section(b_points, STREAM_CHUNK, |out| {
+        let s = take_b(out.len());
+        let a = &mut affine2[..out.len()];
+        g2_table.mul_many(&s, a);
+        out.par_iter_mut().zip(a.par_iter()).for_each(|(o, p)| *o = *p.as_ref());
+        Ok(())
+    })?;
+    let bytes = w.finish()?;
+    Ok(StreamedParameters { vk, points: [m - 1, n_aux, a_points, b_points, b_points], bytes })
+}
+
+/// Hands out `q`'s non-zero scalars in order, `n` per call (the caller asks for no more
+/// than there are).
+fn nonzero_taker(q: &[Scalar]) -> impl FnMut(usize) -> Vec<Scalar> + '_ {
+    let mut next = 0usize;
+    move |n: usize| {
+        let mut s = Vec::with_capacity(n);
+        while s.len() < n && next < q.len() {
+            if !bool::from(q[next].is_zero()) {
+                s.push(q[next]);
+            }
+            next += 1;
+        }
+        s
+    }
+}
+
+/// `out[i] = tau^(start + i)`, in parallel batches.
+fn powers_into(tau: Scalar, start: usize, out: &mut [Scalar]) {
+    out.par_chunks_mut(BATCH).enumerate().for_each(|(k, ch)| {
+        let mut p = tau.pow_vartime([(start + k * BATCH) as u64]);
+        for v in ch {
+            *v = p;
+            p *= tau;
+        }
+    });
+}
+
+/// The verifying key of the toxic waste `tw`, with `ic` given.
+fn verifying_key(tw: &ToxicWaste, ic: Vec<G1Affine>) -> VerifyingKey {
+    let g1a = tw.g1.to_affine();
+    let g2a = tw.g2.to_affine();
+    VerifyingKey {
+        alpha_g1: (g1a * tw.alpha).to_affine(),
+        beta_g1: (g1a * tw.beta).to_affine(),
+        beta_g2: (g2a * tw.beta).to_affine(),
+        gamma_g2: (g2a * tw.gamma).to_affine(),
+        delta_g1: (g1a * tw.delta).to_affine(),
+        delta_g2: (g2a * tw.delta).to_affine(),
+        ic,
+    }
 }
 
 use group::prime::PrimeCurveAffine;
@@ -475,6 +622,35 @@ mod tests {
             let id = G::identity().to_affine();
             assert_eq!(out, [want.to_affine(), p, q.to_affine(), id]);
         }
+    }
+
+    /// The streamed generator, fed the recording of a circuit, writes exactly the file
+    /// `generate_parameters` makes from the circuit itself (same toxic waste): sector (many
+    /// general coefficients, inputs in B), chain and sha.
+    #[test]
+    fn parameters_from_the_recording_are_byte_identical_to_the_generator() {
+        use arenaprove_circuits::circuits::{ChainCircuit, SectorPartitionCircuit, ShaCircuit};
+        use rand_core::SeedableRng;
+        fn check<C: Circuit<Scalar> + Clone>(name: &str, c: C) {
+            let tw = ToxicWaste::random(&mut rand_chacha::ChaCha8Rng::seed_from_u64(11));
+            let want = generate_parameters(c.clone(), &tw, &ParamsMemory::heap()).unwrap();
+            let pc = arenaprove_circuits::record(c, name).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("streamed.params");
+            let got = write_parameters_from_matrices(&pc, &tw, &path).unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            assert_eq!(got.bytes, bytes.len() as u64, "{name}");
+            assert_eq!(
+                got.points,
+                [want.h().len(), want.l().len(), want.a().len(), want.b_g1().len(), want.b_g2().len()],
+                "{name}"
+            );
+            assert!(got.vk == want.vk, "{name}: verifying key");
+            assert!(bytes == want.to_bytes(), "{name}: the files differ");
+        }
+        check("sector", SectorPartitionCircuit::for_constraints(3, 1, 1500));
+        check("chain", ChainCircuit::new(300, 2));
+        check("sha", ShaCircuit::new(1, 4));
     }
 
     #[test]

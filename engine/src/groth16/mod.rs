@@ -24,9 +24,12 @@ pub mod verifier;
 
 pub use domain::Twiddles;
 pub use error::{Groth16Error, PointFault};
-pub use generator::{generate_parameters, generate_random_parameters, ToxicWaste};
+pub use generator::{
+    generate_parameters, generate_random_parameters, write_parameters_from_matrices, StreamedParameters,
+    ToxicWaste,
+};
 pub use ops::{CpuOps, G1Query, G2Query, ProverOps, ScalarBytes, WitnessScalars};
-pub use params::{Parameters, ParamsMemory, VerifyingKey};
+pub use params::{Parameters, ParamsFileWriter, ParamsMemory, VerifyingKey};
 pub use proof::{Proof, PROOF_BYTES};
 pub use prover::{
     reserve_twiddles, twiddle_bytes, DeviceTimings, ProofShape, ProveStart, Prover, ProverMemory,

@@ -622,6 +622,93 @@ fn section_count(points: usize) -> std::io::Result<u32> {
     })
 }
 
+/// Writes a parameter file without holding its sections: the verifying key at creation,
+/// then each section's count and its points as the caller makes them, one chunk at a time
+/// (the streamed generator's output: the same bytes [`Parameters::write`] writes for the
+/// same points). Sections go in the file's order: h, l, a, b_g1, b_g2.
+pub struct ParamsFileWriter {
+    w: std::io::BufWriter<std::fs::File>,
+    name: String,
+    bytes: u64,
+}
+
+impl ParamsFileWriter {
+    /// Creates `path` and writes `vk` (`ic` included).
+    pub fn create(path: &Path, vk: &VerifyingKey) -> Result<Self> {
+        let name = path.display().to_string();
+        let file = std::fs::File::create(path).map_err(|e| Groth16Error::Io {
+            file: name.clone(),
+            op: "create",
+            source: e,
+        })?;
+        let mut w = ParamsFileWriter { w: std::io::BufWriter::with_capacity(4 << 20, file), name, bytes: 0 };
+        let mut head = Vec::with_capacity(vk.encoded_bytes());
+        vk.write(&mut head).map_err(|e| w.io(e))?;
+        w.put(&head)?;
+        Ok(w)
+    }
+
+    /// A G1 section of `count` points: `fill(out)` makes the next `out.len()` points (at
+    /// most `chunk` at a time).
+    pub fn g1_section(
+        &mut self,
+        count: usize,
+        chunk: usize,
+        fill: impl FnMut(&mut [blst_p1_affine]) -> Result<()>,
+    ) -> Result<()> {
+        self.section(count, chunk, fill)
+    }
+
+    /// A G2 section, as [`ParamsFileWriter::g1_section`].
+    pub fn g2_section(
+        &mut self,
+        count: usize,
+        chunk: usize,
+        fill: impl FnMut(&mut [blst_p2_affine]) -> Result<()>,
+    ) -> Result<()> {
+        self.section(count, chunk, fill)
+    }
+
+    /// Flushes the file; returns the bytes written.
+    pub fn finish(mut self) -> Result<u64> {
+        self.w.flush().map_err(|e| self.io(e))?;
+        Ok(self.bytes)
+    }
+
+    fn section<T: Encoding>(
+        &mut self,
+        count: usize,
+        chunk: usize,
+        mut fill: impl FnMut(&mut [T]) -> Result<()>,
+    ) -> Result<()> {
+        let n = section_count(count).map_err(|e| self.io(e))?;
+        self.put(&n.to_be_bytes())?;
+        let chunk = chunk.max(1);
+        let mut points = vec![T::default(); chunk.min(count)];
+        let mut buf = Vec::new();
+        let mut done = 0;
+        while done < count {
+            let out = &mut points[..chunk.min(count - done)];
+            fill(out)?;
+            buf.resize(out.len() * T::BYTES, 0);
+            buf.par_chunks_mut(T::BYTES).zip(out.par_iter()).for_each(|(d, p)| p.encode(d));
+            self.put(&buf)?;
+            done += out.len();
+        }
+        Ok(())
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> Result<()> {
+        self.w.write_all(bytes).map_err(|e| self.io(e))?;
+        self.bytes += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn io(&self, e: std::io::Error) -> Groth16Error {
+        Groth16Error::Io { file: self.name.clone(), op: "write", source: e }
+    }
+}
+
 /// Writes a u32 big-endian count, then the points, encoded in parallel 768 KiB at a time.
 fn write_section<W: Write, T: Encoding>(w: &mut W, points: &[T]) -> std::io::Result<()> {
     w.write_all(&section_count(points.len())?.to_be_bytes())?;
