@@ -431,6 +431,18 @@ pub fn params_generation_bytes(shape: &Shape) -> u64 {
     3 * params_bytes_max(shape)
 }
 
+/// Peak bytes of writing parameters for `shape` from its recording
+/// (`write_parameters_from_matrices`, what `filecoin seal` and the Filecoin commands use for
+/// PoRep): the Lagrange coefficients with either the NTT's twiddles or the QAP (three scalars
+/// per variable), plus one chunk of points and the fixed-base tables. The recording's own
+/// mapped pages come on top (the plan prints them apart).
+pub fn streamed_params_generation_bytes(shape: &Shape) -> u64 {
+    let scalar = 32u64;
+    let m = shape.domain_size as u64;
+    let vars = (shape.inputs + shape.aux) as u64;
+    m * scalar + (m / 2 * scalar).max(3 * vars * scalar) + (128 << 20)
+}
+
 /// Where the parameters a command will hold come from, and how big they are.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParamsEstimate {
@@ -443,6 +455,16 @@ pub struct ParamsEstimate {
 }
 
 impl ParamsEstimate {
+    /// [`ParamsEstimate::for_file`] for parameters written from a recording when absent
+    /// (Filecoin PoRep): the generation peak is [`streamed_params_generation_bytes`].
+    pub fn for_streamed_file(path: Option<&Path>, shape: &Shape) -> ParamsEstimate {
+        let mut e = ParamsEstimate::for_file(path, shape);
+        if e.generation_bytes.is_some() {
+            e.generation_bytes = Some(streamed_params_generation_bytes(shape));
+        }
+        e
+    }
+
     /// An existing file, else the estimate for `shape` with its generation.
     pub fn for_file(path: Option<&Path>, shape: &Shape) -> ParamsEstimate {
         match path.and_then(|p| std::fs::metadata(p).ok()) {

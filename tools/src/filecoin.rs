@@ -339,7 +339,7 @@ fn guard(
 ) -> Result<ResolvedLimit> {
     let shape =
         fc::shape::porep_shape(registered_proof.sector_size_bytes(), &common::cache_dir())?.porep.shape;
-    let params = ParamsEstimate::for_file(Some(&files.params), &shape);
+    let params = ParamsEstimate::for_streamed_file(Some(&files.params), &shape);
     match slots {
         Some(slots) => {
             let plan = common::plan_with_params(&shape, slots, &params, params_copies);

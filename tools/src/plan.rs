@@ -276,8 +276,10 @@ fn filecoin_subject(size: &str, quiet: bool) -> Result<Subject> {
     }
     let counted = counted?;
     let shape = counted.porep.shape;
-    let params =
-        ParamsEstimate::for_file(filecoin_params_file(counted.porep.registered_proof).as_deref(), &shape);
+    let params = ParamsEstimate::for_streamed_file(
+        filecoin_params_file(counted.porep.registered_proof).as_deref(),
+        &shape,
+    );
     let note = format!(
         "{} partitions per sector; shape {} ({:.1} s to count){}",
         counted.porep.partitions,
