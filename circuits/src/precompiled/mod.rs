@@ -442,7 +442,7 @@ impl Precompiled {
                     let bytes = &stream[blocks[blk] as usize * 4..blocks[blk + 1] as usize * 4];
                     let mut words = Words { bytes, pos: 0 };
                     let first = blk * ROWS_PER_BLOCK;
-                    for r in first..(first + ROWS_PER_BLOCK).min(rows) {
+                    for &weight in &weights[first..(first + ROWS_PER_BLOCK).min(rows)] {
                         let lens = words.row_lengths();
                         for (side, n) in sides.iter_mut().zip(lens) {
                             for _ in 0..n {
@@ -457,9 +457,9 @@ impl Precompiled {
                                     continue;
                                 }
                                 side[var - lo] += match class {
-                                    CLASS_ONE => weights[r],
-                                    CLASS_MINUS_ONE => -weights[r],
-                                    _ => weights[r] * coeffs[g],
+                                    CLASS_ONE => weight,
+                                    CLASS_MINUS_ONE => -weight,
+                                    _ => weight * coeffs[g],
                                 };
                             }
                         }
