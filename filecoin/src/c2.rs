@@ -119,10 +119,12 @@ impl C2Circuit {
     /// read from `files.params`, and its shape is the recording's, so a 32 GiB or 64 GiB
     /// partition can be timed without a 47 GiB file. **Its proofs cannot verify**: an
     /// engine serving it runs with verification off, and what it returns is for timing.
+    /// Parameters larger than `params_bytes_max` are refused before any is made.
     pub fn timing_only(
         registered_proof: RegisteredSealProof,
         files: &ParamFiles,
         seed: u64,
+        params_bytes_max: u64,
     ) -> Result<Self, FilecoinError> {
         let sector_size = registered_proof.sector_size()?;
         let identity = crate::pce::pce_identity(files);
@@ -131,6 +133,20 @@ impl C2Circuit {
         })?;
         let shape = pce.matrices.shape();
         let (a, b) = pce.matrices.query_points();
+        let bytes = {
+            use arenaprove_engine::groth16::params::{G1_BYTES, G2_BYTES};
+            let g1 = (shape.domain_size - 1 + shape.aux + a + b) as u64;
+            g1 * G1_BYTES as u64 + b as u64 * G2_BYTES as u64
+        };
+        if bytes > params_bytes_max {
+            let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+            return Err(FilecoinError::BadArgument(format!(
+                "timing only, {sector_size} sectors: shape-only parameters of {:.2} GiB do not fit the {:.2} GiB \
+                 the memory limit leaves",
+                gib(bytes),
+                gib(params_bytes_max)
+            )));
+        }
         let params = arenaprove_engine::shape_only_parameters(
             &shape,
             arenaprove_engine::QueryPoints { a, b },

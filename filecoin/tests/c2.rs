@@ -293,7 +293,9 @@ fn a_timing_only_circuit_proves_random_c1s_and_its_proofs_do_not_verify() {
 
     let real = circuit_2kib();
     let proof = params_2kib();
-    let timing = C2Circuit::timing_only(proof, &files(proof), 9).expect("timing-only circuit");
+    let refused = C2Circuit::timing_only(proof, &files(proof), 9, 1 << 30).unwrap_err().to_string();
+    assert!(refused.contains("do not fit the 1.00 GiB"), "{refused}");
+    let timing = C2Circuit::timing_only(proof, &files(proof), 9, u64::MAX).expect("timing-only circuit");
     assert!(timing.is_timing_only() && !real.is_timing_only());
     assert_eq!(timing.kind(), "stacked-drg-2KiB-timing-only");
     assert_eq!(timing.shape(), real.shape());

@@ -962,7 +962,10 @@ fn soak_timing_only(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()>
     let (backend, gpus) = timing_backend(a.run.prover.backend);
     let rss_start = rss_bytes();
     let started = Instant::now();
-    let circuit = fc::C2Circuit::timing_only(registered_proof, &files, a.run.rng_seed)?;
+    // The parameters are refused before they are made when they alone exceed what the
+    // limit leaves (the engine's plan is checked against it at start, with them).
+    let room = limit.bytes.saturating_sub(rss_start);
+    let circuit = fc::C2Circuit::timing_only(registered_proof, &files, a.run.rng_seed, room)?;
     let setup_s = started.elapsed().as_secs_f64();
     let recording_bytes = match circuit.synthesis() {
         fc::pce::Synthesis::Precompiled(pc) => pc.bytes(),
