@@ -327,9 +327,18 @@ pub fn ensure_post_params(
     files: &ParamFiles,
     rng: &mut impl rand_core::RngCore,
 ) -> Result<crate::params::ParamsStatus, FilecoinError> {
-    crate::params::ensure_params_of(files, proof.sector_size().bytes(), rng, None, || {
-        blank_post_circuit(proof)
-    })
+    crate::params::ensure_params_of(
+        files,
+        proof.sector_size().bytes(),
+        rng,
+        Some(&post_identity(files)),
+        || blank_post_circuit(proof),
+    )
+}
+
+/// The identity of a PoSt circuit's recording (beside its parameters in `files`).
+fn post_identity(files: &ParamFiles) -> String {
+    format!("fallback-post {} {} {POST_CIRCUIT_CODE}", files.circuit, files.cache_id)
 }
 
 /// The most WindowPoSt partitions a deadline has (the miner actor's
@@ -938,7 +947,7 @@ impl PostCircuit {
         let files = proof.param_files(dir)?;
         files.require_params()?;
         let shape = post_shape(proof)?;
-        let identity = format!("fallback-post {} {} {POST_CIRCUIT_CODE}", files.circuit, files.cache_id);
+        let identity = post_identity(&files);
         let (params, synthesis) =
             crate::c2::load_parts(&files, &shape, options, &identity, || blank_post_circuit(proof))?;
         let kind = match proof.kind() {

@@ -203,9 +203,18 @@ pub fn ensure_update_params(
     files: &ParamFiles,
     rng: &mut impl rand_core::RngCore,
 ) -> Result<crate::params::ParamsStatus, FilecoinError> {
-    crate::params::ensure_params_of(files, proof.sector_size().bytes(), rng, None, || {
-        Ok(blank_update_circuit(proof))
-    })
+    crate::params::ensure_params_of(
+        files,
+        proof.sector_size().bytes(),
+        rng,
+        Some(&update_identity(files)),
+        || Ok(blank_update_circuit(proof)),
+    )
+}
+
+/// The identity of a SnapDeals circuit's recording (beside its parameters in `files`).
+fn update_identity(files: &ParamFiles) -> String {
+    format!("empty-sector-update {} {} {UPDATE_CIRCUIT_CODE}", files.circuit, files.cache_id)
 }
 
 /// One SnapDeals update to prove.
@@ -516,8 +525,7 @@ impl SnapCircuit {
         let files = proof.param_files(dir)?;
         files.require_params()?;
         let shape = update_shape(proof)?;
-        let identity =
-            format!("empty-sector-update {} {} {UPDATE_CIRCUIT_CODE}", files.circuit, files.cache_id);
+        let identity = update_identity(&files);
         let (params, synthesis) =
             crate::c2::load_parts(&files, &shape, options, &identity, || Ok(blank_update_circuit(proof)))?;
         Ok(SnapCircuit {

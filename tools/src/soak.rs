@@ -167,6 +167,11 @@ impl SoakRecorder {
         }
     }
 
+    /// Seconds since the measured phase started.
+    pub fn elapsed_s(&self) -> f64 {
+        self.t0.elapsed().as_secs_f64()
+    }
+
     /// Sectors completed so far.
     pub fn done(&self) -> usize {
         self.done_at.len()
@@ -295,8 +300,11 @@ pub fn drive<P>(
             next += 1;
         }
         finish(in_flight.pop_front().expect("a sector in flight"), rec)?;
-        if let Some(b) = &bar {
-            b.inc(1);
+        match &bar {
+            Some(b) => b.inc(1),
+            // No bar (--json): one line per sector on stderr, so a long run that is stopped
+            // still says how far it got.
+            None => eprintln!("sector {}/{sectors} done at {:.1} s", rec.done(), rec.elapsed_s()),
         }
     }
     rec.stop();
