@@ -65,6 +65,11 @@ enum Cmd {
     /// Map the precompiled constraints of a sector size's C2 circuit from beside its
     /// parameters, or record and save them there; print which, how long and how large.
     Pce(PceArgs),
+    /// Generate INSECURE development parameters for a sector size's PoRep C2 circuit into the
+    /// cache when absent (any size, 32 GiB and 64 GiB included): the circuit is recorded
+    /// first, then the parameters are written from the recording section by section, so the
+    /// peak is the QAP, not the file (`plan --filecoin SIZE` prints it).
+    Params(FcParamsArgs),
     /// Generate development parameters for a PoSt circuit (WinningPoSt, WindowPoSt) into
     /// the cache when absent.
     PostParams(crate::filecoin_post::PostParamsArgs),
@@ -105,6 +110,16 @@ struct WitnessArgs {
     /// with `--features cuda`).
     #[arg(long)]
     device_products: bool,
+}
+
+#[derive(ClapArgs)]
+struct FcParamsArgs {
+    /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    /// Seed for the toxic waste (default 1).
+    #[arg(long, default_value_t = 1)]
+    rng_seed: u64,
 }
 
 #[derive(ClapArgs)]
@@ -252,6 +267,13 @@ pub fn run(args: Args) -> Result<()> {
         Cmd::Bench(a) => bench(a, &cache, limit),
         Cmd::Soak(a) => soak(a, &cache, limit),
         Cmd::Pce(a) => pce(a, &cache),
+        Cmd::Params(a) => {
+            let size: SectorSize = a.sector_size.parse()?;
+            let registered_proof = size.default_registered_proof();
+            let files = files_in(&cache, registered_proof)?;
+            guard("filecoin params", &files, registered_proof, None, 1, limit)?;
+            ensure_params(registered_proof, &files, a.rng_seed)
+        }
         Cmd::Witness(a) => witness(a, &cache),
         Cmd::PostParams(a) => crate::filecoin_post::post_params(a, &cache),
         Cmd::PostBench(a) => crate::filecoin_post::post_bench(a, &cache, limit),
