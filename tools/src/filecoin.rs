@@ -897,19 +897,7 @@ fn soak(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     let backend = common::backend_factory(a.run.prover.backend);
     let rss_start = rss_bytes();
     let c2 = start_engine(registered_proof, &files, a.slots, &limit, &a.run.prover, false, backend)?;
-    // The plan's peak: the engine's regions and resident parameters over the base, plus the
-    // precompiled recording's file pages (mapped; read by the host products or uploaded
-    // once to the device, so all of them count in RSS).
-    let recording_bytes: usize = c2
-        .circuits()
-        .iter()
-        .map(|c| match c.synthesis() {
-            fc::pce::Synthesis::Precompiled(pc) => pc.bytes(),
-            fc::pce::Synthesis::Generic => 0,
-        })
-        .sum();
-    let predicted =
-        (c2.engine().memory_plan().predicted_peak_rss(rss_start as usize) + recording_bytes) as u64;
+    let predicted = planned_peak(&c2, rss_start);
     eprintln!("{}", c2.engine().memory_plan());
     let partitions = usize::from(registered_proof.porep_config()?.partitions);
     let work = tempfile_dir()?;
@@ -948,9 +936,7 @@ fn soak(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     let constraints = c2.circuits()[0].shape().constraints;
     stop_engine(c2)?;
     let mut report = rec.report(format!("stacked-drg-{size}"), "slab".into(), constraints, &ledger);
-    report.plan_peak_rss_bytes = Some(predicted);
-    report.plan_peak_rss_error_pct =
-        Some((report.rss_peak_bytes as f64 - predicted as f64) / predicted as f64 * 100.0);
+    report.set_plan_peak(predicted);
     if a.run.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
@@ -989,10 +975,6 @@ fn soak_timing_only(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()>
     let room = limit.bytes.saturating_sub(rss_start);
     let circuit = fc::C2Circuit::timing_only(registered_proof, &files, a.run.rng_seed, room)?;
     let setup_s = started.elapsed().as_secs_f64();
-    let recording_bytes = match circuit.synthesis() {
-        fc::pce::Synthesis::Precompiled(pc) => pc.bytes(),
-        fc::pce::Synthesis::Generic => 0,
-    };
     eprintln!(
         "TIMING ONLY: {size} partitions of {} constraints; random C1s (nothing sealed) and shape-only parameters \
          ({:.2} GiB of points, no setup): the proofs cannot verify and are not checked. Recording and parameters \
@@ -1003,8 +985,7 @@ fn soak_timing_only(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()>
     let mut config = common::engine_config(a.slots, AllocMode::Slab, &limit, backend);
     config.verify = false;
     let c2 = fc::C2Engine::new(config, vec![circuit])?;
-    let predicted =
-        (c2.engine().memory_plan().predicted_peak_rss(rss_start as usize) + recording_bytes) as u64;
+    let predicted = planned_peak(&c2, rss_start);
     eprintln!("{}", c2.engine().memory_plan());
     let partitions = usize::from(registered_proof.porep_config()?.partitions);
     let mut rng = fc::rng_from_seed(a.run.rng_seed);
@@ -1047,9 +1028,7 @@ fn soak_timing_only(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()>
     report.device_busy_fraction = device_busy_fraction;
     report.device_memory_used_bytes = device_memory_used_bytes;
     report.device_seconds_per_partition = device_seconds_per_partition;
-    report.plan_peak_rss_bytes = Some(predicted);
-    report.plan_peak_rss_error_pct =
-        Some((report.rss_peak_bytes as f64 - predicted as f64) / predicted as f64 * 100.0);
+    report.set_plan_peak(predicted);
     if a.run.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
@@ -1068,6 +1047,21 @@ fn soak_timing_only(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()>
         bail!("{} partitions failed", report.proofs_failed);
     }
     Ok(())
+}
+
+/// The plan's peak RSS for `c2` from a base of `rss_start`: the engine's regions and resident
+/// parameters, plus the precompiled recordings' file pages (mapped; read by the host
+/// products or uploaded once to the device, so all of them count in RSS).
+fn planned_peak(c2: &fc::C2Engine, rss_start: u64) -> u64 {
+    let recording_bytes: usize = c2
+        .circuits()
+        .iter()
+        .map(|c| match c.synthesis() {
+            fc::pce::Synthesis::Precompiled(pc) => pc.bytes(),
+            fc::pce::Synthesis::Generic => 0,
+        })
+        .sum();
+    (c2.engine().memory_plan().predicted_peak_rss(rss_start as usize) + recording_bytes) as u64
 }
 
 /// `--backend`'s factory and, on GPUs, what reports their activity and memory.

@@ -140,6 +140,15 @@ pub struct SoakRecorder {
     flt_end: u64,
 }
 
+impl SoakReport {
+    /// Sets the plan's predicted peak RSS and the measured peak's error against it.
+    pub fn set_plan_peak(&mut self, predicted: u64) {
+        self.plan_peak_rss_bytes = Some(predicted);
+        self.plan_peak_rss_error_pct =
+            Some((self.rss_peak_bytes as f64 - predicted as f64) / predicted as f64 * 100.0);
+    }
+}
+
 impl SoakRecorder {
     /// Starts the clock; warm-up is the first tenth of the sectors (at least one).
     /// Starts the measured phase: call it once the engine is up (parameters loaded). It
@@ -370,9 +379,7 @@ pub fn run(a: Args) -> Result<()> {
         bail!("not every slab came back at shutdown: {}", report_engine.deinit);
     }
     if a.alloc == AllocMode::Slab {
-        report.plan_peak_rss_bytes = Some(predicted);
-        report.plan_peak_rss_error_pct =
-            Some((report.rss_peak_bytes as f64 - predicted as f64) / predicted as f64 * 100.0);
+        report.set_plan_peak(predicted);
     }
     if let Some(path) = &a.plot {
         plot(path, &rec.done_at, &rec.rss_at)?;

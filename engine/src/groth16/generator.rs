@@ -46,6 +46,15 @@ pub struct ToxicWaste {
 }
 
 impl ToxicWaste {
+    /// `(1 / gamma, 1 / delta)`, or why the toxic waste is degenerate.
+    fn inverses(&self) -> Result<(Scalar, Scalar)> {
+        let inv = |x: Scalar, name: &str| {
+            Option::<Scalar>::from(x.invert())
+                .ok_or_else(|| Groth16Error::Degenerate(format!("toxic waste: {name} is zero")))
+        };
+        Ok((inv(self.gamma, "gamma")?, inv(self.delta, "delta")?))
+    }
+
     pub fn random<R: RngCore>(rng: &mut R) -> ToxicWaste {
         ToxicWaste {
             g1: G1Projective::random(&mut *rng),
@@ -346,10 +355,7 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
     let domain = Domain::new(cs.num_constraints)?;
     let m = domain.size;
 
-    let gamma_inv: Option<Scalar> = tw.gamma.invert().into();
-    let gamma_inv = gamma_inv.ok_or_else(|| Groth16Error::Degenerate("toxic waste: gamma is zero".into()))?;
-    let delta_inv: Option<Scalar> = tw.delta.invert().into();
-    let delta_inv = delta_inv.ok_or_else(|| Groth16Error::Degenerate("toxic waste: delta is zero".into()))?;
+    let (gamma_inv, delta_inv) = tw.inverses()?;
 
     // Powers of tau, then h scalars tau^i * t(tau) / delta for i < m - 1.
     let mut lagrange = vec![Scalar::ZERO; m];
@@ -451,10 +457,7 @@ pub fn write_parameters_from_matrices(
     let (n_in, n_aux) = (shape.inputs, shape.aux);
     let domain = Domain::new(shape.constraints)?;
     let m = domain.size;
-    let gamma_inv: Option<Scalar> = tw.gamma.invert().into();
-    let gamma_inv = gamma_inv.ok_or_else(|| Groth16Error::Degenerate("toxic waste: gamma is zero".into()))?;
-    let delta_inv: Option<Scalar> = tw.delta.invert().into();
-    let delta_inv = delta_inv.ok_or_else(|| Groth16Error::Degenerate("toxic waste: delta is zero".into()))?;
+    let (gamma_inv, delta_inv) = tw.inverses()?;
 
     let mut lagrange = vec![Scalar::ZERO; m];
     powers_into(tw.tau, 0, &mut lagrange);
