@@ -169,8 +169,9 @@ impl Drop for DeviceArena {
     }
 }
 
-/// Lays an operation's buffers out in the scratch part of the arena.
-#[derive(Debug)]
+/// Lays an operation's buffers out in the scratch part of the arena. A clone continues
+/// from the same point (a streamed MSM lays each chunk out afresh above its buffers).
+#[derive(Clone, Debug)]
 pub(crate) struct Bump {
     base: sys::CUdeviceptr,
     cursor_bytes: usize,

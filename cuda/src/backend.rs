@@ -47,10 +47,10 @@ use arenaprove_engine::{Backend, BackendFactory};
 use crate::arena::ArenaStats;
 use crate::error::CudaError;
 use crate::gpu::Gpu;
-use crate::msm::{G1Bases, G2Bases};
+use crate::msm::{BaseSet, G1Bases, G2Bases};
 use crate::ntt::DeviceH;
-use crate::pinned::CudaRegionHook;
-use crate::plan::DevicePlan;
+use crate::pinned::{CudaRegionHook, HostRegistration};
+use crate::plan::{DevicePlan, DeviceShape, BASE_SETS};
 use crate::products::DeviceRows;
 
 type Result<T, E = Groth16Error> = std::result::Result<T, E>;
@@ -65,25 +65,41 @@ fn backend_err(e: CudaError) -> Groth16Error {
 /// pipeline, from a, b, c or from the recording; an MSM over the longest base set; a
 /// witness MSM with its staged aux).
 pub fn device_plan(shape: &ProofShape, rows: Option<&Precompiled>) -> DevicePlan {
-    device_plan_sized(shape, rows.map(|pc| crate::products::rows_resident_bytes(&pc.row_stream())))
+    device_plan_sized(shape, rows.map(rows_bytes))
+}
+
+/// A recording's bytes when resident ([`crate::rows_resident_bytes`]).
+fn rows_bytes(pc: &Precompiled) -> usize {
+    crate::products::rows_resident_bytes(&pc.row_stream())
 }
 
 /// [`device_plan`] with the resident recording given by its size (`rows_bytes`, e.g. an
 /// estimate from the recording file's size, for `arenaprove plan` before one exists).
 pub fn device_plan_sized(shape: &ProofShape, rows_bytes: Option<usize>) -> DevicePlan {
+    DevicePlan::for_proofs(&device_shape(shape, rows_bytes), [true; 5], 0, true)
+}
+
+/// [`device_plan_sized`] within a device-memory budget ([`DevicePlan::within_budget`]:
+/// base sets that do not fit stream from page-locked host memory; a, b, c from the host
+/// when the recording does not fit either), or why no plan fits.
+pub fn device_plan_within(
+    shape: &ProofShape,
+    rows_bytes: Option<usize>,
+    budget_bytes: Option<usize>,
+) -> std::result::Result<DevicePlan, CudaError> {
+    DevicePlan::within_budget(&device_shape(shape, rows_bytes), budget_bytes)
+}
+
+/// The device's view of a proof shape: the h domain, the five base sets' lengths (H has
+/// `domain - 1` points), the witness sizes and the recording's resident bytes.
+pub fn device_shape(shape: &ProofShape, rows_bytes: Option<usize>) -> DeviceShape {
     let domain = shape.domain_size.max(2);
-    let h_points = domain - 1;
-    let msm_max = h_points.max(shape.aux).max(shape.a_points).max(shape.b_points);
-    let plan = DevicePlan::new(
-        domain.trailing_zeros(),
-        &[h_points, shape.aux, shape.a_points, shape.b_points],
-        &[shape.b_points],
-        msm_max,
-    )
-    .with_witness_msms(shape.aux, shape.a_points, shape.b_points);
-    match rows_bytes {
-        Some(b) => plan.with_rows(b, domain.trailing_zeros(), shape.inputs, shape.aux),
-        None => plan,
+    DeviceShape {
+        domain_log: domain.trailing_zeros(),
+        lens: [domain - 1, shape.aux, shape.a_points, shape.b_points, shape.b_points],
+        inputs: shape.inputs,
+        aux: shape.aux,
+        rows_bytes,
     }
 }
 
@@ -106,10 +122,22 @@ pub fn device_terms(ordinal: usize, plan: &DevicePlan) -> Vec<PlanTerm> {
         count: 1,
         scope: Scope::Device,
     };
+    let sets = |g2: bool, resident: bool| -> Vec<&str> {
+        BASE_SETS
+            .iter()
+            .zip(plan.resident)
+            .filter(|((_, c), r)| (*c == crate::msm::Curve::G2) == g2 && *r == resident)
+            .map(|((name, _), _)| *name)
+            .collect()
+    };
+    let named = |g2: bool| match sets(g2, true) {
+        v if v.is_empty() => "none".to_string(),
+        v => v.join(", "),
+    };
     let mut terms = vec![
         term("NTT tables (persistent)".into(), plan.ntt_tables_bytes),
-        term("G1 bases H, L, A, B_G1 (resident)".into(), plan.g1_bases_bytes),
-        term("G2 bases B_G2 (resident)".into(), plan.g2_bases_bytes),
+        term(format!("G1 bases resident: {}", named(false)), plan.g1_bases_bytes),
+        term(format!("G2 bases resident: {}", named(true)), plan.g2_bases_bytes),
     ];
     if plan.rows_bytes > 0 {
         terms.push(term(
@@ -127,6 +155,24 @@ pub fn device_terms(ordinal: usize, plan: &DevicePlan) -> Vec<PlanTerm> {
         ),
         plan.scratch_bytes(),
     ));
+    if plan.streamed_bytes > 0 {
+        let mut streamed = sets(false, false);
+        streamed.extend(sets(true, false));
+        // Not device memory: what crosses the bus per proof, from the params' host pages.
+        terms.push(PlanTerm {
+            pool: "device",
+            what: format!(
+                "cuda:{ordinal} streamed per proof from page-locked host params ({}; chunks of 2^{} points), \
+                 within a {:.2} GiB budget: host bytes already counted, not device memory",
+                streamed.join(", "),
+                plan.chunk_points.trailing_zeros(),
+                plan.budget_bytes.unwrap_or(0) as f64 / (1u64 << 30) as f64,
+            ),
+            slab_bytes: 0,
+            count: 1,
+            scope: Scope::Device,
+        });
+    }
     terms
 }
 
@@ -221,13 +267,17 @@ pub struct CudaFactory {
     resident: Mutex<Vec<(Weak<Parameters>, PerGpuBases)>>,
     /// Recordings already resident, per recording (one copy per GPU), as `resident`.
     resident_rows: Mutex<Vec<(Weak<Precompiled>, PerGpuRows)>>,
+    /// Device memory each GPU may use (`None`: what the shapes need, every base set
+    /// resident): [`CudaFactory::with_device_memory`].
+    budget_bytes: Option<usize>,
 }
 
 /// One recording on each GPU of a factory, in the factory's order.
 type PerGpuRows = Arc<[DeviceRows]>;
 
-/// One parameter set's bases on each GPU of a factory, in the factory's order.
-type PerGpuBases = Arc<[ResidentBases]>;
+/// One parameter set's bases: resident on each GPU of a factory, or streamed from the
+/// parameters' page-locked host memory.
+type PerGpuBases = Arc<ParamsBases>;
 
 impl std::fmt::Debug for CudaFactory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -273,7 +323,32 @@ impl CudaFactory {
             planned: Mutex::new(Vec::new()),
             resident: Mutex::new(Vec::new()),
             resident_rows: Mutex::new(Vec::new()),
+            budget_bytes: None,
         })
+    }
+
+    /// Limits each GPU's device memory to `bytes` (`None`: no limit), as on a card smaller
+    /// than the proofs' resident bases: the plan ([`DevicePlan::within_budget`]) keeps what
+    /// fits resident and streams the other base sets from page-locked host memory for each
+    /// MSM; when the recording does not fit either, a, b, c come from the host. Set before
+    /// the engine plans (the first `plan_terms` or `build`).
+    pub fn with_device_memory(mut self, bytes: Option<usize>) -> CudaFactory {
+        self.budget_bytes = bytes;
+        self
+    }
+
+    /// The device-memory budget per GPU, if one was set.
+    pub fn device_memory(&self) -> Option<usize> {
+        self.budget_bytes
+    }
+
+    /// The plan for `shape` on this factory's GPUs (within its budget), or why none fits.
+    pub fn plan_for(
+        &self,
+        shape: &ProofShape,
+        rows: Option<&Precompiled>,
+    ) -> std::result::Result<DevicePlan, CudaError> {
+        device_plan_within(shape, rows.map(rows_bytes), self.budget_bytes)
     }
 
     /// The GPUs' ordinals, in the order given.
@@ -382,7 +457,9 @@ impl BackendFactory for CudaFactory {
     }
 
     fn plan_terms(&self, shape: &ProofShape, rows: Option<&Precompiled>, _slots: usize) -> Vec<PlanTerm> {
-        let plan = device_plan(shape, rows);
+        // A budget no plan fits: the whole set's terms here, and `build` refuses with the
+        // budget's error (the engine does not start).
+        let plan = self.plan_for(shape, rows).unwrap_or_else(|_| device_plan(shape, rows));
         self.note_planned(shape, plan);
         // One prover per GPU: the device terms do not scale with the slots; each GPU holds
         // its own copy.
@@ -393,6 +470,12 @@ impl BackendFactory for CudaFactory {
     /// plans no a, b, c slabs on the host for precompiled kinds.
     fn proves_from_witness(&self) -> bool {
         true
+    }
+
+    /// Not when a device-memory budget leaves no room for the recording: a, b, c then come
+    /// from the host.
+    fn proves_from_witness_for(&self, shape: &ProofShape, rows: &Precompiled) -> bool {
+        self.budget_bytes.is_none() || self.plan_for(shape, Some(rows)).is_ok_and(|p| p.rows_resident())
     }
 
     fn region_hook(&self) -> Option<SharedHook> {
@@ -422,7 +505,17 @@ impl BackendFactory for CudaFactory {
         memory: ProverMemory,
     ) -> Result<Arc<dyn Backend>> {
         let shape = ProofShape::of_params(&params);
-        self.note_planned(&shape, device_plan(&shape, rows.as_deref()));
+        let plan = self.plan_for(&shape, rows.as_deref()).map_err(backend_err)?;
+        if rows.is_some() && !plan.rows_resident() {
+            // The engine asks `proves_from_witness_for` first; a caller that did not gets
+            // the reason rather than products from a recording that is not there.
+            return Err(backend_err(CudaError::Devices(
+                "the device-memory budget leaves no room for the recording: build this kind without it \
+                 (a, b, c from the host)"
+                    .into(),
+            )));
+        }
+        self.note_planned(&shape, plan);
         let mut resident = self.resident.lock().unwrap_or_else(|e| e.into_inner());
         let key = Arc::downgrade(&params);
         let bases = match resident.iter().find(|(w, _)| Weak::ptr_eq(w, &key)) {
@@ -432,15 +525,15 @@ impl BackendFactory for CudaFactory {
                 for slot in self.gpus.iter() {
                     let mut gpu = lock(&slot.gpu);
                     self.prepare(&mut gpu, &shape).map_err(backend_err)?;
-                    each.push(ResidentBases {
-                        h: gpu.upload_g1_bases(params.h()).map_err(backend_err)?,
-                        l: gpu.upload_g1_bases(params.l()).map_err(backend_err)?,
-                        a: gpu.upload_g1_bases(params.a()).map_err(backend_err)?,
-                        b_g1: gpu.upload_g1_bases(params.b_g1()).map_err(backend_err)?,
-                        b_g2: gpu.upload_g2_bases(params.b_g2()).map_err(backend_err)?,
-                    });
+                    each.push(GpuBases::upload(&mut gpu, &params, plan.resident).map_err(backend_err)?);
                 }
-                let bases: PerGpuBases = each.into();
+                let host = if plan.chunk_points > 0 {
+                    HostSets::pin(&lock(&self.gpus[0].gpu), &params, plan.resident, plan.chunk_points)
+                        .map_err(backend_err)?
+                } else {
+                    HostSets { pins: Vec::new(), params: params.clone(), chunk: 0 }
+                };
+                let bases: PerGpuBases = Arc::new(ParamsBases { each, host });
                 resident.push((key, bases.clone()));
                 bases
             }
@@ -501,23 +594,135 @@ impl CudaFactory {
     }
 }
 
-/// One parameter set's bases in one device arena.
+/// One parameter set's resident base sets in one device arena (`None`: streamed).
 #[derive(Debug)]
-struct ResidentBases {
-    h: G1Bases,
-    l: G1Bases,
-    a: G1Bases,
-    b_g1: G1Bases,
-    b_g2: G2Bases,
+struct GpuBases {
+    /// H, L, A, B_G1 ([`BASE_SETS`] order).
+    g1: [Option<G1Bases>; 4],
+    b_g2: Option<G2Bases>,
 }
 
-impl ResidentBases {
-    fn g1(&self, query: G1Query) -> &G1Bases {
-        match query {
-            G1Query::L => &self.l,
-            G1Query::A => &self.a,
-            G1Query::BG1 => &self.b_g1,
+impl GpuBases {
+    /// Uploads the sets `resident` marks ([`BASE_SETS`] order) into `gpu`'s arena.
+    fn upload(
+        gpu: &mut Gpu,
+        params: &Parameters,
+        resident: [bool; 5],
+    ) -> std::result::Result<GpuBases, CudaError> {
+        let mut g1: [Option<G1Bases>; 4] = Default::default();
+        for (i, set) in g1.iter_mut().enumerate() {
+            if resident[i] {
+                *set = Some(gpu.upload_g1_bases(g1_host(params, i))?);
+            }
         }
+        let b_g2 = if resident[4] { Some(gpu.upload_g2_bases(params.b_g2())?) } else { None };
+        Ok(GpuBases { g1, b_g2 })
+    }
+}
+
+/// G1 set `i` ([`BASE_SETS`] order) of `params`, in host memory.
+fn g1_host(params: &Parameters, i: usize) -> &[blst::blst_p1_affine] {
+    match i {
+        0 => params.h(),
+        1 => params.l(),
+        2 => params.a(),
+        _ => params.b_g1(),
+    }
+}
+
+/// The index of a G1 query's set in [`BASE_SETS`].
+fn g1_index(query: G1Query) -> usize {
+    match query {
+        G1Query::L => 1,
+        G1Query::A => 2,
+        G1Query::BG1 => 3,
+    }
+}
+
+/// The parameters whose streamed sets are read from host memory, page-locked once.
+/// Field order matters: the pins are dropped (unregistered) before the parameters can go.
+struct HostSets {
+    pins: Vec<HostRegistration>,
+    params: Arc<Parameters>,
+    /// Points per streamed chunk.
+    chunk: usize,
+}
+
+impl HostSets {
+    /// Page-locks every streamed set of `params` (`resident` false), once for every GPU
+    /// (portable registration). Memory someone else registered already is used as it is.
+    fn pin(
+        gpu: &Gpu,
+        params: &Arc<Parameters>,
+        resident: [bool; 5],
+        chunk: usize,
+    ) -> std::result::Result<HostSets, CudaError> {
+        fn bytes_of<T>(s: &[T]) -> Option<(std::ptr::NonNull<u8>, usize)> {
+            let len = std::mem::size_of_val(s);
+            (len > 0).then(|| (std::ptr::NonNull::from(s).cast::<u8>(), len))
+        }
+        let mut ranges = Vec::new();
+        for (i, _) in resident[..4].iter().enumerate().filter(|(_, r)| !**r) {
+            ranges.extend(bytes_of(g1_host(params, i)));
+        }
+        if !resident[4] {
+            ranges.extend(bytes_of(params.b_g2()));
+        }
+        let mut pins = Vec::with_capacity(ranges.len());
+        for (base, len) in ranges {
+            // SAFETY: the range is a parameter set's slab, which stays mapped while the
+            // `Arc<Parameters>` held next to the registration lives; the registration is
+            // dropped first (field order).
+            match unsafe { gpu.register_host(base, len) } {
+                Ok(pin) => pins.push(pin),
+                Err(CudaError::Register { source, .. })
+                    if source.0
+                        == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED => {
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(HostSets { pins, params: params.clone(), chunk })
+    }
+}
+
+/// One parameter set's bases for every GPU of a factory.
+struct ParamsBases {
+    /// Each GPU's resident sets, in the factory's order.
+    each: Vec<GpuBases>,
+    host: HostSets,
+}
+
+impl std::fmt::Debug for ParamsBases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParamsBases")
+            .field("each", &self.each)
+            .field("pinned_sets", &self.host.pins.len())
+            .field("chunk", &self.host.chunk)
+            .finish()
+    }
+}
+
+impl ParamsBases {
+    /// G1 set `i` ([`BASE_SETS`] order) as GPU `gpu` reads it.
+    fn g1(&self, gpu: usize, i: usize) -> BaseSet<'_, blst::blst_p1_affine> {
+        match &self.each[gpu].g1[i] {
+            Some(b) => BaseSet::Resident(b),
+            None => BaseSet::Streamed { bases: g1_host(&self.host.params, i), chunk: self.host.chunk },
+        }
+    }
+
+    /// B_G2 as GPU `gpu` reads it.
+    fn b_g2(&self, gpu: usize) -> BaseSet<'_, blst::blst_p2_affine> {
+        match &self.each[gpu].b_g2 {
+            Some(b) => BaseSet::Resident(b),
+            None => BaseSet::Streamed { bases: self.host.params.b_g2(), chunk: self.host.chunk },
+        }
+    }
+
+    /// Points of G1 set `i` (the same on every GPU).
+    fn g1_len(&self, i: usize) -> usize {
+        g1_host(&self.host.params, i).len()
     }
 }
 
@@ -547,8 +752,8 @@ impl std::fmt::Debug for CudaOps {
 /// h left on one GPU's scratch between `h_quotient` and `msm_h`, with that GPU held.
 pub struct GpuQuotient<'a> {
     gpu: Held<'a>,
-    /// That GPU's copy of the h bases.
-    bases: &'a G1Bases,
+    /// The h bases as that GPU reads them.
+    bases: BaseSet<'a, blst::blst_p1_affine>,
     h: DeviceH,
 }
 
@@ -565,15 +770,15 @@ impl CudaOps {
         (i, Held::new(&self.gpus[i], gpu))
     }
 
-    /// Runs `f` on a free GPU (one lock hold) with that GPU's copy of the bases, and adds
-    /// the device time it measured to `device`.
+    /// Runs `f` on a free GPU (one lock hold) with that GPU's index for the bases, and
+    /// adds the device time it measured to `device`.
     fn on_gpu<T>(
         &self,
         device: &mut Duration,
-        f: impl FnOnce(&mut Gpu, &ResidentBases) -> std::result::Result<T, CudaError>,
+        f: impl FnOnce(&mut Gpu, usize) -> std::result::Result<T, CudaError>,
     ) -> Result<T> {
         let (i, mut gpu) = self.take_gpu();
-        let out = f(&mut gpu, &self.bases[i]).map_err(backend_err)?;
+        let out = f(&mut gpu, i).map_err(backend_err)?;
         *device += gpu.last_device_time();
         Ok(out)
     }
@@ -599,25 +804,25 @@ impl ProverOps for CudaOps {
         let (index, mut gpu) = self.take_gpu();
         let h = gpu.h_quotient_resident(a, b, c).map_err(backend_err)?;
         *device += gpu.last_device_time();
-        Ok(GpuQuotient { gpu, bases: &self.bases[index].h, h })
+        Ok(GpuQuotient { gpu, bases: self.bases.g1(index, 0), h })
     }
 
     fn msm_h(&self, q: GpuQuotient<'_>, device: &mut Duration) -> Result<G1Projective> {
         let GpuQuotient { mut gpu, bases, h } = q;
-        let sum = gpu.msm_h_resident(h, bases).map_err(backend_err)?;
+        let sum = gpu.msm_h_over(h, bases).map_err(backend_err)?;
         *device += gpu.last_device_time();
         Ok(sum)
     }
 
     fn msm_g1(&self, query: G1Query, scalars: &[ScalarBytes], device: &mut Duration) -> Result<G1Projective> {
-        // Every GPU holds the same bases: the first's length is every one's.
-        same_len(query.name(), self.bases[0].g1(query).len, scalars.len())?;
-        self.on_gpu(device, |g, bases| g.msm_g1_resident(bases.g1(query), scalars))
+        let set = g1_index(query);
+        same_len(query.name(), self.bases.g1_len(set), scalars.len())?;
+        self.on_gpu(device, |g, i| g.msm_g1_over(self.bases.g1(i, set), scalars))
     }
 
     fn msm_g2(&self, query: G2Query, scalars: &[ScalarBytes], device: &mut Duration) -> Result<G2Projective> {
-        same_len(query.name(), self.bases[0].b_g2.len, scalars.len())?;
-        self.on_gpu(device, |g, bases| g.msm_g2_resident(&bases.b_g2, scalars))
+        same_len(query.name(), self.bases.host.params.b_g2().len(), scalars.len())?;
+        self.on_gpu(device, |g, i| g.msm_g2_over(self.bases.b_g2(i), scalars))
     }
 
     /// Split vectors built on the device; a, b, c from the kind's resident recording.
@@ -652,7 +857,7 @@ impl ProverOps for CudaOps {
         let (index, mut gpu) = self.take_gpu();
         let h = gpu.h_quotient_rows(&resident[index], inputs, aux, domain.size).map_err(backend_err)?;
         *device += gpu.last_device_time();
-        Ok(GpuQuotient { gpu, bases: &self.bases[index].h, h })
+        Ok(GpuQuotient { gpu, bases: self.bases.g1(index, 0), h })
     }
 
     fn msm_witness_g1(
@@ -661,8 +866,9 @@ impl ProverOps for CudaOps {
         s: WitnessScalars<'_>,
         device: &mut Duration,
     ) -> Result<G1Projective> {
-        same_len(query.name(), self.bases[0].g1(query).len, s.len())?;
-        self.on_gpu(device, |g, bases| g.msm_witness_g1(bases.g1(query), s.head, s.aux, s.density))
+        let set = g1_index(query);
+        same_len(query.name(), self.bases.g1_len(set), s.len())?;
+        self.on_gpu(device, |g, i| g.msm_witness_g1_over(self.bases.g1(i, set), s.head, s.aux, s.density))
     }
 
     fn msm_witness_g2(
@@ -671,8 +877,8 @@ impl ProverOps for CudaOps {
         s: WitnessScalars<'_>,
         device: &mut Duration,
     ) -> Result<G2Projective> {
-        same_len(query.name(), self.bases[0].b_g2.len, s.len())?;
-        self.on_gpu(device, |g, bases| g.msm_witness_g2(&bases.b_g2, s.head, s.aux, s.density))
+        same_len(query.name(), self.bases.host.params.b_g2().len(), s.len())?;
+        self.on_gpu(device, |g, i| g.msm_witness_g2_over(self.bases.b_g2(i), s.head, s.aux, s.density))
     }
 }
 

@@ -50,6 +50,14 @@ pub enum CudaError {
     /// A handle into the scratch after another operation may have overwritten it.
     #[error("{0}: the device scratch was reused since it was written")]
     StaleScratch(&'static str),
+    /// A device-memory budget below what a proof of this shape needs at the least.
+    #[error(
+        "device memory budget of {budget_bytes} bytes ({:.2} GiB) is below the {need_bytes} bytes ({:.2} GiB) \
+         these proofs need at the least ({least}); raise the budget",
+        *budget_bytes as f64 / (1u64 << 30) as f64,
+        *need_bytes as f64 / (1u64 << 30) as f64
+    )]
+    Budget { budget_bytes: usize, need_bytes: usize, least: &'static str },
     /// Host memory registration (page-locking) failed.
     #[error("cuMemHostRegister of {len_bytes} bytes at {addr:#x}: {source}")]
     Register {

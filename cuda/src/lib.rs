@@ -39,17 +39,21 @@ mod products;
 
 pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
 pub use backend::{
-    device_plan, device_plan_sized, device_terms, CudaBackend, CudaFactory, CudaOps, GpuActivity, GpuQuotient,
+    device_plan, device_plan_sized, device_plan_within, device_shape, device_terms, CudaBackend, CudaFactory,
+    CudaOps, GpuActivity, GpuQuotient,
 };
 pub use device::{device_count, driver_present};
 pub use error::{CudaError, Result};
 pub use gpu::Gpu;
 pub use kernels::kernels_built;
-pub use msm::{Bases, Curve, G1Bases, G2Bases, MsmPlan, MSM_POINTS_MAX, SCALAR_BYTES};
+pub use msm::{
+    msm_scratch_bytes, streamed_scratch_bytes, BaseSet, Bases, Curve, G1Bases, G2Bases, MsmPlan,
+    MSM_POINTS_MAX, SCALAR_BYTES,
+};
 pub use ntt::{h_scratch_bytes, DeviceH, NttKernels};
 pub use ntt_tables::{ntt_tables_bytes, omega, NTT_LOG_MAX};
 pub use pinned::{CudaRegionHook, HostRegistration};
-pub use plan::DevicePlan;
+pub use plan::{DevicePlan, DeviceShape, BASE_SETS};
 pub use products::{
     h_rows_scratch_bytes, products_scratch_bytes, rows_resident_bytes, witness_msm_scratch_bytes, DeviceRows,
 };

@@ -83,6 +83,11 @@ impl Curve {
     fn jacobian_bytes(self) -> usize {
         3 * FP_BYTES * self.degree()
     }
+
+    /// A base: blst's affine point.
+    pub fn affine_bytes(self) -> usize {
+        2 * FP_BYTES * self.degree()
+    }
 }
 
 /// Sizes of one MSM, chosen from `n`.
@@ -178,6 +183,91 @@ impl MsmSpans {
     }
 }
 
+/// The spans of an MSM over streamed bases ([`BaseSet::Streamed`]): every scalar, where
+/// a plain MSM keeps its scalars (the start of the scratch), then two chunk buffers the
+/// copy stream fills in turn. Each chunk's own MSM layout goes above them.
+struct StreamSpans {
+    scalars: DevSpan,
+    bufs: [DevSpan; 2],
+}
+
+impl StreamSpans {
+    fn take(b: &mut Bump, n: usize, chunk: usize, curve: Curve) -> Result<StreamSpans> {
+        let buf = chunk.min(n) * curve.affine_bytes();
+        Ok(StreamSpans {
+            scalars: b.take("streamed MSM: scalars", n * SCALAR_BYTES)?,
+            bufs: [
+                b.take("streamed MSM: bases buffer 0", buf)?,
+                b.take("streamed MSM: bases buffer 1", buf)?,
+            ],
+        })
+    }
+}
+
+/// The chunks of an `n`-point MSM streamed `chunk` points at a time.
+fn chunk_ranges(n: usize, chunk: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let k = chunk.max(1);
+    (0..n.div_ceil(k)).map(move |j| j * k..((j + 1) * k).min(n))
+}
+
+/// Device scratch bytes of an MSM of `n` scalars in `curve` over bases streamed `chunk`
+/// at a time ([`BaseSet::Streamed`]): every scalar, two chunk buffers and the largest
+/// chunk's MSM layout, laid out on a dry run as the call lays them out.
+pub fn streamed_scratch_bytes(curve: Curve, n: usize, chunk: usize) -> usize {
+    let mut b = Bump::dry();
+    StreamSpans::take(&mut b, n, chunk.max(1), curve).expect("a dry layout has room");
+    let above = chunk_ranges(n, chunk)
+        .map(|r| r.len())
+        .take(1)
+        .chain(chunk_ranges(n, chunk).last().map(|r| r.len()))
+        .map(|k| MsmPlan::new(k).scratch_bytes(curve))
+        .max()
+        .unwrap_or(0);
+    b.used_bytes() + above
+}
+
+/// Device scratch bytes of an MSM of `n` scalars over bases resident (`chunk` `None`)
+/// or streamed `chunk` at a time.
+pub fn msm_scratch_bytes(curve: Curve, n: usize, chunk: Option<usize>) -> usize {
+    match chunk {
+        None => MsmPlan::new(n).scratch_bytes(curve),
+        Some(k) => streamed_scratch_bytes(curve, n, k),
+    }
+}
+
+/// Where an MSM's bases are.
+#[derive(Debug)]
+pub enum BaseSet<'a, A> {
+    /// Resident in the device arena.
+    Resident(&'a Bases<A>),
+    /// In host memory (page-locked, for copies at full speed), copied up `chunk` points at
+    /// a time on the copy stream while the previous chunk's MSM runs: for a device whose
+    /// memory budget does not hold every base set. Each chunk is a complete MSM; the
+    /// chunks' sums are added on the host.
+    Streamed { bases: &'a [A], chunk: usize },
+}
+
+impl<A> Clone for BaseSet<'_, A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<A> Copy for BaseSet<'_, A> {}
+
+impl<A> BaseSet<'_, A> {
+    pub fn len(&self) -> usize {
+        match self {
+            BaseSet::Resident(b) => b.len,
+            BaseSet::Streamed { bases, .. } => bases.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Bases resident in the device arena's persistent part ([`G1Bases`], [`G2Bases`]).
 #[derive(Debug)]
 pub struct Bases<A> {
@@ -266,32 +356,120 @@ impl Gpu {
         Ok(Bases { span, len: bases.len(), arena_id, _affine: PhantomData })
     }
 
-    /// Runs an MSM over resident bases, its scalars on the host or already on the device;
-    /// the window sums come back as `J` (blst_p1/p2).
-    pub(crate) fn msm_resident<A, J: Copy + Default>(
+    /// Runs an MSM over resident or streamed bases, its scalars on the host or already on
+    /// the device; the window sums of each chunk (one for resident bases) come back as `J`
+    /// (blst_p1/p2) with their window bits.
+    pub(crate) fn msm_over<A, J: Copy + Default>(
         &mut self,
         curve: Curve,
-        bases: &Bases<A>,
+        bases: BaseSet<'_, A>,
         scalars: Scalars<'_>,
-    ) -> Result<(Vec<J>, u32)> {
+    ) -> Result<Vec<(Vec<J>, u32)>> {
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
-        if bases.arena_id != arena.id() {
-            return Err(CudaError::ForeignHandle("MSM bases"));
+        if let BaseSet::Resident(b) = bases {
+            if b.arena_id != arena.id() {
+                return Err(CudaError::ForeignHandle("MSM bases"));
+            }
         }
-        if scalars.len() > bases.len {
+        if scalars.len() > bases.len() {
             return Err(CudaError::Length {
-                what: "resident MSM: scalars",
+                what: "MSM: scalars (over its bases)",
                 got: scalars.len(),
-                want: bases.len,
+                want: bases.len(),
             });
         }
         self.dev.bind()?;
         self.dev.timer_start()?;
         let mut b = arena.scratch();
         let pk = self.point_kernels(curve);
-        let r = self.msm_run(&mut b, &pk, bases.span.dev_ptr(), scalars);
+        let r = self.msm_placed(&mut b, &pk, bases, scalars);
+        if r.is_err() {
+            // The copy stream may still read host bases, the compute stream host scalars.
+            let _ = self.dev.sync_all();
+        }
         self.arena_mut()?.note_scratch(&b);
         r
+    }
+
+    /// [`Gpu::msm_run`] over resident bases, or [`Gpu::msm_streamed`].
+    pub(crate) fn msm_placed<A, J: Copy + Default>(
+        &self,
+        b: &mut Bump,
+        pk: &PointKernels<'_>,
+        bases: BaseSet<'_, A>,
+        scalars: Scalars<'_>,
+    ) -> Result<Vec<(Vec<J>, u32)>> {
+        match bases {
+            BaseSet::Resident(r) => Ok(vec![self.msm_run(b, pk, r.span.dev_ptr(), scalars)?]),
+            BaseSet::Streamed { bases, chunk } => self.msm_streamed(b, pk, bases, chunk, scalars),
+        }
+    }
+
+    /// An MSM over bases in host memory, `chunk` points at a time: the scalars go where a
+    /// plain MSM keeps them, chunk `j + 1`'s bases go up on the copy stream into one of two
+    /// buffers while chunk `j`'s MSM runs over the other, and each chunk's window sums come
+    /// back. The caller started the device timer; afterwards `last_device` is the compute
+    /// stream's time over every chunk (waits for a chunk's bases included). `b` ends at
+    /// the largest chunk's layout (for the scratch high-water mark).
+    fn msm_streamed<A, J: Copy + Default>(
+        &self,
+        b: &mut Bump,
+        pk: &PointKernels<'_>,
+        bases: &[A],
+        chunk: usize,
+        scalars: Scalars<'_>,
+    ) -> Result<Vec<(Vec<J>, u32)>> {
+        let n = scalars.len();
+        if n == 0 {
+            return Ok(vec![self.msm_run(b, pk, DevPtr::NULL, scalars)?]);
+        }
+        if chunk == 0 {
+            return Err(CudaError::Length { what: "streamed MSM: chunk points", got: 0, want: 1 });
+        }
+        assert_eq!(std::mem::size_of::<A>(), pk.curve.affine_bytes(), "base type matches the curve");
+        let s = StreamSpans::take(b, n, chunk, pk.curve)?;
+        // SAFETY: the scalars span holds `n` scalars; host scalars stay borrowed by the
+        // caller until the last chunk's download synchronizes the stream (or a sync on an
+        // error).
+        unsafe {
+            match scalars {
+                Scalars::Host(h) => self.dev.upload_async(s.scalars.ptr, h)?,
+                Scalars::Device { ptr, n } if ptr != s.scalars.dev_ptr() => {
+                    self.dev.copy_d2d(s.scalars.ptr, ptr.addr(), n * SCALAR_BYTES)?
+                }
+                Scalars::Device { .. } => {}
+            }
+        }
+        let ranges: Vec<_> = chunk_ranges(n, chunk).collect();
+        // SAFETY (both uploads): each buffer holds `chunk` bases; `bases` is borrowed for
+        // the whole call and every way out waits for the copy stream (the last chunk's
+        // MSM waited for its upload; an error path syncs both streams in `msm_over`). A
+        // buffer is refilled only after the MSM that read it has downloaded its sums.
+        unsafe { self.dev.upload_overlapped(0, s.bufs[0].ptr, &bases[ranges[0].clone()]) }?;
+        let (mut out, mut device, mut high) =
+            (Vec::with_capacity(ranges.len()), Duration::ZERO, None::<Bump>);
+        for (j, r) in ranges.iter().enumerate() {
+            if let Some(next) = ranges.get(j + 1) {
+                let slot = (j + 1) % 2;
+                unsafe { self.dev.upload_overlapped(slot, s.bufs[slot].ptr, &bases[next.clone()]) }?;
+            }
+            if j > 0 {
+                self.dev.timer_start()?;
+            }
+            self.dev.wait_upload(j % 2)?;
+            let mut cb = b.clone();
+            let chunk_scalars = Scalars::Device { ptr: s.scalars.at(r.start * SCALAR_BYTES), n: r.len() };
+            out.push(self.msm_run(&mut cb, pk, s.bufs[j % 2].dev_ptr(), chunk_scalars)?);
+            device += self.last_device.get();
+            if high.as_ref().map_or(true, |h| h.used_bytes() < cb.used_bytes()) {
+                high = Some(cb);
+            }
+        }
+        self.last_device.set(device);
+        if let Some(h) = high {
+            *b = h;
+        }
+        Ok(out)
     }
 
     /// Runs an MSM copying the bases in for this call.
@@ -336,8 +514,18 @@ impl Gpu {
         bases: &G1Bases,
         scalars: &[[u8; SCALAR_BYTES]],
     ) -> Result<G1Projective> {
-        let (sums, c) = self.msm_resident::<_, blst_p1>(Curve::G1, bases, Scalars::Host(scalars))?;
-        Ok(combine(&sums, c))
+        self.msm_g1_over(BaseSet::Resident(bases), scalars)
+    }
+
+    /// `sum scalars[i] * bases[i]` in G1 over resident or streamed bases (`scalars.len()
+    /// <= bases.len()`).
+    pub fn msm_g1_over(
+        &mut self,
+        bases: BaseSet<'_, blst_p1_affine>,
+        scalars: &[[u8; SCALAR_BYTES]],
+    ) -> Result<G1Projective> {
+        let parts = self.msm_over::<_, blst_p1>(Curve::G1, bases, Scalars::Host(scalars))?;
+        Ok(combine_parts(&parts))
     }
 
     /// `sum scalars[i] * bases[i]` in G1, copying the bases in for this call.
@@ -356,8 +544,17 @@ impl Gpu {
         bases: &G2Bases,
         scalars: &[[u8; SCALAR_BYTES]],
     ) -> Result<G2Projective> {
-        let (sums, c) = self.msm_resident::<_, blst_p2>(Curve::G2, bases, Scalars::Host(scalars))?;
-        Ok(combine(&sums, c))
+        self.msm_g2_over(BaseSet::Resident(bases), scalars)
+    }
+
+    /// `sum scalars[i] * bases[i]` in G2 over resident or streamed bases.
+    pub fn msm_g2_over(
+        &mut self,
+        bases: BaseSet<'_, blst_p2_affine>,
+        scalars: &[[u8; SCALAR_BYTES]],
+    ) -> Result<G2Projective> {
+        let parts = self.msm_over::<_, blst_p2>(Curve::G2, bases, Scalars::Host(scalars))?;
+        Ok(combine_parts(&parts))
     }
 
     /// `sum scalars[i] * bases[i]` in G2, copying the bases in for this call.
@@ -559,6 +756,11 @@ impl Gpu {
         // One "window" of one segment: the xyzz sum to blst's Jacobian form.
         pk.sums.launch(Dims::blocks(1, 32), src, 1, 1, out)
     }
+}
+
+/// The sum of [`combine`] over the chunks of an MSM ([`Gpu::msm_over`]).
+pub(crate) fn combine_parts<G: Group + AsMut<J>, J: Copy>(parts: &[(Vec<J>, u32)]) -> G {
+    parts.iter().map(|(sums, c)| combine::<G, J>(sums, *c)).sum()
 }
 
 /// `sum_w 2^(c w) S_w` by Horner from the top window, plus the sum of the ones: `sums`

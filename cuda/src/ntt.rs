@@ -4,14 +4,14 @@
 //! transforms scale by `1/n`. Outputs equal the CPU's bit for bit (tests/gpu.rs). The
 //! tables these read are in `ntt_tables.rs`.
 
-use blst::blst_p1;
+use blst::{blst_p1, blst_p1_affine};
 use blstrs::{G1Projective, Scalar};
 
 use crate::arena::{Bump, DevPtr, DevSpan};
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
 use crate::kernels::Dims;
-use crate::msm::{combine, Curve, G1Bases, Scalars};
+use crate::msm::{combine_parts, BaseSet, Curve, G1Bases, Scalars};
 use crate::ntt_passes::{passes, BLOCK_LOG, PASS_STAGES_MAX};
 use crate::ntt_tables::{powers, NttTables, FR_BYTES, NTT_LOG_MAX};
 
@@ -399,6 +399,12 @@ impl Gpu {
     /// bases[i]` (as the CPU prover: `msm_g1(params.h(), h_bytes)`), with `bases` resident.
     /// An error, never a wrong sum, when another operation has used the scratch since.
     pub fn msm_h_resident(&mut self, h: DeviceH, bases: &G1Bases) -> Result<G1Projective> {
+        self.msm_h_over(h, BaseSet::Resident(bases))
+    }
+
+    /// [`Gpu::msm_h_resident`] over resident or streamed bases: streamed, the chunks'
+    /// buffers and layouts go above h, which stays where it is.
+    pub fn msm_h_over(&mut self, h: DeviceH, bases: BaseSet<'_, blst_p1_affine>) -> Result<G1Projective> {
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         if h.arena_id != arena.id() {
             return Err(CudaError::ForeignHandle("h on the device"));
@@ -407,8 +413,8 @@ impl Gpu {
             return Err(CudaError::StaleScratch("h on the device"));
         }
         let scalars = Scalars::Device { ptr: h.ptr, n: h.len };
-        let (sums, c) = self.msm_resident::<_, blst_p1>(Curve::G1, bases, scalars)?;
-        Ok(combine(&sums, c))
+        let parts = self.msm_over::<_, blst_p1>(Curve::G1, bases, scalars)?;
+        Ok(combine_parts(&parts))
     }
 
     /// Device time of one forward NTT of `2^log_n` scalars already on the device, in

@@ -46,6 +46,8 @@ pub struct HostRegistration {
 // SAFETY: the registration is a token for a driver-side pinning; it is not a reference
 // to the memory, and unregistering from any thread (with the context bound) is allowed.
 unsafe impl Send for HostRegistration {}
+// SAFETY: as Send: a shared reference only reads the length; nothing reaches the memory.
+unsafe impl Sync for HostRegistration {}
 
 impl HostRegistration {
     pub fn len_bytes(&self) -> usize {

@@ -4,10 +4,37 @@
 //! `prepare_ntt` asserts), so a reservation of [`DevicePlan::total_bytes`] holds them.
 
 use crate::arena::SPAN_ALIGN_BYTES;
-use crate::msm::{Curve, MsmPlan};
+use crate::error::CudaError;
+use crate::msm::{msm_scratch_bytes, Curve, MsmPlan};
 use crate::ntt::h_scratch_bytes;
 use crate::ntt_tables::ntt_tables_bytes;
 use crate::products::{h_rows_scratch_bytes, witness_msm_scratch_bytes};
+
+/// A parameter set's five base sets, in the order a device-memory budget keeps them
+/// resident: H, L, A, B_G1 in G1, then B_G2 (the G2 MSM does the most work per byte
+/// copied, so it hides a streamed copy best and is the first to stream).
+pub const BASE_SETS: [(&str, Curve); 5] =
+    [("H", Curve::G1), ("L", Curve::G1), ("A", Curve::G1), ("B_G1", Curve::G1), ("B_G2", Curve::G2)];
+
+/// Chunks of streamed bases: the largest that fits the budget, from 2^24 points (the
+/// H200's G1 MSM is at its best per point there: 13 ns at 2^24 against 19 at 2^22,
+/// BENCHMARKS.md) down to 2^16.
+const CHUNK_LOG_MAX: u32 = 24;
+const CHUNK_LOG_MIN: u32 = 16;
+
+/// What a device plan is made for: a proof's sizes as the device sees them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceShape {
+    /// The h domain is `2^domain_log`.
+    pub domain_log: u32,
+    /// Points of each base set, in [`BASE_SETS`] order.
+    pub lens: [usize; 5],
+    pub inputs: usize,
+    pub aux: usize,
+    /// The kind's recording, when a, b, c may be computed on the device from it (its
+    /// resident bytes, [`crate::rows_resident_bytes`]).
+    pub rows_bytes: Option<usize>,
+}
 
 /// Bytes of one blst affine point: G1 (two Fp), G2 (two Fp2).
 const G1_AFFINE_BYTES: usize = 96;
@@ -34,6 +61,16 @@ pub struct DevicePlan {
     /// The largest witness MSM: the MSM plus the aux and density staged above it
     /// (scratch): [`DevicePlan::with_witness_msms`].
     pub witness_scratch_bytes: usize,
+    /// Which base sets ([`BASE_SETS`] order) are resident; the others stay in page-locked
+    /// host memory and stream to the device `chunk_points` at a time for each MSM.
+    pub resident: [bool; 5],
+    /// Points per streamed chunk (0 when every set is resident).
+    pub chunk_points: usize,
+    /// Bytes of the streamed sets: what goes over the bus per proof.
+    pub streamed_bytes: usize,
+    /// The device-memory budget the plan was made within (`None`: the whole set resident,
+    /// no budget asked for).
+    pub budget_bytes: Option<usize>,
 }
 
 impl DevicePlan {
@@ -53,7 +90,110 @@ impl DevicePlan {
             rows_bytes: 0,
             h_rows_scratch_bytes: 0,
             witness_scratch_bytes: 0,
+            resident: [true; 5],
+            chunk_points: 0,
+            streamed_bytes: 0,
+            budget_bytes: None,
         }
+    }
+
+    /// The plan of proofs of `shape` with the base sets `resident` kept in the arena and the
+    /// others streamed `chunk` points at a time, and a, b, c computed on the device from
+    /// the recording when `rows` (and the shape has one). Each MSM's scratch is the layout
+    /// the call makes: resident, or streamed (every scalar, two chunk buffers, a chunk's
+    /// MSM).
+    pub fn for_proofs(shape: &DeviceShape, resident: [bool; 5], chunk: usize, rows: bool) -> DevicePlan {
+        let span = |bytes: usize| bytes.max(1).next_multiple_of(SPAN_ALIGN_BYTES);
+        let placed = |i: usize| (!resident[i]).then_some(chunk);
+        let (mut g1, mut g2, mut streamed) = (0, 0, 0);
+        for (i, (_, curve)) in BASE_SETS.iter().enumerate() {
+            let bytes = shape.lens[i] * curve.affine_bytes();
+            match (resident[i], curve) {
+                (true, Curve::G1) => g1 += span(bytes),
+                (true, Curve::G2) => g2 += span(bytes),
+                (false, _) => streamed += bytes,
+            }
+        }
+        let msm =
+            (0..5).map(|i| msm_scratch_bytes(BASE_SETS[i].1, shape.lens[i], placed(i))).max().unwrap_or(0);
+        let aux = shape.aux;
+        // The witness MSMs: L over all aux, A and B (G1, G2) over the aux their density picks.
+        let witness = [
+            witness_msm_scratch_bytes(Curve::G1, shape.lens[1], aux, false, placed(1)),
+            witness_msm_scratch_bytes(Curve::G1, shape.lens[2], aux, true, placed(2)),
+            witness_msm_scratch_bytes(Curve::G1, shape.lens[3], aux, true, placed(3)),
+            witness_msm_scratch_bytes(Curve::G2, shape.lens[4], aux, true, placed(4)),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        let plan = DevicePlan {
+            ntt_tables_bytes: ntt_tables_bytes(shape.domain_log),
+            g1_bases_bytes: g1,
+            g2_bases_bytes: g2,
+            h_scratch_bytes: h_scratch_bytes(shape.domain_log),
+            msm_scratch_bytes: msm,
+            rows_bytes: 0,
+            h_rows_scratch_bytes: 0,
+            witness_scratch_bytes: witness,
+            resident,
+            chunk_points: if resident.iter().all(|&r| r) { 0 } else { chunk },
+            streamed_bytes: streamed,
+            budget_bytes: None,
+        };
+        match shape.rows_bytes.filter(|_| rows) {
+            Some(b) => plan.with_rows(b, shape.domain_log, shape.inputs, aux),
+            None => plan,
+        }
+    }
+
+    /// The plan for proofs of `shape` within a device-memory `budget` (bytes; `None`: no
+    /// budget, everything resident). The whole set resident when it fits; otherwise the
+    /// largest chunk (2^24 down to 2^16 points) with which every set streamed fits, then the
+    /// sets kept resident in [`BASE_SETS`] order while they fit; a, b, c on the device from
+    /// the recording while that fits at all, else from the host (the plan's `rows_bytes`
+    /// is then 0). An error naming the least budget when nothing fits.
+    pub fn within_budget(shape: &DeviceShape, budget: Option<usize>) -> Result<DevicePlan, CudaError> {
+        let full = DevicePlan::for_proofs(shape, [true; 5], 0, true);
+        let Some(budget) = budget else { return Ok(full) };
+        if full.total_bytes() <= budget {
+            return Ok(DevicePlan { budget_bytes: Some(budget), ..full });
+        }
+        let longest = shape.lens.iter().copied().max().unwrap_or(1).max(1);
+        let chunk_logs = (CHUNK_LOG_MIN..=CHUNK_LOG_MAX)
+            .rev()
+            .filter(|&l| l == CHUNK_LOG_MIN || (1usize << (l - 1)) < longest);
+        for rows in [true, false] {
+            if rows && shape.rows_bytes.is_none() {
+                continue;
+            }
+            for log in chunk_logs.clone() {
+                let chunk = 1usize << log;
+                let mut resident = [false; 5];
+                if DevicePlan::for_proofs(shape, resident, chunk, rows).total_bytes() > budget {
+                    continue;
+                }
+                for i in 0..5 {
+                    resident[i] = true;
+                    if DevicePlan::for_proofs(shape, resident, chunk, rows).total_bytes() > budget {
+                        resident[i] = false;
+                    }
+                }
+                let plan = DevicePlan::for_proofs(shape, resident, chunk, rows);
+                return Ok(DevicePlan { budget_bytes: Some(budget), ..plan });
+            }
+        }
+        let least = DevicePlan::for_proofs(shape, [false; 5], 1 << CHUNK_LOG_MIN, false);
+        Err(CudaError::Budget {
+            budget_bytes: budget,
+            need_bytes: least.total_bytes(),
+            least: "every base set streamed in chunks of 2^16 points, a, b, c from the host",
+        })
+    }
+
+    /// Whether a, b, c are computed on the device from a resident recording.
+    pub fn rows_resident(&self) -> bool {
+        self.rows_bytes > 0
     }
 
     /// With the witness MSMs ([`crate::Gpu::msm_witness_g1`]) of a proof with `aux`
@@ -61,10 +201,10 @@ impl DevicePlan {
     /// staging the aux and, for A and B, the density above its MSM.
     pub fn with_witness_msms(mut self, aux: usize, a_points: usize, b_points: usize) -> DevicePlan {
         self.witness_scratch_bytes = [
-            witness_msm_scratch_bytes(Curve::G1, aux, aux, false),
-            witness_msm_scratch_bytes(Curve::G1, a_points, aux, true),
-            witness_msm_scratch_bytes(Curve::G1, b_points, aux, true),
-            witness_msm_scratch_bytes(Curve::G2, b_points, aux, true),
+            witness_msm_scratch_bytes(Curve::G1, aux, aux, false, None),
+            witness_msm_scratch_bytes(Curve::G1, a_points, aux, true, None),
+            witness_msm_scratch_bytes(Curve::G1, b_points, aux, true, None),
+            witness_msm_scratch_bytes(Curve::G2, b_points, aux, true, None),
         ]
         .into_iter()
         .max()
@@ -122,5 +262,93 @@ mod tests {
         let g1_only = DevicePlan::new(24, &[1 << 24], &[], 1 << 24);
         assert_eq!(g1_only.scratch_bytes() >> 20, 1885, "{g1_only:?}");
         assert!(small.total_bytes() < big.total_bytes());
+    }
+
+    /// A 32 GiB PoRep partition as the device sees it (domain 2^27, the recording's
+    /// measured resident size; A and B counts of that order).
+    fn porep_32gib() -> DeviceShape {
+        DeviceShape {
+            domain_log: 27,
+            lens: [(1 << 27) - 1, 130_169_893, 100_000_000, 60_000_000, 60_000_000],
+            inputs: 328,
+            aux: 130_169_893,
+            rows_bytes: Some(4_863_643_356),
+        }
+    }
+
+    const GIB: usize = 1 << 30;
+
+    #[test]
+    fn without_a_budget_or_within_a_large_one_everything_is_resident() {
+        let shape = porep_32gib();
+        let full = DevicePlan::within_budget(&shape, None).unwrap();
+        assert_eq!(full.resident, [true; 5]);
+        assert_eq!((full.chunk_points, full.streamed_bytes, full.budget_bytes), (0, 0, None));
+        assert!(full.rows_resident());
+        let roomy = DevicePlan::within_budget(&shape, Some(full.total_bytes())).unwrap();
+        assert_eq!(DevicePlan { budget_bytes: None, ..roomy }, full);
+    }
+
+    #[test]
+    fn a_budget_streams_what_does_not_fit_and_the_plan_stays_within_it() {
+        let shape = porep_32gib();
+        let full = DevicePlan::within_budget(&shape, None).unwrap();
+        let all_bytes: usize = (0..5).map(|i| shape.lens[i] * BASE_SETS[i].1.affine_bytes()).sum();
+        let mut last_streamed = 0;
+        assert!(full.total_bytes() > 64 * GIB, "{}", full.total_bytes());
+        for budget in [64 * GIB, 40 * GIB, 24 * GIB, 16 * GIB] {
+            let p = DevicePlan::within_budget(&shape, Some(budget)).unwrap();
+            assert!(p.total_bytes() <= budget, "{budget}: {} over", p.total_bytes());
+            assert!(p.total_bytes() < full.total_bytes());
+            assert_eq!(p.budget_bytes, Some(budget));
+            // What streams is what is not resident, and a smaller budget streams no less.
+            let streamed: usize = (0..5)
+                .filter(|&i| !p.resident[i])
+                .map(|i| shape.lens[i] * BASE_SETS[i].1.affine_bytes())
+                .sum();
+            assert_eq!(p.streamed_bytes, streamed);
+            assert!(p.streamed_bytes > 0 && p.streamed_bytes <= all_bytes);
+            assert!(p.streamed_bytes >= last_streamed, "{budget}");
+            last_streamed = p.streamed_bytes;
+            assert!(p.chunk_points.is_power_of_two() && p.chunk_points <= 1 << CHUNK_LOG_MAX);
+        }
+        // 24 GiB keeps the recording (a, b, c on the device); 16 GiB cannot.
+        assert!(DevicePlan::within_budget(&shape, Some(24 * GIB)).unwrap().rows_resident());
+        let small = DevicePlan::within_budget(&shape, Some(16 * GIB)).unwrap();
+        assert!(!small.rows_resident());
+        assert_eq!(small.h_rows_scratch_bytes, 0);
+    }
+
+    #[test]
+    fn a_budget_below_the_least_plan_is_a_typed_error_naming_the_least() {
+        let shape = porep_32gib();
+        match DevicePlan::within_budget(&shape, Some(4 * GIB)) {
+            Err(CudaError::Budget { budget_bytes, need_bytes, .. }) => {
+                assert_eq!(budget_bytes, 4 * GIB);
+                // The h pipeline's a, b, c alone are 12 GiB at 2^27.
+                assert!(need_bytes > 12 * GIB, "{need_bytes}");
+                let least = DevicePlan::within_budget(&shape, Some(need_bytes)).unwrap();
+                assert!(least.total_bytes() <= need_bytes);
+            }
+            other => panic!("expected a budget error, got {other:?}"),
+        }
+    }
+
+    /// A streamed MSM's scratch is its scalars, two chunk buffers and the chunk's layout,
+    /// and it shrinks with the chunk.
+    #[test]
+    fn streamed_scratch_is_scalars_two_buffers_and_a_chunk() {
+        use crate::msm::streamed_scratch_bytes;
+        let n = 1 << 22;
+        for curve in [Curve::G1, Curve::G2] {
+            let k = 1 << 18;
+            let s = streamed_scratch_bytes(curve, n, k);
+            let want = 32 * n + 2 * k * curve.affine_bytes() + MsmPlan::new(k).scratch_bytes(curve);
+            assert!(s >= want && s < want + 3 * SPAN_ALIGN_BYTES, "{curve:?}: {s} vs {want}");
+            assert!(streamed_scratch_bytes(curve, n, 1 << 16) < s);
+            // A last chunk shorter than the rest is laid out as it is.
+            let odd = streamed_scratch_bytes(curve, n + 5, k);
+            assert!(odd >= s);
+        }
     }
 }

@@ -17,14 +17,16 @@
 use arenaprove_circuits::precompiled::format::ROWS_PER_BLOCK;
 use arenaprove_circuits::precompiled::RowStream;
 use arenaprove_circuits::{Density, Precompiled};
-use blst::{blst_p1, blst_p2};
+use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
 use blstrs::{G1Projective, G2Projective, Scalar};
 
 use crate::arena::{Bump, DevPtr, DevSpan};
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
 use crate::kernels::Dims;
-use crate::msm::{combine, Bases, Curve, G1Bases, G2Bases, MsmPlan, Scalars, MSM_POINTS_MAX, SCALAR_BYTES};
+use crate::msm::{
+    combine_parts, msm_scratch_bytes, BaseSet, Curve, G1Bases, G2Bases, Scalars, MSM_POINTS_MAX, SCALAR_BYTES,
+};
 use crate::ntt::{h_spans, DeviceH};
 use crate::ntt_tables::FR_BYTES;
 
@@ -112,8 +114,9 @@ struct WitnessSpans {
     dense: Option<[DevSpan; 3]>,
 }
 
-fn witness_spans(b: &mut Bump, curve: Curve, n: usize, naux: usize, dense: bool) -> Result<WitnessSpans> {
-    let msm_bytes = MsmPlan::new(n).scratch_bytes(curve);
+/// `msm_bytes`: the MSM's own layout ([`msm_scratch_bytes`]: resident or streamed bases),
+/// which starts with its scalars; the staging goes above it.
+fn witness_spans(b: &mut Bump, msm_bytes: usize, n: usize, naux: usize, dense: bool) -> Result<WitnessSpans> {
     let scalars = b.take("witness MSM: scalars", n * SCALAR_BYTES)?;
     let taken = (n * SCALAR_BYTES).max(1).next_multiple_of(crate::arena::SPAN_ALIGN_BYTES);
     if msm_bytes > taken {
@@ -134,10 +137,16 @@ fn witness_spans(b: &mut Bump, curve: Curve, n: usize, naux: usize, dense: bool)
 }
 
 /// Scratch of a witness MSM of `n` points over `naux` aux variables (`dense`: filtered by
-/// a density).
-pub fn witness_msm_scratch_bytes(curve: Curve, n: usize, naux: usize, dense: bool) -> usize {
+/// a density), its bases resident (`chunk` `None`) or streamed `chunk` points at a time.
+pub fn witness_msm_scratch_bytes(
+    curve: Curve,
+    n: usize,
+    naux: usize,
+    dense: bool,
+    chunk: Option<usize>,
+) -> usize {
     let mut b = Bump::dry();
-    witness_spans(&mut b, curve, n, naux, dense).expect("a dry layout has room");
+    witness_spans(&mut b, msm_scratch_bytes(curve, n, chunk), n, naux, dense).expect("a dry layout has room");
     b.used_bytes()
 }
 
@@ -389,8 +398,19 @@ impl Gpu {
         aux: &[Scalar],
         density: Option<Density<'_>>,
     ) -> Result<G1Projective> {
-        let (sums, c) = self.msm_witness::<_, blst_p1>(Curve::G1, bases, head, aux, density)?;
-        Ok(combine(&sums, c))
+        self.msm_witness_g1_over(BaseSet::Resident(bases), head, aux, density)
+    }
+
+    /// [`Gpu::msm_witness_g1`] over resident or streamed bases.
+    pub fn msm_witness_g1_over(
+        &mut self,
+        bases: BaseSet<'_, blst_p1_affine>,
+        head: &[[u8; SCALAR_BYTES]],
+        aux: &[Scalar],
+        density: Option<Density<'_>>,
+    ) -> Result<G1Projective> {
+        let parts = self.msm_witness::<_, blst_p1>(Curve::G1, bases, head, aux, density)?;
+        Ok(combine_parts(&parts))
     }
 
     /// [`Gpu::msm_witness_g1`] in G2.
@@ -401,18 +421,29 @@ impl Gpu {
         aux: &[Scalar],
         density: Option<Density<'_>>,
     ) -> Result<G2Projective> {
-        let (sums, c) = self.msm_witness::<_, blst_p2>(Curve::G2, bases, head, aux, density)?;
-        Ok(combine(&sums, c))
+        self.msm_witness_g2_over(BaseSet::Resident(bases), head, aux, density)
+    }
+
+    /// [`Gpu::msm_witness_g2`] over resident or streamed bases.
+    pub fn msm_witness_g2_over(
+        &mut self,
+        bases: BaseSet<'_, blst_p2_affine>,
+        head: &[[u8; SCALAR_BYTES]],
+        aux: &[Scalar],
+        density: Option<Density<'_>>,
+    ) -> Result<G2Projective> {
+        let parts = self.msm_witness::<_, blst_p2>(Curve::G2, bases, head, aux, density)?;
+        Ok(combine_parts(&parts))
     }
 
     fn msm_witness<A, J: Copy + Default>(
         &mut self,
         curve: Curve,
-        bases: &Bases<A>,
+        bases: BaseSet<'_, A>,
         head: &[[u8; SCALAR_BYTES]],
         aux: &[Scalar],
         density: Option<Density<'_>>,
-    ) -> Result<(Vec<J>, u32)> {
+    ) -> Result<Vec<(Vec<J>, u32)>> {
         if let Some(d) = density {
             if d.len() != aux.len() {
                 return Err(CudaError::Length {
@@ -432,14 +463,18 @@ impl Gpu {
         let selected = density.map_or(aux.len(), |d| d.count_ones());
         let n = head.len() + selected;
         if n == 0 {
-            return self.msm_resident(curve, bases, Scalars::Host(&[]));
+            return self.msm_over(curve, bases, Scalars::Host(&[]));
         }
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
-        if bases.arena_id != arena.id() {
-            return Err(CudaError::ForeignHandle("MSM bases"));
-        }
-        if n > bases.len {
-            return Err(CudaError::Length { what: "witness MSM: scalars", got: n, want: bases.len });
+        let chunk = match bases {
+            BaseSet::Resident(b) if b.arena_id != arena.id() => {
+                return Err(CudaError::ForeignHandle("MSM bases"))
+            }
+            BaseSet::Resident(_) => None,
+            BaseSet::Streamed { chunk, .. } => Some(chunk),
+        };
+        if n > bases.len() {
+            return Err(CudaError::Length { what: "witness MSM: scalars", got: n, want: bases.len() });
         }
         if n > MSM_POINTS_MAX {
             return Err(CudaError::Limit { what: "MSM points", value: n, limit: MSM_POINTS_MAX });
@@ -447,15 +482,17 @@ impl Gpu {
         self.dev.bind()?;
         self.dev.timer_start()?;
         let mut stage = arena.scratch();
-        let s = witness_spans(&mut stage, curve, n, aux.len(), density.is_some())?;
+        let s =
+            witness_spans(&mut stage, msm_scratch_bytes(curve, n, chunk), n, aux.len(), density.is_some())?;
         // Once a copy is queued, every way out waits for the stream first: the aux and
         // density slabs must not go back to their pool while a copy reads them.
         let r = self.enqueue_gather(&s, head, aux, density, selected).and_then(|()| {
             // The MSM lays its spans out afresh from the scratch's start: its scalars span
-            // is `s.scalars`, already filled, and its other spans end below the staging.
+            // is `s.scalars`, already filled, and its other spans (streamed: the chunk
+            // buffers and each chunk's layout) end below the staging.
             let mut b = arena.scratch();
             let pk = self.point_kernels(curve);
-            self.msm_run(&mut b, &pk, bases.span.dev_ptr(), Scalars::Device { ptr: s.scalars.dev_ptr(), n })
+            self.msm_placed(&mut b, &pk, bases, Scalars::Device { ptr: s.scalars.dev_ptr(), n })
         });
         if r.is_err() {
             let _ = self.dev.sync_all();
@@ -566,9 +603,10 @@ mod tests {
         }
     }
 
-    /// The witness MSM's staging lies above the whole MSM layout, so the MSM (laid out
-    /// afresh from the scratch's start) never overwrites the aux it is gathered from
-    /// before the gather ran, and its scalars span is the staging's first span.
+    /// The witness MSM's staging lies above the whole MSM layout (resident bases, or
+    /// streamed: the chunk buffers and the chunk's layout), so the MSM (laid out afresh
+    /// from the scratch's start) never overwrites the aux it is gathered from before the
+    /// gather ran, and its scalars span is the staging's first span.
     #[test]
     fn witness_staging_sits_above_the_msm_layout() {
         for (curve, n, naux, dense) in [
@@ -576,13 +614,19 @@ mod tests {
             (Curve::G1, 300, 5000, true),
             (Curve::G2, 1 << 16, 1 << 17, true),
         ] {
-            let msm = MsmPlan::new(n).scratch_bytes(curve);
-            let mut b = Bump::dry();
-            let s = witness_spans(&mut b, curve, n, naux, dense).unwrap();
-            assert_eq!(s.scalars.ptr, 0);
-            assert!(s.aux.ptr as usize >= msm, "{curve:?} {n}: aux at {} inside the MSM's {msm}", s.aux.ptr);
-            assert_eq!(s.dense.is_some(), dense);
-            assert_eq!(witness_msm_scratch_bytes(curve, n, naux, dense), b.used_bytes());
+            for chunk in [None, Some(64), Some(1 << 12), Some(n)] {
+                let msm = msm_scratch_bytes(curve, n, chunk);
+                let mut b = Bump::dry();
+                let s = witness_spans(&mut b, msm, n, naux, dense).unwrap();
+                assert_eq!(s.scalars.ptr, 0);
+                assert!(
+                    s.aux.ptr as usize >= msm,
+                    "{curve:?} {n}: aux at {} inside the MSM's {msm}",
+                    s.aux.ptr
+                );
+                assert_eq!(s.dense.is_some(), dense);
+                assert_eq!(witness_msm_scratch_bytes(curve, n, naux, dense, chunk), b.used_bytes());
+            }
         }
     }
 }

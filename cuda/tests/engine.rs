@@ -512,3 +512,87 @@ fn a_bad_gpu_list_is_a_typed_error() {
         other => panic!("GPU 0 twice: {:?}", other.map(|f| f.ordinals())),
     }
 }
+
+/// A device-memory budget below what the proofs need resident: the plan streams the base
+/// sets that do not fit from page-locked host memory (and, when the recording does not
+/// fit either, the partitions hold a, b, c on the host); the proofs stay byte-identical
+/// to the CPU engine's and verify. A budget below the least plan refuses to start, naming
+/// the least.
+#[test]
+fn a_device_memory_budget_streams_bases_and_proofs_stay_identical() {
+    let (kind, log) = (CircuitKind::Sector, 14u32);
+    let constraints = 1usize << log;
+    let params = params_for(kind, constraints, 90);
+    let pc = Arc::new(
+        arenaprove_circuits::record_native(&circuit(kind, constraints, 0), &format!("{kind}@{constraints}"))
+            .expect("recorded"),
+    );
+    let shape = shape_of_native(&circuit(kind, constraints, 0)).expect("shape");
+    let spec = CircuitSpec::new(kind.to_string(), shape, params.clone()).with_matrices(pc.clone());
+    let cfg = EngineConfig {
+        slots: 2,
+        synth_workers: 2,
+        region: RegionConfig { huge_pages: false, ..RegionConfig::default() },
+        ..EngineConfig::default()
+    };
+    let precompiled_job = |seed: u64| {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let parts = (0..2u64)
+            .map(|p| {
+                arenaprove_engine::pipeline::precompiled(ViaBridge(circuit(kind, constraints, p)), pc.clone())
+            })
+            .collect();
+        let mut j = Job::new(kind.to_string(), parts);
+        j.randomness = Some(
+            (0..2).map(|_| Randomness { r: Scalar::random(&mut rng), s: Scalar::random(&mut rng) }).collect(),
+        );
+        j
+    };
+    let cpu = Engine::new(cfg.clone(), vec![spec.clone()]).expect("cpu engine");
+    let want = cpu.prove(precompiled_job(8)).expect("cpu job");
+    assert!(want.is_ok(), "cpu: {:?}", want.first_error());
+    cpu.shutdown(ShutdownMode::Drain);
+
+    let pshape = arenaprove_engine::groth16::ProofShape::of_params(&params);
+    let rows_bytes = arenaprove_cuda::rows_resident_bytes(&pc.row_stream());
+    let full = arenaprove_cuda::device_plan_sized(&pshape, Some(rows_bytes));
+    let least_host_abc = arenaprove_cuda::DevicePlan::for_proofs(
+        &arenaprove_cuda::device_shape(&pshape, Some(rows_bytes)),
+        [false; 5],
+        1 << 16,
+        false,
+    );
+    // One byte short of everything resident; then the least plan (a, b, c from the host).
+    for (budget, rows_on_device) in [(full.total_bytes() - 1, true), (least_host_abc.total_bytes(), false)] {
+        let Some(gpu) = common::opened_or_skip(CudaFactory::open(0)) else { return };
+        let gpu = Arc::new(gpu.with_device_memory(Some(budget)));
+        let plan = gpu.plan_for(&pshape, Some(&pc)).expect("a plan within the budget");
+        assert!(plan.total_bytes() <= budget && plan.streamed_bytes > 0, "{plan:?}");
+        assert_eq!(plan.rows_resident(), rows_on_device, "{plan:?}");
+        let dev = Engine::new(EngineConfig { backend: gpu.clone(), ..cfg.clone() }, vec![spec.clone()])
+            .expect("gpu engine within the budget");
+        let mp = dev.memory_plan();
+        assert_eq!(mp.host_abc(), !rows_on_device, "{mp}");
+        assert!(mp.terms.iter().any(|t| t.what.contains("streamed per proof")), "{mp}");
+        let got = dev.prove(precompiled_job(8)).expect("gpu job");
+        assert!(got.is_ok(), "gpu within {budget} bytes: {:?}", got.first_error());
+        assert_eq!(got.proof_bytes().unwrap(), want.proof_bytes().unwrap(), "budget {budget}: proofs differ");
+        bellperson_verifies(&params, &got);
+        let reserved = gpu.arena_stats().expect("reserved").reserved_bytes;
+        assert!(reserved <= budget, "arena {reserved} over the budget {budget}");
+        println!(
+            "budget {budget} B (everything resident: {} B): arena {reserved} B, streamed {} B per proof in chunks of {}, a, b, c on the device: {rows_on_device}; identical and verified",
+            full.total_bytes(),
+            plan.streamed_bytes,
+            plan.chunk_points
+        );
+        let report = dev.shutdown(ShutdownMode::Drain);
+        assert!(report.deinit.is_clean(), "{:?}", report.deinit);
+    }
+    // Below the least plan: the engine does not start, and says why.
+    let Some(gpu) = common::opened_or_skip(CudaFactory::open(0)) else { return };
+    let gpu = Arc::new(gpu.with_device_memory(Some(least_host_abc.total_bytes() / 2)));
+    let err =
+        Engine::new(EngineConfig { backend: gpu, ..cfg }, vec![spec]).err().expect("refused").to_string();
+    assert!(err.contains("budget"), "{err}");
+}

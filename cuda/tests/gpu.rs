@@ -389,3 +389,68 @@ fn precompiled_products_on_the_device_match_the_host() {
         g.products(&m, &vec![Scalar::ZERO; m.inputs], &vec![Scalar::ZERO; m.aux], [a, b, c]).unwrap_err();
     assert!(matches!(err, CudaError::Length { what: "products: c", .. }), "{err}");
 }
+
+/// Bases left in host memory and streamed up a chunk at a time (two buffers, the copy
+/// stream filling one while the other's MSM runs) give blst's sum for every chunking: one
+/// chunk, several, a short last chunk, fewer scalars than bases; in G1 and G2, and in the
+/// witness MSM (split vector gathered on the device) against its resident form.
+#[test]
+fn streamed_bases_match_blst_for_every_chunking() {
+    use arenaprove_circuits::Density;
+    use arenaprove_cuda::BaseSet;
+    let Some(mut g) = gpu(256) else { return };
+    let n = 100_003;
+    let b = bases(n, 21);
+    let s = to_bytes(&random_scalars(n, 22));
+    let cpu = msm_g1(&b, &s);
+    for chunk in [1 << 12, 30_000, n - 1, n, 2 * n] {
+        let got = g.msm_g1_over(BaseSet::Streamed { bases: &b, chunk }, &s).unwrap();
+        assert!(got == cpu, "G1 streamed in chunks of {chunk} differs from blst");
+    }
+    let few = g.msm_g1_over(BaseSet::Streamed { bases: &b, chunk: 1 << 14 }, &s[..5000]).unwrap();
+    assert!(few == msm_g1(&b[..5000], &s[..5000]), "fewer scalars than bases");
+    let s01: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 3 != 0) as u64).to_bytes_le()).collect();
+    let got = g.msm_g1_over(BaseSet::Streamed { bases: &b, chunk: 1 << 15 }, &s01).unwrap();
+    assert!(got == msm_g1(&b, &s01), "0/1 scalars streamed");
+    assert!(matches!(
+        g.msm_g1_over(BaseSet::Streamed { bases: &b, chunk: 0 }, &s),
+        Err(CudaError::Length { .. })
+    ));
+    assert!(matches!(
+        g.msm_g1_over(BaseSet::Streamed { bases: &b[..10], chunk: 4 }, &s[..11]),
+        Err(CudaError::Length { .. })
+    ));
+    let m = 20_000;
+    let b2 = bases_g2(m, 23);
+    let s2 = to_bytes(&random_scalars(m, 24));
+    let got = g.msm_g2_over(BaseSet::Streamed { bases: &b2, chunk: 6000 }, &s2).unwrap();
+    assert!(got == msm_g2(&b2, &s2), "G2 streamed differs from blst");
+
+    // The witness MSM: head scalars, then the aux a density selects, gathered on the device.
+    let aux = random_scalars(n, 25);
+    let words: Vec<u64> =
+        (0..n.div_ceil(64)).map(|i| 0x9E37_79B9_7F4A_7C15u64.rotate_left(i as u32)).collect();
+    let density = Density::new(&words, n);
+    let head = to_bytes(&random_scalars(3, 26));
+    let selected = density.count_ones();
+    let resident = g.upload_g1_bases(&b[..3 + selected]).unwrap();
+    let want = g.msm_witness_g1(&resident, &head, &aux, Some(density)).unwrap();
+    let mut split = head.clone();
+    split.extend(aux.iter().enumerate().filter(|(i, _)| density.get(*i)).map(|(_, s)| s.to_bytes_le()));
+    assert!(want == msm_g1(&b[..split.len()], &split), "resident witness MSM differs from blst");
+    for chunk in [1 << 13, 40_000] {
+        let got = g
+            .msm_witness_g1_over(
+                BaseSet::Streamed { bases: &b[..3 + selected], chunk },
+                &head,
+                &aux,
+                Some(density),
+            )
+            .unwrap();
+        assert!(got == want, "witness MSM streamed in chunks of {chunk} differs");
+    }
+    let b2w = bases_g2(n, 27);
+    let got =
+        g.msm_witness_g2_over(BaseSet::Streamed { bases: &b2w, chunk: 1 << 14 }, &[], &aux, None).unwrap();
+    assert!(got == msm_g2(&b2w, &to_bytes(&aux)), "G2 witness MSM (all aux) streamed differs from blst");
+}

@@ -139,6 +139,13 @@ pub trait BackendFactory: Send + Sync + std::fmt::Debug {
     fn proves_from_witness(&self) -> bool {
         false
     }
+    /// [`BackendFactory::proves_from_witness`] for one kind: parameters of `shape` and its
+    /// recording `rows`. A backend may decline for a kind whose recording it has no room
+    /// for (a GPU under a device-memory budget); that kind's partitions then hold a, b, c
+    /// on the host.
+    fn proves_from_witness_for(&self, _shape: &ProofShape, _rows: &Precompiled) -> bool {
+        self.proves_from_witness()
+    }
     /// Whether its backends run NTTs on the CPU, over a host twiddle table per domain (the
     /// plan reserves one only then). The GPU's tables live in its device arena.
     fn host_twiddles(&self) -> bool {

@@ -67,16 +67,22 @@ impl GpuOpenError {
 
 /// The GPU backend on GPUs `ordinals` (empty: every GPU the driver shows) and their
 /// description, or why they do not open (the caller decides whether the CPU may stand
-/// in: the daemon only with `gpus.fallback = "cpu"`, or when no GPU was named).
+/// in: the daemon only with `gpus.fallback = "cpu"`, or when no GPU was named). With
+/// `device_memory`, each GPU stays within that many bytes
+/// (`CudaFactory::with_device_memory`).
 #[cfg(feature = "cuda")]
-pub fn open_gpus(ordinals: &[u32]) -> Result<(Arc<dyn BackendFactory>, GpusInfo), GpuOpenError> {
+pub fn open_gpus(
+    ordinals: &[u32],
+    device_memory: Option<usize>,
+) -> Result<(Arc<dyn BackendFactory>, GpusInfo), GpuOpenError> {
     use arenaprove::cuda::CudaFactory;
-    let factory = Arc::new(if ordinals.is_empty() {
+    let factory = if ordinals.is_empty() {
         CudaFactory::open_all()?
     } else {
         CudaFactory::open_many(&ordinals.iter().map(|&o| o as usize).collect::<Vec<_>>())?
-    });
-    tracing::info!(gpus = %factory.describe(), "GPU backend");
+    };
+    let factory = Arc::new(factory.with_device_memory(device_memory));
+    tracing::info!(gpus = %factory.describe(), device_memory = ?device_memory, "GPU backend");
     let count = factory.ordinals().len();
     let weak = Arc::downgrade(&factory);
     let activity = move || {
@@ -111,7 +117,10 @@ pub fn open_gpus(ordinals: &[u32]) -> Result<(Arc<dyn BackendFactory>, GpusInfo)
 }
 
 #[cfg(not(feature = "cuda"))]
-pub fn open_gpus(_ordinals: &[u32]) -> Result<(Arc<dyn BackendFactory>, GpusInfo), GpuOpenError> {
+pub fn open_gpus(
+    _ordinals: &[u32],
+    _device_memory: Option<usize>,
+) -> Result<(Arc<dyn BackendFactory>, GpusInfo), GpuOpenError> {
     Err(GpuOpenError::NotBuilt)
 }
 
@@ -121,8 +130,16 @@ pub fn open_gpus(_ordinals: &[u32]) -> Result<(Arc<dyn BackendFactory>, GpusInfo
 pub fn all_gpus_factory() -> Arc<dyn BackendFactory> {
     match arenaprove::cuda::CudaFactory::open_all() {
         Ok(f) => {
-            eprintln!("backend: GPU, {}", f.describe());
-            Arc::new(f)
+            let budget = crate::common::device_memory();
+            match budget {
+                Some(b) => eprintln!(
+                    "backend: GPU, {}, device memory budget {:.2} GiB",
+                    f.describe(),
+                    b as f64 / (1u64 << 30) as f64
+                ),
+                None => eprintln!("backend: GPU, {}", f.describe()),
+            }
+            Arc::new(f.with_device_memory(budget))
         }
         Err(e) => {
             eprintln!("backend: no GPU ({e}); using the CPU backend");

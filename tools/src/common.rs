@@ -183,6 +183,17 @@ pub static MLOCK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool:
 /// Not `--no-huge-pages` (a global flag): engine regions ask for transparent huge pages.
 pub static HUGE_PAGES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
+/// `--device-memory` (a global flag), in bytes; 0: not given.
+pub static DEVICE_MEMORY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The device-memory budget per GPU from `--device-memory`, if given.
+pub fn device_memory() -> Option<usize> {
+    match DEVICE_MEMORY.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => None,
+        b => Some(b as usize),
+    }
+}
+
 /// The global region flags (`--mlock`, `--no-huge-pages`) on an engine's regions: every
 /// engine the CLI starts (`prove`, `soak`, `filecoin soak`) takes them the same way.
 pub fn region_flags(region: &mut arenaprove::arena::RegionConfig) {

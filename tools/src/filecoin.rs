@@ -1069,7 +1069,7 @@ fn timing_backend(
     choice: BackendChoice,
 ) -> (Arc<dyn arenaprove::engine::BackendFactory>, Option<arenaprove_tools::backend::GpusInfo>) {
     if choice == BackendChoice::Gpu {
-        match arenaprove_tools::backend::open_gpus(&[]) {
+        match arenaprove_tools::backend::open_gpus(&[], common::device_memory()) {
             Ok((factory, info)) => {
                 eprintln!("backend: GPU ({} device(s))", info.count);
                 return (factory, Some(info));

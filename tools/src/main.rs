@@ -33,6 +33,13 @@ struct Cli {
     /// the fresh baseline. Applies where `--mlock` does.
     #[arg(long, global = true)]
     no_huge_pages: bool,
+    /// Device memory each GPU may use, e.g. `24GiB` (as on a consumer card): base sets that
+    /// do not fit stream from page-locked host memory for each MSM, and a, b, c come from
+    /// the host when the recording does not fit either. Applies to every command that
+    /// proves with `--backend gpu`, and to `plan --backend gpu`; the daemon's key is
+    /// `gpus.device_memory`.
+    #[arg(long, global = true, value_parser = parse_device_memory)]
+    device_memory: Option<u64>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -74,6 +81,7 @@ fn main() {
     let cli = Cli::parse();
     common::MLOCK.store(cli.mlock, std::sync::atomic::Ordering::Relaxed);
     common::HUGE_PAGES.store(!cli.no_huge_pages, std::sync::atomic::Ordering::Relaxed);
+    common::DEVICE_MEMORY.store(cli.device_memory.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
     let result = match cli.cmd {
         Cmd::Prove(a) => prove::run(a),
         Cmd::Soak(a) => soak::run(a),
@@ -103,6 +111,15 @@ fn main() {
     if let Err(e) = result {
         eprintln!("error: {e:#}");
         std::process::exit(1);
+    }
+}
+
+/// `--device-memory`: bytes with an optional binary suffix (`24GiB`).
+fn parse_device_memory(s: &str) -> Result<u64, String> {
+    match s.parse::<common::MemoryLimit>() {
+        Ok(common::MemoryLimit::Bytes(b)) => Ok(b),
+        Ok(common::MemoryLimit::Auto) => Err("--device-memory: a size such as 24GiB (not auto)".into()),
+        Err(e) => Err(format!("--device-memory: {e}")),
     }
 }
 

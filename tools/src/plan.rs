@@ -93,7 +93,7 @@ pub fn run(a: Args) -> Result<()> {
     };
     let plan = match a.backend.as_str() {
         "cpu" => common::plan_with_params(&subject.shape, a.slots, &subject.params, 1),
-        "gpu" => gpu_plan(&subject, a.slots),
+        "gpu" => gpu_plan(&subject, a.slots)?,
         other => bail!("--backend {other}: cpu or gpu"),
     };
     let limit = a.memory_limit.resolve()?;
@@ -228,19 +228,23 @@ pub fn run(a: Args) -> Result<()> {
 /// one GPU): no host twiddle table; for a precompiled Filecoin partition no a, b, c slabs
 /// (the recording resident on the device, its size estimated from the recording file's);
 /// the device terms from the same layout code the backend reserves with.
-fn gpu_plan(subject: &Subject, slots: usize) -> arenaprove::engine::pipeline::MemoryPlan {
+///
+/// With `--device-memory`, the plan within that budget (`CudaFactory::with_device_memory`):
+/// streamed base sets named, and a, b, c back on the host when the recording does not fit.
+fn gpu_plan(subject: &Subject, slots: usize) -> Result<arenaprove::engine::pipeline::MemoryPlan> {
     use arenaprove::engine::groth16::ProofShape;
     use arenaprove::engine::pipeline::MemoryPlan;
     let mut plan = MemoryPlan::for_shapes(&[subject.shape], slots).without_host_twiddles();
     // The recorded rows plus one u32 offset per row, estimated from the file (which also
     // holds the densities, not uploaded: an over-estimate by those bits).
     let rows_bytes = subject.precompiled_bytes.map(|b| b as usize + subject.shape.constraints * 4);
-    if rows_bytes.is_some() {
+    let shape = ProofShape::of_circuit(&subject.shape);
+    let device = arenaprove_cuda::device_plan_within(&shape, rows_bytes, common::device_memory())
+        .map_err(|e| anyhow::anyhow!("--device-memory: {e}"))?;
+    if device.rows_resident() {
         plan = plan.without_host_abc();
     }
-    let shape = ProofShape::of_circuit(&subject.shape);
-    let device = arenaprove_cuda::device_plan_sized(&shape, rows_bytes);
-    common::with_params(plan.with_terms(arenaprove_cuda::device_terms(0, &device)), &subject.params, 1)
+    Ok(common::with_params(plan.with_terms(arenaprove_cuda::device_terms(0, &device)), &subject.params, 1))
 }
 
 fn test_subject(kind: CircuitKind, constraints: usize) -> Result<Subject> {

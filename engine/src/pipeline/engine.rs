@@ -61,7 +61,10 @@ pub struct EngineStats {
 /// Whether the engine's backend computes `spec`'s a, b, c from its recording (then its
 /// partitions lease the witness only).
 fn proves_from_witness(config: &EngineConfig, spec: &CircuitSpec) -> bool {
-    config.alloc == AllocMode::Slab && spec.matrices.is_some() && config.backend.proves_from_witness()
+    config.alloc == AllocMode::Slab
+        && spec.matrices.as_deref().is_some_and(|rows| {
+            config.backend.proves_from_witness_for(&ProofShape::of_params(&spec.params), rows)
+        })
 }
 
 /// The long-lived proving engine. See the module docs.

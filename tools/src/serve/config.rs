@@ -30,6 +30,9 @@
 //!                                    # (none visible, or no `cuda` build: the CPU, logged)
 //! fallback = "none"                  # a named GPU that does not open stops the daemon at
 //!                                    # start; "cpu": prove on the CPU instead (logged)
+//! device_memory = "24GiB"            # device memory each GPU may use (default: what the
+//!                                    # proofs need, every base set resident); base sets
+//!                                    # that do not fit stream from page-locked host memory
 //! ```
 use std::path::{Path, PathBuf};
 
@@ -154,6 +157,7 @@ struct QueueSection {
 struct GpusSection {
     devices: Option<Vec<u32>>,
     fallback: Option<String>,
+    device_memory: Option<toml::Value>,
 }
 
 /// Where the engine proves.
@@ -220,6 +224,8 @@ pub struct ServeConfig {
     pub gpu_fallback: GpuFallback,
     /// Synthesis through precompiled constraints (the default), else the bellpepper trait.
     pub precompiled: bool,
+    /// Device memory each GPU may use (`gpus.device_memory`); `None`: no budget.
+    pub device_memory_bytes: Option<usize>,
 }
 
 /// Slots at most (the engine's own limit is checked again when it starts).
@@ -347,6 +353,14 @@ impl ServeConfig {
             Some("cpu") => GpuFallback::Cpu,
             Some(other) => return Err(invalid("gpus.fallback", format!("`{other}`: \"none\" or \"cpu\""))),
         };
+        let device_memory_bytes = match &file.gpus.device_memory {
+            None => None,
+            Some(toml::Value::Integer(n)) if *n > 0 => Some(*n as usize),
+            Some(toml::Value::String(s)) => {
+                Some(parse_bytes(s).map_err(|e| invalid("gpus.device_memory", e))?)
+            }
+            Some(v) => return Err(invalid("gpus.device_memory", format!("{v}: a byte count or \"24GiB\""))),
+        };
         let precompiled = match file.engine.synthesis.as_deref() {
             None | Some("precompiled") => true,
             Some("generic") => false,
@@ -369,6 +383,7 @@ impl ServeConfig {
             devices,
             gpu_fallback,
             precompiled,
+            device_memory_bytes,
         })
     }
 }
@@ -452,6 +467,8 @@ mod tests {
             ("[gpus]\ndevices = [0, 1, 0]", "gpus.devices"),
             ("[engine]\nbackend = \"tpu\"", "engine.backend"),
             ("[gpus]\nfallback = \"gpu\"", "gpus.fallback"),
+            ("[gpus]\ndevice_memory = \"lots\"", "gpus.device_memory"),
+            ("[gpus]\ndevice_memory = -1", "gpus.device_memory"),
             ("[engine]\nsynthesis = \"fast\"", "engine.synthesis"),
             ("[engine]\nslotz = 1", "slotz"),
         ];
@@ -459,6 +476,9 @@ mod tests {
             let err = ServeConfig::from_toml(text, &Overrides::default()).unwrap_err().to_string();
             assert!(err.contains(key), "{text:?}: {err}");
         }
+        let budget = ServeConfig::from_toml("[gpus]\ndevice_memory = \"24GiB\"", &Overrides::default()).unwrap();
+        assert_eq!(budget.device_memory_bytes, Some(24 << 30));
+        assert_eq!(ServeConfig::from_toml("", &Overrides::default()).unwrap().device_memory_bytes, None);
         let two = ServeConfig::from_toml("[gpus]\ndevices = [1, 0]", &Overrides::default()).unwrap();
         assert_eq!(two.devices, Devices::Gpus(vec![1, 0]));
         let flag = Overrides { gpus: vec![0], ..Overrides::default() };

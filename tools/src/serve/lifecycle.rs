@@ -305,7 +305,7 @@ pub fn backend(config: &ServeConfig) -> Result<Backend, GpuError> {
         Devices::AllVisible => &[][..],
         Devices::Gpus(named) => named.as_slice(),
     };
-    match open_gpus(named) {
+    match open_gpus(named, config.device_memory_bytes) {
         // open_gpus logs which GPUs (CudaFactory::describe).
         Ok((factory, info)) => Ok((factory, Some(info))),
         // Nothing named and nothing there: the CPU, said once. A visible GPU that fails to
