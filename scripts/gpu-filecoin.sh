@@ -11,7 +11,8 @@
 #   bash scripts/gpu-filecoin.sh 512MiB    # the same for a 512 MiB sector
 #   bash scripts/gpu-filecoin.sh 32GiB     # parallel witness of a 32 GiB partition (random C1)
 #   SECTORS=3 SLOTS=4 bash scripts/gpu-filecoin.sh timing-32GiB   # TIMING ONLY: full-size
-#                                          # sectors (random C1s, shape-only parameters)
+#                                          # sectors (random C1s, shape-only parameters);
+#                                          # DEVICE_MEMORY=24GiB: within that budget
 #   SECTORS=20 bash scripts/gpu-filecoin.sh soak   # real 8 MiB sectors sealed and proven on
 #                                          # the GPU, each verified; peak RSS against the plan
 #
@@ -96,8 +97,9 @@ case "${1:-small}" in
     # TIMING ONLY (issue 24): SECTORS random C1s of the real shape through one GPU engine
     # of SLOTS slots, shape-only parameters made in memory; nothing can verify.
     size=${1#timing-}
+    # DEVICE_MEMORY=24GiB: within that device-memory budget (bases streamed from the host).
     fc soak --timing-only --sector-size "$size" --sectors "${SECTORS:-3}" --slots "${SLOTS:-4}" \
-      --backend gpu >"$OUT/timing-$size.log" 2>&1
+      --backend gpu ${DEVICE_MEMORY:+--device-memory "$DEVICE_MEMORY"} >"$OUT/timing-$size.log" 2>&1
     summary "timing $size: $(tail -22 "$OUT/timing-$size.log")"
     ;;
   *)
