@@ -159,10 +159,27 @@ impl SlabBits {
     }
 }
 
+/// Where a partition's a, b, c come from when they are leased at its products rather than
+/// with its witness ([`ArenaAssignment::witness_then_abc`]): an engine whose backend reads
+/// a, b, c only in the h stage (a GPU that cannot keep the recording) holds a few sets for
+/// many partitions in flight, since a set is busy only from the products to the h upload.
+#[derive(Clone, Debug)]
+pub struct LateAbc {
+    /// The `abc` pool (fewer sets than partitions in flight).
+    pub pool: Arc<SlabPool>,
+    /// Taken while one partition leases its three slabs, so two partitions never hold part
+    /// of a set each and wait for each other.
+    pub gate: Arc<std::sync::Mutex<()>>,
+    /// How long a partition waits for a set before its synthesis fails.
+    pub wait: std::time::Duration,
+}
+
 /// The arena-backed assignment (see the module docs).
 pub struct ArenaAssignment {
     shape: Shape,
     abc: Option<[SlabVec<Scalar>; 3]>,
+    /// a, b, c still to lease, when the products are computed ([`LateAbc`]).
+    late_abc: Option<LateAbc>,
     /// Leased without a, b, c ([`ArenaAssignment::witness_only`]).
     witness_only: bool,
     /// The recording whose products give a, b, c, left to the backend
@@ -232,6 +249,40 @@ impl ArenaAssignment {
         Self::leased(pools, shape, None)
     }
 
+    /// Leases the witness now and a, b, c from `late` when precompiled synthesis computes
+    /// the products ([`Precompiled::products_or_defer`]), waiting for a set then. Until
+    /// then it is a witness-only assignment.
+    pub fn witness_then_abc(pools: &AssignmentPools, shape: &Shape, late: LateAbc) -> Result<Self, CircuitError> {
+        let mut cs = Self::leased(pools, shape, None)?;
+        cs.late_abc = Some(late);
+        Ok(cs)
+    }
+
+    /// Whether a, b, c are still to be leased ([`ArenaAssignment::witness_then_abc`]).
+    pub fn takes_abc_late(&self) -> bool {
+        self.late_abc.is_some() && self.abc.is_none()
+    }
+
+    /// Leases the three a, b, c slabs of a [`ArenaAssignment::witness_then_abc`]
+    /// assignment, one set at a time under the gate, waiting up to its `wait` for a set.
+    pub fn lease_abc_late(&mut self) -> Result<(), CircuitError> {
+        let Some(late) = self.late_abc.take() else {
+            return Err(CircuitError::Invalid {
+                what: "late a, b, c",
+                reason: "this assignment was not made to lease a, b, c late".into(),
+            });
+        };
+        let bytes = self.shape.domain_size * SCALAR_BYTES;
+        let sets = {
+            let _one_at_a_time = late.gate.lock().unwrap_or_else(|e| e.into_inner());
+            let lease = || -> Result<SlabVec<Scalar>, ArenaError> { Ok(SlabVec::new(late.pool.lease(bytes, late.wait)?)) };
+            [lease()?, lease()?, lease()?]
+        };
+        self.abc = Some(sets);
+        self.witness_only = false;
+        Ok(())
+    }
+
     fn leased(
         pools: &AssignmentPools,
         shape: &Shape,
@@ -244,6 +295,7 @@ impl ArenaAssignment {
             shape: *shape,
             witness_only: abc.is_none(),
             abc,
+            late_abc: None,
             deferred: None,
             inputs: lease_scalars(&pools.inputs, shape.inputs)?,
             aux: lease_scalars(&pools.aux, shape.aux)?,

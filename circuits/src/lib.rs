@@ -20,7 +20,9 @@ pub mod precompiled;
 pub mod shape;
 pub mod witness;
 
-pub use arena::{synthesize_arena, synthesize_native, ArenaAssignment, AssignmentPoolPlan, AssignmentPools};
+pub use arena::{
+    synthesize_arena, synthesize_native, ArenaAssignment, AssignmentPoolPlan, AssignmentPools, LateAbc,
+};
 pub use density::{Density, DensityBits};
 pub use error::CircuitError;
 pub use heap::{synthesize_heap, HeapAssignment};

@@ -326,3 +326,59 @@ fn a_counting_recorder_predicts_the_file_bytes() {
         assert!(counting.into_bytes().is_err(), "{what}: a counting recorder has nothing to write");
     }
 }
+
+/// a, b, c leased late ([`ArenaAssignment::witness_then_abc`]): two partitions share one
+/// set. The first takes it at its products; the second's witness goes ahead, and its
+/// products wait for the set (a typed timeout when it does not come back, the set once it
+/// does). Each result is byte-identical to the plain assignment's, and nothing leaks.
+#[test]
+fn late_abc_partitions_share_fewer_sets_and_stay_identical() {
+    use arenaprove_circuits::LateAbc;
+    use std::time::Duration;
+    let circuits = [SectorPartitionCircuit::for_constraints(81, 1, 4096), SectorPartitionCircuit::for_constraints(82, 1, 4096)];
+    let shape = shape_of(circuits[0].clone()).unwrap();
+    let pc = Arc::new(record(circuits[0].clone(), "late").unwrap());
+    let ledger = Ledger::unlimited();
+    // One set of a, b, c for two witnesses; a reference pool apart.
+    let pools = AssignmentPools::for_shape(&shape, 2, &ledger, RegionConfig::heap()).unwrap();
+    let abc_pool = AssignmentPools::for_shape(&shape, 1, &ledger, RegionConfig::heap()).unwrap().abc.unwrap();
+    let (ref_ledger, ref_pools) = pools_for(&shape);
+    let late = |wait_ms: u64| LateAbc {
+        pool: abc_pool.clone(),
+        gate: Arc::new(std::sync::Mutex::new(())),
+        wait: Duration::from_millis(wait_ms),
+    };
+    let witness = |c: &SectorPartitionCircuit, wait_ms: u64| {
+        let mut cs = ArenaAssignment::witness_then_abc(&pools, &shape, late(wait_ms)).unwrap();
+        assert!(cs.takes_abc_late() && !cs.holds_abc_slabs());
+        cs.alloc_one().unwrap();
+        pc.witness_into(c.clone(), &mut cs).unwrap();
+        cs
+    };
+    let (mut first, mut second) = (witness(&circuits[0], 50), witness(&circuits[1], 50));
+    pc.products_or_defer(&mut first).unwrap();
+    first.finish().unwrap();
+    assert!(first.holds_abc_slabs() && !first.takes_abc_late());
+    let want = synthesize_arena(circuits[0].clone(), &ref_pools, &shape).unwrap();
+    assert_identical("late, first", &want, &first);
+    drop(want);
+    // The only set is out: the second waits its 50 ms and fails, naming the pool.
+    let err = pc.products_or_defer(&mut second).unwrap_err().to_string();
+    assert!(err.contains("abc"), "{err}");
+    drop(second);
+    // Once the first hands its set back (after h, in the engine), the next one proceeds.
+    let mut third = witness(&circuits[1], 5_000);
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        drop(first);
+    });
+    pc.products_or_defer(&mut third).unwrap();
+    third.finish().unwrap();
+    t.join().unwrap();
+    let want = synthesize_arena(circuits[1].clone(), &ref_pools, &shape).unwrap();
+    assert_identical("late, after a wait", &want, &third);
+    drop((third, want));
+    assert_eq!(pools.outstanding(), 0);
+    assert_eq!(abc_pool.outstanding(), 0);
+    assert!(ledger.snapshot().balanced() && ref_ledger.snapshot().balanced());
+}

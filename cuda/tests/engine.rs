@@ -537,14 +537,14 @@ fn a_device_memory_budget_streams_bases_and_proofs_stay_identical() {
     };
     let precompiled_job = |seed: u64| {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let parts = (0..2u64)
+        let parts = (0..5u64)
             .map(|p| {
                 arenaprove_engine::pipeline::precompiled(ViaBridge(circuit(kind, constraints, p)), pc.clone())
             })
             .collect();
         let mut j = Job::new(kind.to_string(), parts);
         j.randomness = Some(
-            (0..2).map(|_| Randomness { r: Scalar::random(&mut rng), s: Scalar::random(&mut rng) }).collect(),
+            (0..5).map(|_| Randomness { r: Scalar::random(&mut rng), s: Scalar::random(&mut rng) }).collect(),
         );
         j
     };
@@ -569,10 +569,16 @@ fn a_device_memory_budget_streams_bases_and_proofs_stay_identical() {
         let plan = gpu.plan_for(&pshape, Some(&pc)).expect("a plan within the budget");
         assert!(plan.total_bytes() <= budget && plan.streamed_bytes > 0, "{plan:?}");
         assert_eq!(plan.rows_resident(), rows_on_device, "{plan:?}");
-        let dev = Engine::new(EngineConfig { backend: gpu.clone(), ..cfg.clone() }, vec![spec.clone()])
-            .expect("gpu engine within the budget");
+        // Three slots: a, b, c from the host come in two sets shared by them (leased at the
+        // products, handed back after h), so partitions wait for a set now and then.
+        let dev_cfg = EngineConfig { backend: gpu.clone(), slots: 3, synth_workers: 3, ..cfg.clone() };
+        let dev = Engine::new(dev_cfg, vec![spec.clone()]).expect("gpu engine within the budget");
         let mp = dev.memory_plan();
         assert_eq!(mp.host_abc(), !rows_on_device, "{mp}");
+        if !rows_on_device {
+            let abc = mp.terms.iter().find(|t| t.pool == "abc").expect("an abc term");
+            assert_eq!((abc.count, abc.scope), (6, arenaprove_engine::pipeline::Scope::Shared), "{mp}");
+        }
         assert!(mp.terms.iter().any(|t| t.what.contains("streamed per proof")), "{mp}");
         let got = dev.prove(precompiled_job(8)).expect("gpu job");
         assert!(got.is_ok(), "gpu within {budget} bytes: {:?}", got.first_error());

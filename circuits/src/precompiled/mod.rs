@@ -605,9 +605,13 @@ impl Precompiled {
         cs.defer_abc(self.rows(), self.clone())
     }
 
-    /// [`Precompiled::products_into`] where `cs` holds a, b, c slabs, else
+    /// [`Precompiled::products_into`] where `cs` holds a, b, c slabs (leased now, waiting
+    /// for a set, when it takes them late: [`ArenaAssignment::witness_then_abc`]), else
     /// [`Precompiled::defer_products`]: the products go where the assignment has room.
     pub fn products_or_defer(self: &Arc<Self>, cs: &mut ArenaAssignment) -> Result<(), CircuitError> {
+        if cs.takes_abc_late() {
+            cs.lease_abc_late()?;
+        }
         if cs.holds_abc_slabs() {
             self.products_into(cs)
         } else {

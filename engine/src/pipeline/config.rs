@@ -104,6 +104,11 @@ pub struct EngineConfig {
     pub verify: bool,
     /// Makes each kind's proving backend (CPU by default; the `cuda` crate has a GPU one).
     pub backend: Arc<dyn BackendFactory>,
+    /// Host a, b, c sets for precompiled kinds whose backend proves from the witness but
+    /// keeps no recording (a GPU under a device-memory budget too small for it): such a
+    /// partition leases a set only when it computes its products and hands it back after
+    /// the h stage, so a few sets serve every slot. `None`: `min(slots, 2)`.
+    pub late_abc_sets: Option<usize>,
 }
 
 impl Default for EngineConfig {
@@ -120,11 +125,17 @@ impl Default for EngineConfig {
             alloc: AllocMode::Slab,
             verify: true,
             backend: Arc::new(CpuBackend),
+            late_abc_sets: None,
         }
     }
 }
 
 impl EngineConfig {
+    /// The a, b, c sets of kinds that lease them late ([`EngineConfig::late_abc_sets`]).
+    pub fn late_abc_sets(&self) -> usize {
+        self.late_abc_sets.unwrap_or(2).clamp(1, self.slots.max(1))
+    }
+
     /// The finalizer threads this config runs: its own choice, or the backend's capped at
     /// the slots.
     pub fn finalize_workers(&self) -> usize {

@@ -67,6 +67,21 @@ fn proves_from_witness(config: &EngineConfig, spec: &CircuitSpec) -> bool {
         })
 }
 
+/// Whether `spec`'s partitions lease a, b, c only at their products
+/// ([`arenaprove_circuits::LateAbc`]): a precompiled kind whose backend proves from the
+/// witness (its finalize builds the split vectors itself, so it never leases from the `abc`
+/// pool) but keeps no recording for this kind, so a, b, c are computed on the host and read
+/// only by the h stage.
+fn late_abc(config: &EngineConfig, spec: &CircuitSpec) -> bool {
+    config.alloc == AllocMode::Slab
+        && spec.matrices.is_some()
+        && config.backend.proves_from_witness()
+        && !proves_from_witness(config, spec)
+}
+
+/// How long a partition that leases a, b, c late waits for a set before it fails.
+const LATE_ABC_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// The long-lived proving engine. See the module docs.
 pub struct Engine {
     shared: Arc<Shared>,
@@ -120,6 +135,8 @@ impl Engine {
         }
         if specs.iter().all(|s| proves_from_witness(config, s)) {
             plan = plan.without_host_abc();
+        } else if specs.iter().all(|s| proves_from_witness(config, s) || late_abc(config, s)) {
+            plan = plan.with_late_abc_sets(config.late_abc_sets());
         }
         plan.mlock = config.region.mlock;
         for s in specs {
@@ -157,6 +174,7 @@ impl Engine {
             AllocMode::Fresh => SlotMemory::Fresh,
         };
         let mut kinds = HashMap::new();
+        let late_gate = Arc::new(Mutex::new(()));
         for spec in specs {
             let backend: Option<Arc<dyn Backend>> = match &memory {
                 SlotMemory::Slab(mem) => {
@@ -170,7 +188,13 @@ impl Engine {
             };
             let pvk = prepare_verifying_key(&spec.params.vk);
             let witness_only = proves_from_witness(&config, &spec);
-            kinds.insert(spec.kind.clone(), Arc::new(Kind { spec, pvk, backend, witness_only }));
+            let late_abc = match &memory {
+                SlotMemory::Slab(mem) if late_abc(&config, &spec) => mem.assign.abc.clone().map(|pool| {
+                    arenaprove_circuits::LateAbc { pool, gate: late_gate.clone(), wait: LATE_ABC_WAIT }
+                }),
+                _ => None,
+            };
+            kinds.insert(spec.kind.clone(), Arc::new(Kind { spec, pvk, backend, witness_only, late_abc }));
         }
         if config.alloc == AllocMode::Slab {
             ledger.freeze();

@@ -150,6 +150,22 @@ impl MemoryPlan {
         self
     }
 
+    /// The `abc` term as `sets` sets shared by the slots: every kind either proves from the
+    /// witness or leases a, b, c late ([`arenaprove_circuits::LateAbc`]: from its products
+    /// to its h stage), so fewer sets than slots serve them.
+    pub fn with_late_abc_sets(mut self, sets: usize) -> MemoryPlan {
+        let slots = self.slots;
+        for t in self.terms.iter_mut().filter(|t| t.pool == "abc") {
+            let per_set = t.count / slots.max(1);
+            t.count = per_set * sets.max(1);
+            t.scope = Scope::Shared;
+            t.what = format!(
+                "a, b, c evaluations, leased at the products and handed back after h: {sets} set(s) for {slots} slot(s)"
+            );
+        }
+        self
+    }
+
     /// Whether the plan reserves a, b, c slabs on the host.
     pub fn host_abc(&self) -> bool {
         self.terms.iter().any(|t| t.pool == "abc")

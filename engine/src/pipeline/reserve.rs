@@ -21,6 +21,9 @@ pub(super) struct Kind {
     /// Slab mode with a backend that computes a, b, c from the kind's recording: its
     /// partitions lease the witness only.
     pub witness_only: bool,
+    /// Slab mode, a precompiled kind whose backend reads a, b, c only in the h stage: its
+    /// partitions lease them when they compute their products.
+    pub late_abc: Option<arenaprove_circuits::LateAbc>,
 }
 
 /// The engine's memory, by mode.
@@ -56,6 +59,8 @@ impl SlotMemory {
             SlotMemory::Slab(mem) => {
                 let witness = if kind.witness_only {
                     ArenaAssignment::witness_only(&mem.assign, shape)?
+                } else if let Some(late) = &kind.late_abc {
+                    ArenaAssignment::witness_then_abc(&mem.assign, shape, late.clone())?
                 } else {
                     ArenaAssignment::new(&mem.assign, shape)?
                 };
