@@ -258,10 +258,11 @@ fn fill_powers(tw: &mut [Scalar], w: Scalar) {
     });
 }
 
-/// `i` with its low `bits` bits reversed (`bits >= 1`).
+/// `i` with its low `bits` bits reversed (0 for `bits == 0`: the block rounds' middle
+/// index when there are no middle bits; a shift by the full width would overflow).
 #[inline]
 fn rev(i: usize, bits: u32) -> usize {
-    i.reverse_bits() >> (usize::BITS - bits)
+    i.reverse_bits().checked_shr(usize::BITS - bits).unwrap_or(0)
 }
 
 /// The bit-reversal permutation in place, one thread: the reference, and
