@@ -252,7 +252,11 @@ impl ArenaAssignment {
     /// Leases the witness now and a, b, c from `late` when precompiled synthesis computes
     /// the products ([`Precompiled::products_or_defer`]), waiting for a set then. Until
     /// then it is a witness-only assignment.
-    pub fn witness_then_abc(pools: &AssignmentPools, shape: &Shape, late: LateAbc) -> Result<Self, CircuitError> {
+    pub fn witness_then_abc(
+        pools: &AssignmentPools,
+        shape: &Shape,
+        late: LateAbc,
+    ) -> Result<Self, CircuitError> {
         let mut cs = Self::leased(pools, shape, None)?;
         cs.late_abc = Some(late);
         Ok(cs)
@@ -275,7 +279,9 @@ impl ArenaAssignment {
         let bytes = self.shape.domain_size * SCALAR_BYTES;
         let sets = {
             let _one_at_a_time = late.gate.lock().unwrap_or_else(|e| e.into_inner());
-            let lease = || -> Result<SlabVec<Scalar>, ArenaError> { Ok(SlabVec::new(late.pool.lease(bytes, late.wait)?)) };
+            let lease = || -> Result<SlabVec<Scalar>, ArenaError> {
+                Ok(SlabVec::new(late.pool.lease(bytes, late.wait)?))
+            };
             [lease()?, lease()?, lease()?]
         };
         self.abc = Some(sets);

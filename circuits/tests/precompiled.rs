@@ -335,9 +335,12 @@ fn a_counting_recorder_predicts_the_file_bytes() {
 fn late_abc_partitions_share_fewer_sets_and_stay_identical() {
     use arenaprove_circuits::LateAbc;
     use std::time::Duration;
-    let circuits = [SectorPartitionCircuit::for_constraints(81, 1, 4096), SectorPartitionCircuit::for_constraints(82, 1, 4096)];
-    let shape = shape_of(circuits[0].clone()).unwrap();
-    let pc = Arc::new(record(circuits[0].clone(), "late").unwrap());
+    let circuits = [
+        SectorPartitionCircuit::for_constraints(81, 1, 4096),
+        SectorPartitionCircuit::for_constraints(82, 1, 4096),
+    ];
+    let shape = shape_of(circuits[0]).unwrap();
+    let pc = Arc::new(record(circuits[0], "late").unwrap());
     let ledger = Ledger::unlimited();
     // One set of a, b, c for two witnesses; a reference pool apart.
     let pools = AssignmentPools::for_shape(&shape, 2, &ledger, RegionConfig::heap()).unwrap();
@@ -352,14 +355,14 @@ fn late_abc_partitions_share_fewer_sets_and_stay_identical() {
         let mut cs = ArenaAssignment::witness_then_abc(&pools, &shape, late(wait_ms)).unwrap();
         assert!(cs.takes_abc_late() && !cs.holds_abc_slabs());
         cs.alloc_one().unwrap();
-        pc.witness_into(c.clone(), &mut cs).unwrap();
+        pc.witness_into(*c, &mut cs).unwrap();
         cs
     };
     let (mut first, mut second) = (witness(&circuits[0], 50), witness(&circuits[1], 50));
     pc.products_or_defer(&mut first).unwrap();
     first.finish().unwrap();
     assert!(first.holds_abc_slabs() && !first.takes_abc_late());
-    let want = synthesize_arena(circuits[0].clone(), &ref_pools, &shape).unwrap();
+    let want = synthesize_arena(circuits[0], &ref_pools, &shape).unwrap();
     assert_identical("late, first", &want, &first);
     drop(want);
     // The only set is out: the second waits its 50 ms and fails, naming the pool.
@@ -375,7 +378,7 @@ fn late_abc_partitions_share_fewer_sets_and_stay_identical() {
     pc.products_or_defer(&mut third).unwrap();
     third.finish().unwrap();
     t.join().unwrap();
-    let want = synthesize_arena(circuits[1].clone(), &ref_pools, &shape).unwrap();
+    let want = synthesize_arena(circuits[1], &ref_pools, &shape).unwrap();
     assert_identical("late, after a wait", &want, &third);
     drop((third, want));
     assert_eq!(pools.outstanding(), 0);

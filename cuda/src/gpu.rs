@@ -22,6 +22,9 @@ pub struct Gpu {
     /// The MSM's 0/1 fast path (on by default; off only to measure it against the plain
     /// bucket method, `kernel_bench`).
     pub(crate) msm_ones: bool,
+    /// Resident MSMs of more than `.0` points run in chunks of `.1` (the defaults:
+    /// `msm::RESIDENT_CHUNK_ABOVE`, `msm::RESIDENT_CHUNK`, which the device plan assumes).
+    pub(crate) resident_chunking: (usize, usize),
     /// Which NTT kernels run (the pass kernel by default; the others to measure against).
     pub(crate) ntt_kernels: NttKernels,
     /// Device time of the last MSM or h pipeline call (GPU events).
@@ -59,6 +62,7 @@ impl Gpu {
             ordinal,
             name,
             msm_ones: true,
+            resident_chunking: crate::msm::RESIDENT_CHUNKING,
             ntt_kernels: NttKernels::default(),
             last_device: Cell::new(Duration::ZERO),
         })
@@ -68,6 +72,14 @@ impl Gpu {
     /// way; off exists so a bench can time the plain bucket method in the same run.
     pub fn set_msm_ones_fast_path(&mut self, on: bool) {
         self.msm_ones = on;
+    }
+
+    /// Resident MSMs of more than `above` points run as MSMs of `chunk` points each (the
+    /// default: above 2^25, chunks of 2^24). Results are the same; tests set small values
+    /// to check the chunked path without 2^25 bases. The device plan assumes the default:
+    /// a chunk larger than the default's may not fit an arena sized by it.
+    pub fn set_resident_chunking(&mut self, above: usize, chunk: usize) {
+        self.resident_chunking = (above, chunk.max(1));
     }
 
     /// Chooses the NTT kernels ([`NttKernels::Passes`] by default). Results are the same

@@ -183,25 +183,55 @@ impl MsmSpans {
     }
 }
 
-/// The spans of an MSM over streamed bases ([`BaseSet::Streamed`]): every scalar, where
-/// a plain MSM keeps its scalars (the start of the scratch), then two chunk buffers the
-/// copy stream fills in turn. Each chunk's own MSM layout goes above them.
-struct StreamSpans {
+/// Resident MSMs of more than this many points run in chunks of [`RESIDENT_CHUNK`]: on the
+/// H200 the 2^27 h MSM took 2.04 s in one piece and 1.71 s as eight 2^24 chunks (the
+/// streamed run of BENCHMARKS.md, "A device-memory budget"): each chunk's sorted indices
+/// (1.25 GiB instead of 10) stay closer to the cache.
+const RESIDENT_CHUNK_ABOVE: usize = 1 << 25;
+const RESIDENT_CHUNK: usize = 1 << 24;
+/// Both, as [`Gpu`] keeps them.
+pub(crate) const RESIDENT_CHUNKING: (usize, usize) = (RESIDENT_CHUNK_ABOVE, RESIDENT_CHUNK);
+
+/// The spans of a chunked MSM: every scalar, where a plain MSM keeps its scalars (the
+/// start of the scratch), then for streamed bases ([`BaseSet::Streamed`]) two chunk
+/// buffers the copy stream fills in turn. Each chunk's own MSM layout goes above them.
+struct ChunkSpans {
     scalars: DevSpan,
-    bufs: [DevSpan; 2],
+    bufs: Option<[DevSpan; 2]>,
 }
 
-impl StreamSpans {
-    fn take(b: &mut Bump, n: usize, chunk: usize, curve: Curve) -> Result<StreamSpans> {
+impl ChunkSpans {
+    fn take(b: &mut Bump, n: usize, chunk: usize, curve: Curve, streamed: bool) -> Result<ChunkSpans> {
         let buf = chunk.min(n) * curve.affine_bytes();
-        Ok(StreamSpans {
-            scalars: b.take("streamed MSM: scalars", n * SCALAR_BYTES)?,
-            bufs: [
-                b.take("streamed MSM: bases buffer 0", buf)?,
-                b.take("streamed MSM: bases buffer 1", buf)?,
-            ],
-        })
+        let scalars = b.take("chunked MSM: scalars", n * SCALAR_BYTES)?;
+        let bufs = if streamed {
+            Some([b.take("streamed MSM: bases buffer 0", buf)?, b.take("streamed MSM: bases buffer 1", buf)?])
+        } else {
+            None
+        };
+        Ok(ChunkSpans { scalars, bufs })
     }
+}
+
+/// Where a chunked MSM's bases are.
+enum ChunkBases<'a, A> {
+    /// In host memory: each chunk is copied up into a buffer.
+    Host(&'a [A]),
+    /// Resident: each chunk is read where it lies.
+    Device(DevSpan),
+}
+
+impl<A> Clone for ChunkBases<'_, A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<A> Copy for ChunkBases<'_, A> {}
+
+/// The chunk length of a resident MSM of `n` points (`None`: one piece).
+fn resident_chunk(n: usize) -> Option<usize> {
+    (n > RESIDENT_CHUNK_ABOVE).then_some(RESIDENT_CHUNK)
 }
 
 /// The chunks of an `n`-point MSM streamed `chunk` points at a time.
@@ -214,8 +244,13 @@ fn chunk_ranges(n: usize, chunk: usize) -> impl Iterator<Item = std::ops::Range<
 /// at a time ([`BaseSet::Streamed`]): every scalar, two chunk buffers and the largest
 /// chunk's MSM layout, laid out on a dry run as the call lays them out.
 pub fn streamed_scratch_bytes(curve: Curve, n: usize, chunk: usize) -> usize {
+    chunked_scratch_bytes(curve, n, chunk, true)
+}
+
+/// [`streamed_scratch_bytes`], or for resident bases read in place (`streamed` false).
+fn chunked_scratch_bytes(curve: Curve, n: usize, chunk: usize, streamed: bool) -> usize {
     let mut b = Bump::dry();
-    StreamSpans::take(&mut b, n, chunk.max(1), curve).expect("a dry layout has room");
+    ChunkSpans::take(&mut b, n, chunk.max(1), curve, streamed).expect("a dry layout has room");
     let above = chunk_ranges(n, chunk)
         .map(|r| r.len())
         .take(1)
@@ -229,9 +264,10 @@ pub fn streamed_scratch_bytes(curve: Curve, n: usize, chunk: usize) -> usize {
 /// Device scratch bytes of an MSM of `n` scalars over bases resident (`chunk` `None`)
 /// or streamed `chunk` at a time.
 pub fn msm_scratch_bytes(curve: Curve, n: usize, chunk: Option<usize>) -> usize {
-    match chunk {
-        None => MsmPlan::new(n).scratch_bytes(curve),
-        Some(k) => streamed_scratch_bytes(curve, n, k),
+    match (chunk, resident_chunk(n)) {
+        (None, None) => MsmPlan::new(n).scratch_bytes(curve),
+        (None, Some(k)) => chunked_scratch_bytes(curve, n, k, false),
+        (Some(k), _) => streamed_scratch_bytes(curve, n, k),
     }
 }
 
@@ -391,7 +427,14 @@ impl Gpu {
         r
     }
 
-    /// [`Gpu::msm_run`] over resident bases, or [`Gpu::msm_streamed`].
+    /// The chunk length of a resident MSM of `n` points on this GPU (`None`: one piece).
+    fn resident_chunk(&self, n: usize) -> Option<usize> {
+        let (above, chunk) = self.resident_chunking;
+        (n > above).then_some(chunk)
+    }
+
+    /// [`Gpu::msm_run`] over resident bases (in chunks above 2^25 points), or
+    /// [`Gpu::msm_chunked`] over streamed ones.
     pub(crate) fn msm_placed<A, J: Copy + Default>(
         &self,
         b: &mut Bump,
@@ -400,22 +443,28 @@ impl Gpu {
         scalars: Scalars<'_>,
     ) -> Result<Vec<(Vec<J>, u32)>> {
         match bases {
-            BaseSet::Resident(r) => Ok(vec![self.msm_run(b, pk, r.span.dev_ptr(), scalars)?]),
-            BaseSet::Streamed { bases, chunk } => self.msm_streamed(b, pk, bases, chunk, scalars),
+            BaseSet::Resident(r) => match self.resident_chunk(scalars.len()) {
+                None => Ok(vec![self.msm_run(b, pk, r.span.dev_ptr(), scalars)?]),
+                Some(k) => self.msm_chunked(b, pk, ChunkBases::<A>::Device(r.span), k, scalars),
+            },
+            BaseSet::Streamed { bases, chunk } => {
+                self.msm_chunked(b, pk, ChunkBases::Host(bases), chunk, scalars)
+            }
         }
     }
 
-    /// An MSM over bases in host memory, `chunk` points at a time: the scalars go where a
-    /// plain MSM keeps them, chunk `j + 1`'s bases go up on the copy stream into one of two
-    /// buffers while chunk `j`'s MSM runs over the other, and each chunk's window sums come
-    /// back. The caller started the device timer; afterwards `last_device` is the compute
-    /// stream's time over every chunk (waits for a chunk's bases included). `b` ends at
-    /// the largest chunk's layout (for the scratch high-water mark).
-    fn msm_streamed<A, J: Copy + Default>(
+    /// An MSM `chunk` points at a time, each chunk a complete MSM whose window sums come
+    /// back: the scalars go where a plain MSM keeps them; resident bases are read in place,
+    /// host bases go up on the copy stream, chunk `j + 1`'s into one of two buffers while
+    /// chunk `j`'s MSM runs over the other. The caller started the device timer; afterwards
+    /// `last_device` is the compute stream's time over every chunk (waits for a chunk's
+    /// bases included). `b` ends at the largest chunk's layout (for the scratch high-water
+    /// mark).
+    fn msm_chunked<A, J: Copy + Default>(
         &self,
         b: &mut Bump,
         pk: &PointKernels<'_>,
-        bases: &[A],
+        bases: ChunkBases<'_, A>,
         chunk: usize,
         scalars: Scalars<'_>,
     ) -> Result<Vec<(Vec<J>, u32)>> {
@@ -424,10 +473,11 @@ impl Gpu {
             return Ok(vec![self.msm_run(b, pk, DevPtr::NULL, scalars)?]);
         }
         if chunk == 0 {
-            return Err(CudaError::Length { what: "streamed MSM: chunk points", got: 0, want: 1 });
+            return Err(CudaError::Length { what: "chunked MSM: chunk points", got: 0, want: 1 });
         }
-        assert_eq!(std::mem::size_of::<A>(), pk.curve.affine_bytes(), "base type matches the curve");
-        let s = StreamSpans::take(b, n, chunk, pk.curve)?;
+        let affine = pk.curve.affine_bytes();
+        assert_eq!(std::mem::size_of::<A>(), affine, "base type matches the curve");
+        let s = ChunkSpans::take(b, n, chunk, pk.curve, matches!(bases, ChunkBases::Host(_)))?;
         // SAFETY: the scalars span holds `n` scalars; host scalars stay borrowed by the
         // caller until the last chunk's download synchronizes the stream (or a sync on an
         // error).
@@ -441,25 +491,40 @@ impl Gpu {
             }
         }
         let ranges: Vec<_> = chunk_ranges(n, chunk).collect();
-        // SAFETY (both uploads): each buffer holds `chunk` bases; `bases` is borrowed for
-        // the whole call and every way out waits for the copy stream (the last chunk's
-        // MSM waited for its upload; an error path syncs both streams in `msm_over`). A
-        // buffer is refilled only after the MSM that read it has downloaded its sums.
-        unsafe { self.dev.upload_overlapped(0, s.bufs[0].ptr, &bases[ranges[0].clone()]) }?;
+        // SAFETY (both uploads): each buffer holds `chunk` bases; the host bases are
+        // borrowed for the whole call and every way out waits for the copy stream (the last
+        // chunk's MSM waited for its upload; an error path syncs both streams in
+        // `msm_over`). A buffer is refilled only after the MSM that read it has downloaded
+        // its sums.
+        let upload = |j: usize| -> Result<()> {
+            match (bases, s.bufs) {
+                (ChunkBases::Host(h), Some(bufs)) => unsafe {
+                    self.dev.upload_overlapped(j % 2, bufs[j % 2].ptr, &h[ranges[j].clone()])
+                },
+                _ => Ok(()),
+            }
+        };
+        upload(0)?;
         let (mut out, mut device, mut high) =
             (Vec::with_capacity(ranges.len()), Duration::ZERO, None::<Bump>);
         for (j, r) in ranges.iter().enumerate() {
-            if let Some(next) = ranges.get(j + 1) {
-                let slot = (j + 1) % 2;
-                unsafe { self.dev.upload_overlapped(slot, s.bufs[slot].ptr, &bases[next.clone()]) }?;
+            if j + 1 < ranges.len() {
+                upload(j + 1)?;
             }
             if j > 0 {
                 self.dev.timer_start()?;
             }
-            self.dev.wait_upload(j % 2)?;
+            let chunk_bases = match (bases, s.bufs) {
+                (ChunkBases::Host(_), Some(bufs)) => {
+                    self.dev.wait_upload(j % 2)?;
+                    bufs[j % 2].dev_ptr()
+                }
+                (ChunkBases::Device(span), _) => span.at(r.start * affine),
+                (ChunkBases::Host(_), None) => unreachable!("host bases are laid out with their buffers"),
+            };
             let mut cb = b.clone();
             let chunk_scalars = Scalars::Device { ptr: s.scalars.at(r.start * SCALAR_BYTES), n: r.len() };
-            out.push(self.msm_run(&mut cb, pk, s.bufs[j % 2].dev_ptr(), chunk_scalars)?);
+            out.push(self.msm_run(&mut cb, pk, chunk_bases, chunk_scalars)?);
             device += self.last_device.get();
             if high.as_ref().map_or(true, |h| h.used_bytes() < cb.used_bytes()) {
                 high = Some(cb);

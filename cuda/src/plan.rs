@@ -334,6 +334,22 @@ mod tests {
         }
     }
 
+    /// Resident MSMs over 2^25 points run in 2^24 chunks: their scratch is every scalar
+    /// plus one chunk's layout, far below one 2^27 layout's (10 GiB of sorted indices).
+    #[test]
+    fn a_resident_2e27_msm_is_laid_out_in_chunks() {
+        use crate::msm::msm_scratch_bytes;
+        let n = 1 << 27;
+        let chunked = msm_scratch_bytes(Curve::G1, n, None);
+        assert!(chunked >= 32 * n + MsmPlan::new(1 << 24).scratch_bytes(Curve::G1));
+        assert!(chunked < MsmPlan::new(n).scratch_bytes(Curve::G1) * 2 / 3, "{chunked}");
+        // Up to 2^25 a resident MSM is one piece.
+        assert_eq!(
+            msm_scratch_bytes(Curve::G1, 1 << 25, None),
+            MsmPlan::new(1 << 25).scratch_bytes(Curve::G1)
+        );
+    }
+
     /// A streamed MSM's scratch is its scalars, two chunk buffers and the chunk's layout,
     /// and it shrinks with the chunk.
     #[test]

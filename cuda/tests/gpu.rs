@@ -449,6 +449,19 @@ fn streamed_bases_match_blst_for_every_chunking() {
             .unwrap();
         assert!(got == want, "witness MSM streamed in chunks of {chunk} differs");
     }
+    // Resident bases read in chunks (the path of MSMs above 2^25 points), forced small here.
+    let on_device = g.upload_g1_bases(&b).unwrap();
+    g.set_resident_chunking(1 << 14, 1 << 14);
+    assert!(g.msm_g1_resident(&on_device, &s).unwrap() == cpu, "G1 resident in chunks differs from blst");
+    let got = g.msm_witness_g1(&resident, &head, &aux, Some(density)).unwrap();
+    assert!(got == want, "witness MSM over resident bases in chunks differs");
+    let mut h = vec![[0u8; 32]; 0];
+    h.extend(to_bytes(&random_scalars(70_000, 28)));
+    assert!(
+        g.msm_g1_resident(&on_device, &h).unwrap() == msm_g1(&b[..h.len()], &h),
+        "chunked, fewer scalars"
+    );
+    g.set_resident_chunking(1 << 25, 1 << 24);
     let b2w = bases_g2(n, 27);
     let got =
         g.msm_witness_g2_over(BaseSet::Streamed { bases: &b2w, chunk: 1 << 14 }, &[], &aux, None).unwrap();

@@ -476,7 +476,8 @@ mod tests {
             let err = ServeConfig::from_toml(text, &Overrides::default()).unwrap_err().to_string();
             assert!(err.contains(key), "{text:?}: {err}");
         }
-        let budget = ServeConfig::from_toml("[gpus]\ndevice_memory = \"24GiB\"", &Overrides::default()).unwrap();
+        let budget =
+            ServeConfig::from_toml("[gpus]\ndevice_memory = \"24GiB\"", &Overrides::default()).unwrap();
         assert_eq!(budget.device_memory_bytes, Some(24 << 30));
         assert_eq!(ServeConfig::from_toml("", &Overrides::default()).unwrap().device_memory_bytes, None);
         let two = ServeConfig::from_toml("[gpus]\ndevices = [1, 0]", &Overrides::default()).unwrap();
