@@ -571,7 +571,13 @@ fn a_device_memory_budget_streams_bases_and_proofs_stay_identical() {
         assert_eq!(plan.rows_resident(), rows_on_device, "{plan:?}");
         // Three slots: a, b, c from the host come in two sets shared by them (leased at the
         // products, handed back after h), so partitions wait for a set now and then.
-        let dev_cfg = EngineConfig { backend: gpu.clone(), slots: 3, synth_workers: 3, ..cfg.clone() };
+        let dev_cfg = EngineConfig {
+            backend: gpu.clone(),
+            slots: 3,
+            synth_workers: 3,
+            late_abc_sets: Some(2),
+            ..cfg.clone()
+        };
         let dev = Engine::new(dev_cfg, vec![spec.clone()]).expect("gpu engine within the budget");
         let mp = dev.memory_plan();
         assert_eq!(mp.host_abc(), !rows_on_device, "{mp}");

@@ -107,7 +107,11 @@ pub struct EngineConfig {
     /// Host a, b, c sets for precompiled kinds whose backend proves from the witness but
     /// keeps no recording (a GPU under a device-memory budget too small for it): such a
     /// partition leases a set only when it computes its products and hands it back after
-    /// the h stage, so a few sets serve every slot. `None`: `min(slots, 2)`.
+    /// the h stage, so fewer sets than slots can serve them (less host memory; each set
+    /// is busy from a partition's products to its h stage, so too few sets make the
+    /// products wait: with 2 sets for 8 slots, two 32 GiB sectors did not finish in 240 s
+    /// where 4 slots with a set each took 151 s, BENCHMARKS.md). `None`: one set per slot
+    /// (no waiting; the host memory of a, b, c per slot).
     pub late_abc_sets: Option<usize>,
 }
 
@@ -133,7 +137,7 @@ impl Default for EngineConfig {
 impl EngineConfig {
     /// The a, b, c sets of kinds that lease them late ([`EngineConfig::late_abc_sets`]).
     pub fn late_abc_sets(&self) -> usize {
-        self.late_abc_sets.unwrap_or(2).clamp(1, self.slots.max(1))
+        self.late_abc_sets.unwrap_or(self.slots).clamp(1, self.slots.max(1))
     }
 
     /// The finalizer threads this config runs: its own choice, or the backend's capped at
