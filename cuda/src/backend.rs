@@ -342,13 +342,26 @@ impl CudaFactory {
         self.budget_bytes
     }
 
-    /// The plan for `shape` on this factory's GPUs (within its budget), or why none fits.
+    /// The plan for `shape` on this factory's GPUs, or why none fits. Within a budget, the
+    /// arena the GPU reserves must hold every kind planned before this one too (their
+    /// resident sets and recordings; tables and scratch are shared): this kind streams what
+    /// does not fit beside them.
     pub fn plan_for(
         &self,
         shape: &ProofShape,
         rows: Option<&Precompiled>,
     ) -> std::result::Result<DevicePlan, CudaError> {
-        device_plan_within(shape, rows.map(rows_bytes), self.budget_bytes)
+        let Some(budget) = self.budget_bytes else {
+            return device_plan_within(shape, rows.map(rows_bytes), None);
+        };
+        let others: Vec<DevicePlan> =
+            lock_any(&self.planned).iter().filter(|(s, _)| s != shape).map(|(_, p)| *p).collect();
+        let fits = |p: &DevicePlan| {
+            let mut all = others.clone();
+            all.push(*p);
+            arena_bytes(&all) <= budget
+        };
+        DevicePlan::within_budget_where(&device_shape(shape, rows.map(rows_bytes)), Some(budget), fits)
     }
 
     /// The GPUs' ordinals, in the order given.

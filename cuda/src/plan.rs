@@ -154,9 +154,19 @@ impl DevicePlan {
     /// the recording while that fits at all, else from the host (the plan's `rows_bytes`
     /// is then 0). An error naming the least budget when nothing fits.
     pub fn within_budget(shape: &DeviceShape, budget: Option<usize>) -> Result<DevicePlan, CudaError> {
+        DevicePlan::within_budget_where(shape, budget, |p| p.total_bytes() <= budget.unwrap_or(usize::MAX))
+    }
+
+    /// [`DevicePlan::within_budget`] where `fits` says whether a candidate plan fits (with
+    /// several kinds on one GPU: the arena of every kind planned so far with this one).
+    pub fn within_budget_where(
+        shape: &DeviceShape,
+        budget: Option<usize>,
+        fits: impl Fn(&DevicePlan) -> bool,
+    ) -> Result<DevicePlan, CudaError> {
         let full = DevicePlan::for_proofs(shape, [true; 5], 0, true);
         let Some(budget) = budget else { return Ok(full) };
-        if full.total_bytes() <= budget {
+        if fits(&full) {
             return Ok(DevicePlan { budget_bytes: Some(budget), ..full });
         }
         let longest = shape.lens.iter().copied().max().unwrap_or(1).max(1);
@@ -170,12 +180,12 @@ impl DevicePlan {
             for log in chunk_logs.clone() {
                 let chunk = 1usize << log;
                 let mut resident = [false; 5];
-                if DevicePlan::for_proofs(shape, resident, chunk, rows).total_bytes() > budget {
+                if !fits(&DevicePlan::for_proofs(shape, resident, chunk, rows)) {
                     continue;
                 }
                 for i in 0..5 {
                     resident[i] = true;
-                    if DevicePlan::for_proofs(shape, resident, chunk, rows).total_bytes() > budget {
+                    if !fits(&DevicePlan::for_proofs(shape, resident, chunk, rows)) {
                         resident[i] = false;
                     }
                 }
@@ -348,6 +358,19 @@ mod tests {
             msm_scratch_bytes(Curve::G1, 1 << 25, None),
             MsmPlan::new(1 << 25).scratch_bytes(Curve::G1)
         );
+    }
+
+    /// With another kind's resident bytes already in the arena, a plan leaves room for them.
+    #[test]
+    fn a_budget_shared_with_other_kinds_leaves_them_room() {
+        let shape = porep_32gib();
+        let (budget, others) = (40 * GIB, 20 * GIB);
+        let alone = DevicePlan::within_budget(&shape, Some(budget)).unwrap();
+        let shared =
+            DevicePlan::within_budget_where(&shape, Some(budget), |p| p.total_bytes() + others <= budget)
+                .unwrap();
+        assert!(shared.total_bytes() + others <= budget && alone.total_bytes() <= budget);
+        assert!(shared.streamed_bytes > alone.streamed_bytes, "{shared:?}\n{alone:?}");
     }
 
     /// A streamed MSM's scratch is its scalars, two chunk buffers and the chunk's layout,
