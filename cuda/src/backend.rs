@@ -113,6 +113,15 @@ fn arena_bytes(plans: &[DevicePlan]) -> usize {
     tables + bases + scratch
 }
 
+/// The plans a kind of `shape` is planned beside: those noted before its own first plan
+/// (other shapes only). Every later plan of the kind sees the same ones, so planning it
+/// again (the engine plans once per candidate slot count) gives the same plan, which
+/// `note_planned` then holds once.
+fn planned_before(planned: &[(ProofShape, DevicePlan)], shape: &ProofShape) -> Vec<DevicePlan> {
+    let first = planned.iter().position(|(s, _)| s == shape).unwrap_or(planned.len());
+    planned[..first].iter().map(|(_, p)| *p).collect()
+}
+
 /// The device terms of a plan, for the engine's memory plan.
 pub fn device_terms(ordinal: usize, plan: &DevicePlan) -> Vec<PlanTerm> {
     let term = |what: String, bytes: usize| PlanTerm {
@@ -354,8 +363,7 @@ impl CudaFactory {
         let Some(budget) = self.budget_bytes else {
             return device_plan_within(shape, rows.map(rows_bytes), None);
         };
-        let others: Vec<DevicePlan> =
-            lock_any(&self.planned).iter().filter(|(s, _)| s != shape).map(|(_, p)| *p).collect();
+        let others = planned_before(&lock_any(&self.planned), shape);
         let fits = |p: &DevicePlan| {
             let mut all = others.clone();
             all.push(*p);
@@ -919,6 +927,20 @@ mod tests {
             assert!(plan.g1_bases_bytes >= 96 * g1 && plan.g1_bases_bytes < 96 * g1 + 4 * 256);
             assert!(plan.g2_bases_bytes >= 192 * s.b_points);
         }
+    }
+
+    /// A kind planned again sees the same kinds before it: its plan does not change with
+    /// the kinds planned after it.
+    #[test]
+    fn a_kind_is_planned_beside_the_kinds_planned_before_it() {
+        let (a, b, c) = (shape(12), shape(14), shape(16));
+        let (pa, pb, pc) = (device_plan(&a, None), device_plan(&b, None), device_plan(&c, None));
+        let planned = vec![(a, pa), (b, pb), (c, pc)];
+        assert!(planned_before(&planned, &a).is_empty());
+        assert_eq!(planned_before(&planned, &b), vec![pa]);
+        assert_eq!(planned_before(&planned, &c), vec![pa, pb]);
+        // A shape not planned yet goes beside all of them.
+        assert_eq!(planned_before(&planned, &shape(18)), vec![pa, pb, pc]);
     }
 
     #[test]
