@@ -10,6 +10,8 @@
 #                                          # witness serial vs parallel, bench vs filecoin-proofs
 #   bash scripts/gpu-filecoin.sh 512MiB    # the same for a 512 MiB sector
 #   bash scripts/gpu-filecoin.sh 32GiB     # parallel witness of a 32 GiB partition (random C1)
+#   bash scripts/gpu-filecoin.sh params-32GiB  # full-size development parameters from the
+#                                          # recording on the CPU, then a timed checked load
 #   SECTORS=3 SLOTS=4 bash scripts/gpu-filecoin.sh timing-32GiB   # TIMING ONLY: full-size
 #                                          # sectors (random C1s, shape-only parameters);
 #                                          # DEVICE_MEMORY=24GiB: within that budget
@@ -93,6 +95,21 @@ case "${1:-small}" in
   32GiB | 64GiB)
     witness "$1" 1 --random
     ;;
+  params-32GiB | params-64GiB)
+    # Issue 24 item 1: development parameters for the full-size circuit, streamed from its
+    # recording on this machine's CPU (the ten-minute budget), then a checked load of the
+    # file, timed. The file stays in PARAM_CACHE for the commands after it.
+    size=${1#params-}
+    t0=$SECONDS
+    fc params --sector-size "$size" >"$OUT/params-$size.log" 2>&1 \
+      || { summary "params $size: FAILED"; tail -5 "$OUT/params-$size.log"; exit 1; }
+    summary "params $size: written in $((SECONDS - t0)) s: $(tail -3 "$OUT/params-$size.log" | tr '\n' ' ')"
+    f=$(ls -t "$PC"/*.params | head -1)
+    t0=$SECONDS
+    "$B" params verify "$f" >"$OUT/params-verify-$size.log" 2>&1 \
+      && summary "checked load of $f ($(stat -c %s "$f") bytes) in $((SECONDS - t0)) s" \
+      || summary "checked load of $f FAILED: $(tail -2 "$OUT/params-verify-$size.log")"
+    ;;
   timing-32GiB | timing-64GiB)
     # TIMING ONLY (issue 24): SECTORS random C1s of the real shape through one GPU engine
     # of SLOTS slots, shape-only parameters made in memory; nothing can verify.
@@ -103,7 +120,7 @@ case "${1:-small}" in
     summary "timing $size: $(tail -22 "$OUT/timing-$size.log")"
     ;;
   *)
-    echo "usage: $0 small|soak|512MiB|32GiB|64GiB|timing-32GiB|timing-64GiB" >&2
+    echo "usage: $0 small|soak|512MiB|32GiB|64GiB|params-32GiB|params-64GiB|timing-32GiB|timing-64GiB" >&2
     exit 2
     ;;
 esac
