@@ -264,7 +264,13 @@ fn chunked_scratch_bytes(curve: Curve, n: usize, chunk: usize, streamed: bool) -
 /// Device scratch bytes of an MSM of `n` scalars over bases resident (`chunk` `None`)
 /// or streamed `chunk` at a time.
 pub fn msm_scratch_bytes(curve: Curve, n: usize, chunk: Option<usize>) -> usize {
-    match (chunk, resident_chunk(n)) {
+    layout_bytes(curve, n, chunk, resident_chunk(n))
+}
+
+/// [`msm_scratch_bytes`] with the resident chunk length given (`resident`: `None` for one
+/// piece).
+fn layout_bytes(curve: Curve, n: usize, chunk: Option<usize>, resident: Option<usize>) -> usize {
+    match (chunk, resident) {
         (None, None) => MsmPlan::new(n).scratch_bytes(curve),
         (None, Some(k)) => chunked_scratch_bytes(curve, n, k, false),
         (Some(k), _) => streamed_scratch_bytes(curve, n, k),
@@ -431,6 +437,13 @@ impl Gpu {
     fn resident_chunk(&self, n: usize) -> Option<usize> {
         let (above, chunk) = self.resident_chunking;
         (n > above).then_some(chunk)
+    }
+
+    /// The scratch an MSM of `n` points lays out on this GPU: [`msm_scratch_bytes`] with
+    /// this GPU's resident chunking (a test may have changed it), so a witness MSM's
+    /// staging always sits above the layout its MSM will make.
+    pub(crate) fn msm_layout_bytes(&self, curve: Curve, n: usize, chunk: Option<usize>) -> usize {
+        layout_bytes(curve, n, chunk, self.resident_chunk(n))
     }
 
     /// [`Gpu::msm_run`] over resident bases (in chunks above 2^25 points), or

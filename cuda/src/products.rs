@@ -482,8 +482,13 @@ impl Gpu {
         self.dev.bind()?;
         self.dev.timer_start()?;
         let mut stage = arena.scratch();
-        let s =
-            witness_spans(&mut stage, msm_scratch_bytes(curve, n, chunk), n, aux.len(), density.is_some())?;
+        let s = witness_spans(
+            &mut stage,
+            self.msm_layout_bytes(curve, n, chunk),
+            n,
+            aux.len(),
+            density.is_some(),
+        )?;
         // Once a copy is queued, every way out waits for the stream first: the aux and
         // density slabs must not go back to their pool while a copy reads them.
         let r = self.enqueue_gather(&s, head, aux, density, selected).and_then(|()| {
