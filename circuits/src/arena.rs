@@ -264,7 +264,8 @@ impl ArenaAssignment {
 
     /// Whether a, b, c are still to be leased ([`ArenaAssignment::witness_then_abc`]).
     pub fn takes_abc_late(&self) -> bool {
-        self.late_abc.is_some() && self.abc.is_none()
+        // `lease_abc_late` takes it: present means not leased yet.
+        self.late_abc.is_some()
     }
 
     /// Leases the three a, b, c slabs of a [`ArenaAssignment::witness_then_abc`]

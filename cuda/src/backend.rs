@@ -360,9 +360,7 @@ impl CudaFactory {
         shape: &ProofShape,
         rows: Option<&Precompiled>,
     ) -> std::result::Result<DevicePlan, CudaError> {
-        let Some(budget) = self.budget_bytes else {
-            return device_plan_within(shape, rows.map(rows_bytes), None);
-        };
+        let Some(budget) = self.budget_bytes else { return Ok(device_plan(shape, rows)) };
         let others = planned_before(&lock_any(&self.planned), shape);
         let fits = |p: &DevicePlan| {
             let mut all = others.clone();
@@ -548,12 +546,9 @@ impl BackendFactory for CudaFactory {
                     self.prepare(&mut gpu, &shape).map_err(backend_err)?;
                     each.push(GpuBases::upload(&mut gpu, &params, plan.resident).map_err(backend_err)?);
                 }
-                let host = if plan.chunk_points > 0 {
-                    HostSets::pin(&lock(&self.gpus[0].gpu), &params, plan.resident, plan.chunk_points)
-                        .map_err(backend_err)?
-                } else {
-                    HostSets { pins: Vec::new(), params: params.clone(), chunk: 0 }
-                };
+                // Every set resident: nothing to pin.
+                let host = HostSets::pin(&lock(&self.gpus[0].gpu), &params, plan.resident, plan.chunk_points)
+                    .map_err(backend_err)?;
                 let bases: PerGpuBases = Arc::new(ParamsBases { each, host });
                 resident.push((key, bases.clone()));
                 bases

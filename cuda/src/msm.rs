@@ -192,33 +192,41 @@ const RESIDENT_CHUNK: usize = 1 << 24;
 /// Both, as [`Gpu`] keeps them.
 pub(crate) const RESIDENT_CHUNKING: (usize, usize) = (RESIDENT_CHUNK_ABOVE, RESIDENT_CHUNK);
 
-/// The spans of a chunked MSM: every scalar, where a plain MSM keeps its scalars (the
-/// start of the scratch), then for streamed bases ([`BaseSet::Streamed`]) two chunk
-/// buffers the copy stream fills in turn. Each chunk's own MSM layout goes above them.
-struct ChunkSpans {
-    scalars: DevSpan,
-    bufs: Option<[DevSpan; 2]>,
-}
-
-impl ChunkSpans {
-    fn take(b: &mut Bump, n: usize, chunk: usize, curve: Curve, streamed: bool) -> Result<ChunkSpans> {
-        let buf = chunk.min(n) * curve.affine_bytes();
-        let scalars = b.take("chunked MSM: scalars", n * SCALAR_BYTES)?;
-        let bufs = if streamed {
-            Some([b.take("streamed MSM: bases buffer 0", buf)?, b.take("streamed MSM: bases buffer 1", buf)?])
-        } else {
-            None
-        };
-        Ok(ChunkSpans { scalars, bufs })
-    }
-}
-
-/// Where a chunked MSM's bases are.
-enum ChunkBases<'a, A> {
-    /// In host memory: each chunk is copied up into a buffer.
+/// Where a chunked MSM's bases are: in host memory, or resident at a span.
+enum ChunkFrom<'a, A> {
     Host(&'a [A]),
+    Device(DevSpan),
+}
+
+/// Where a chunked MSM reads each chunk's bases, once laid out.
+enum ChunkBases<'a, A> {
+    /// In host memory: each chunk is copied up into one of two buffers in turn.
+    Host { bases: &'a [A], bufs: [DevSpan; 2] },
     /// Resident: each chunk is read where it lies.
     Device(DevSpan),
+}
+
+/// The layout of a chunked MSM: every scalar, where a plain MSM keeps its scalars (the
+/// start of the scratch), then for streamed bases ([`BaseSet::Streamed`]) the two chunk
+/// buffers. Each chunk's own MSM layout goes above them.
+fn chunk_layout<'a, A>(
+    b: &mut Bump,
+    n: usize,
+    chunk: usize,
+    curve: Curve,
+    from: ChunkFrom<'a, A>,
+) -> Result<(DevSpan, ChunkBases<'a, A>)> {
+    let scalars = b.take("chunked MSM: scalars", n * SCALAR_BYTES)?;
+    let bases = match from {
+        ChunkFrom::Host(bases) => {
+            let buf = chunk.min(n) * curve.affine_bytes();
+            let bufs =
+                [b.take("streamed MSM: bases buffer 0", buf)?, b.take("streamed MSM: bases buffer 1", buf)?];
+            ChunkBases::Host { bases, bufs }
+        }
+        ChunkFrom::Device(span) => ChunkBases::Device(span),
+    };
+    Ok((scalars, bases))
 }
 
 impl<A> Clone for ChunkBases<'_, A> {
@@ -250,7 +258,9 @@ pub fn streamed_scratch_bytes(curve: Curve, n: usize, chunk: usize) -> usize {
 /// [`streamed_scratch_bytes`], or for resident bases read in place (`streamed` false).
 fn chunked_scratch_bytes(curve: Curve, n: usize, chunk: usize, streamed: bool) -> usize {
     let mut b = Bump::dry();
-    ChunkSpans::take(&mut b, n, chunk.max(1), curve, streamed).expect("a dry layout has room");
+    let from =
+        if streamed { ChunkFrom::Host(&[][..]) } else { ChunkFrom::Device(DevSpan { ptr: 0, len_bytes: 0 }) };
+    chunk_layout::<u8>(&mut b, n, chunk.max(1), curve, from).expect("a dry layout has room");
     let above = chunk_ranges(n, chunk)
         .map(|r| r.len())
         .take(1)
@@ -307,6 +317,14 @@ impl<A> BaseSet<'_, A> {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The chunk length of streamed bases (`None`: resident).
+    pub(crate) fn streamed_chunk(&self) -> Option<usize> {
+        match self {
+            BaseSet::Resident(_) => None,
+            BaseSet::Streamed { chunk, .. } => Some(*chunk),
+        }
     }
 }
 
@@ -407,19 +425,8 @@ impl Gpu {
         bases: BaseSet<'_, A>,
         scalars: Scalars<'_>,
     ) -> Result<Vec<(Vec<J>, u32)>> {
+        self.check_bases(&bases, scalars.len(), "MSM: scalars (over its bases)")?;
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
-        if let BaseSet::Resident(b) = bases {
-            if b.arena_id != arena.id() {
-                return Err(CudaError::ForeignHandle("MSM bases"));
-            }
-        }
-        if scalars.len() > bases.len() {
-            return Err(CudaError::Length {
-                what: "MSM: scalars (over its bases)",
-                got: scalars.len(),
-                want: bases.len(),
-            });
-        }
         self.dev.bind()?;
         self.dev.timer_start()?;
         let mut b = arena.scratch();
@@ -431,6 +438,21 @@ impl Gpu {
         }
         self.arena_mut()?.note_scratch(&b);
         r
+    }
+
+    /// That `bases` can serve an MSM of `n` scalars here: resident ones in this GPU's arena,
+    /// and at least `n` of them (`what` names the scalars in the error).
+    pub(crate) fn check_bases<A>(&self, bases: &BaseSet<'_, A>, n: usize, what: &'static str) -> Result<()> {
+        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
+        if let BaseSet::Resident(b) = bases {
+            if b.arena_id != arena.id() {
+                return Err(CudaError::ForeignHandle("MSM bases"));
+            }
+        }
+        if n > bases.len() {
+            return Err(CudaError::Length { what, got: n, want: bases.len() });
+        }
+        Ok(())
     }
 
     /// The chunk length of a resident MSM of `n` points on this GPU (`None`: one piece).
@@ -458,10 +480,10 @@ impl Gpu {
         match bases {
             BaseSet::Resident(r) => match self.resident_chunk(scalars.len()) {
                 None => Ok(vec![self.msm_run(b, pk, r.span.dev_ptr(), scalars)?]),
-                Some(k) => self.msm_chunked(b, pk, ChunkBases::<A>::Device(r.span), k, scalars),
+                Some(k) => self.msm_chunked(b, pk, ChunkFrom::<A>::Device(r.span), k, scalars),
             },
             BaseSet::Streamed { bases, chunk } => {
-                self.msm_chunked(b, pk, ChunkBases::Host(bases), chunk, scalars)
+                self.msm_chunked(b, pk, ChunkFrom::Host(bases), chunk, scalars)
             }
         }
     }
@@ -477,7 +499,7 @@ impl Gpu {
         &self,
         b: &mut Bump,
         pk: &PointKernels<'_>,
-        bases: ChunkBases<'_, A>,
+        from: ChunkFrom<'_, A>,
         chunk: usize,
         scalars: Scalars<'_>,
     ) -> Result<Vec<(Vec<J>, u32)>> {
@@ -490,19 +512,8 @@ impl Gpu {
         }
         let affine = pk.curve.affine_bytes();
         assert_eq!(std::mem::size_of::<A>(), affine, "base type matches the curve");
-        let s = ChunkSpans::take(b, n, chunk, pk.curve, matches!(bases, ChunkBases::Host(_)))?;
-        // SAFETY: the scalars span holds `n` scalars; host scalars stay borrowed by the
-        // caller until the last chunk's download synchronizes the stream (or a sync on an
-        // error).
-        unsafe {
-            match scalars {
-                Scalars::Host(h) => self.dev.upload_async(s.scalars.ptr, h)?,
-                Scalars::Device { ptr, n } if ptr != s.scalars.dev_ptr() => {
-                    self.dev.copy_d2d(s.scalars.ptr, ptr.addr(), n * SCALAR_BYTES)?
-                }
-                Scalars::Device { .. } => {}
-            }
-        }
+        let (all_scalars, bases) = chunk_layout(b, n, chunk, pk.curve, from)?;
+        self.put_scalars(&all_scalars, scalars)?;
         let ranges: Vec<_> = chunk_ranges(n, chunk).collect();
         // SAFETY (both uploads): each buffer holds `chunk` bases; the host bases are
         // borrowed for the whole call and every way out waits for the copy stream (the last
@@ -510,11 +521,11 @@ impl Gpu {
         // `msm_over`). A buffer is refilled only after the MSM that read it has downloaded
         // its sums.
         let upload = |j: usize| -> Result<()> {
-            match (bases, s.bufs) {
-                (ChunkBases::Host(h), Some(bufs)) => unsafe {
-                    self.dev.upload_overlapped(j % 2, bufs[j % 2].ptr, &h[ranges[j].clone()])
+            match bases {
+                ChunkBases::Host { bases, bufs } => unsafe {
+                    self.dev.upload_overlapped(j % 2, bufs[j % 2].ptr, &bases[ranges[j].clone()])
                 },
-                _ => Ok(()),
+                ChunkBases::Device(_) => Ok(()),
             }
         };
         upload(0)?;
@@ -527,16 +538,15 @@ impl Gpu {
             if j > 0 {
                 self.dev.timer_start()?;
             }
-            let chunk_bases = match (bases, s.bufs) {
-                (ChunkBases::Host(_), Some(bufs)) => {
+            let chunk_bases = match bases {
+                ChunkBases::Host { bufs, .. } => {
                     self.dev.wait_upload(j % 2)?;
                     bufs[j % 2].dev_ptr()
                 }
-                (ChunkBases::Device(span), _) => span.at(r.start * affine),
-                (ChunkBases::Host(_), None) => unreachable!("host bases are laid out with their buffers"),
+                ChunkBases::Device(span) => span.at(r.start * affine),
             };
             let mut cb = b.clone();
-            let chunk_scalars = Scalars::Device { ptr: s.scalars.at(r.start * SCALAR_BYTES), n: r.len() };
+            let chunk_scalars = Scalars::Device { ptr: all_scalars.at(r.start * SCALAR_BYTES), n: r.len() };
             out.push(self.msm_run(&mut cb, pk, chunk_bases, chunk_scalars)?);
             device += self.last_device.get();
             if high.as_ref().map_or(true, |h| h.used_bytes() < cb.used_bytes()) {
@@ -682,18 +692,25 @@ impl Gpu {
     /// Puts the scalars where the layout keeps them (a host copy, a device copy, or
     /// nothing when they already lie there) and zeroes the bucket counts.
     fn msm_stage_scalars(&self, s: &MsmSpans, scalars: Scalars<'_>) -> Result<()> {
-        // SAFETY: spans of this call's scratch layout, sized by MsmSpans::take for
-        // `scalars.len()` scalars; host scalars stay borrowed by the caller until the
-        // download synchronizes the stream.
+        self.put_scalars(&s.scalars, scalars)?;
+        // SAFETY: the counts span of this call's scratch layout.
+        unsafe { self.dev.zero(s.counts.ptr, s.counts.len_bytes) }
+    }
+
+    /// Enqueues the copy that puts `scalars` into `dst` (a host upload, a device copy, or
+    /// nothing when they already lie there). `dst` is a span of the caller's layout sized
+    /// for `scalars.len()` scalars; host scalars stay borrowed by the caller until a later
+    /// download synchronizes the stream (or a sync on an error).
+    fn put_scalars(&self, dst: &DevSpan, scalars: Scalars<'_>) -> Result<()> {
+        // SAFETY: see above: `dst` holds the scalars, and the host slice outlives the copy.
         unsafe {
             match scalars {
-                Scalars::Host(h) => self.dev.upload_async(s.scalars.ptr, h)?,
-                Scalars::Device { ptr, n } if ptr != s.scalars.dev_ptr() => {
-                    self.dev.copy_d2d(s.scalars.ptr, ptr.addr(), n * SCALAR_BYTES)?
+                Scalars::Host(h) => self.dev.upload_async(dst.ptr, h),
+                Scalars::Device { ptr, n } if ptr != dst.dev_ptr() => {
+                    self.dev.copy_d2d(dst.ptr, ptr.addr(), n * SCALAR_BYTES)
                 }
-                Scalars::Device { .. } => {}
+                Scalars::Device { .. } => Ok(()),
             }
-            self.dev.zero(s.counts.ptr, s.counts.len_bytes)
         }
     }
 

@@ -36,10 +36,6 @@ pub struct DeviceShape {
     pub rows_bytes: Option<usize>,
 }
 
-/// Bytes of one blst affine point: G1 (two Fp), G2 (two Fp2).
-const G1_AFFINE_BYTES: usize = 96;
-const G2_AFFINE_BYTES: usize = 192;
-
 /// Device memory of one GPU for proofs of one shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DevicePlan {
@@ -59,7 +55,7 @@ pub struct DevicePlan {
     /// The h pipeline fed from the resident recording: a, b, c plus the witness (scratch).
     pub h_rows_scratch_bytes: usize,
     /// The largest witness MSM: the MSM plus the aux and density staged above it
-    /// (scratch): [`DevicePlan::with_witness_msms`].
+    /// (scratch): [`DevicePlan::for_proofs`].
     pub witness_scratch_bytes: usize,
     /// Which base sets ([`BASE_SETS`] order) are resident; the others stay in page-locked
     /// host memory and stream to the device `chunk_points` at a time for each MSM.
@@ -83,8 +79,8 @@ impl DevicePlan {
             if g2_sets.is_empty() { msm.scratch_bytes(Curve::G1) } else { msm.scratch_bytes(Curve::G2) };
         DevicePlan {
             ntt_tables_bytes: ntt_tables_bytes(domain_log),
-            g1_bases_bytes: g1_sets.iter().map(|n| span(n * G1_AFFINE_BYTES)).sum(),
-            g2_bases_bytes: g2_sets.iter().map(|n| span(n * G2_AFFINE_BYTES)).sum(),
+            g1_bases_bytes: g1_sets.iter().map(|n| span(n * Curve::G1.affine_bytes())).sum(),
+            g2_bases_bytes: g2_sets.iter().map(|n| span(n * Curve::G2.affine_bytes())).sum(),
             h_scratch_bytes: h_scratch_bytes(domain_log),
             msm_scratch_bytes,
             rows_bytes: 0,
@@ -204,22 +200,6 @@ impl DevicePlan {
     /// Whether a, b, c are computed on the device from a resident recording.
     pub fn rows_resident(&self) -> bool {
         self.rows_bytes > 0
-    }
-
-    /// With the witness MSMs ([`crate::Gpu::msm_witness_g1`]) of a proof with `aux`
-    /// variables: L (all aux), A over `a_points` and B over `b_points` (G1 and G2), each
-    /// staging the aux and, for A and B, the density above its MSM.
-    pub fn with_witness_msms(mut self, aux: usize, a_points: usize, b_points: usize) -> DevicePlan {
-        self.witness_scratch_bytes = [
-            witness_msm_scratch_bytes(Curve::G1, aux, aux, false, None),
-            witness_msm_scratch_bytes(Curve::G1, a_points, aux, true, None),
-            witness_msm_scratch_bytes(Curve::G1, b_points, aux, true, None),
-            witness_msm_scratch_bytes(Curve::G2, b_points, aux, true, None),
-        ]
-        .into_iter()
-        .max()
-        .unwrap_or(0);
-        self
     }
 
     /// With a recording of `rows_bytes` resident ([`crate::rows_resident_bytes`]) and the

@@ -465,17 +465,8 @@ impl Gpu {
         if n == 0 {
             return self.msm_over(curve, bases, Scalars::Host(&[]));
         }
+        self.check_bases(&bases, n, "witness MSM: scalars")?;
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
-        let chunk = match bases {
-            BaseSet::Resident(b) if b.arena_id != arena.id() => {
-                return Err(CudaError::ForeignHandle("MSM bases"))
-            }
-            BaseSet::Resident(_) => None,
-            BaseSet::Streamed { chunk, .. } => Some(chunk),
-        };
-        if n > bases.len() {
-            return Err(CudaError::Length { what: "witness MSM: scalars", got: n, want: bases.len() });
-        }
         if n > MSM_POINTS_MAX {
             return Err(CudaError::Limit { what: "MSM points", value: n, limit: MSM_POINTS_MAX });
         }
@@ -484,7 +475,7 @@ impl Gpu {
         let mut stage = arena.scratch();
         let s = witness_spans(
             &mut stage,
-            self.msm_layout_bytes(curve, n, chunk),
+            self.msm_layout_bytes(curve, n, bases.streamed_chunk()),
             n,
             aux.len(),
             density.is_some(),

@@ -112,6 +112,51 @@ fn job(kind: CircuitKind, constraints: usize, partitions: u64, seed: u64) -> Job
     j
 }
 
+/// A kind of `kind` at `constraints` synthesized through its recording: the recording,
+/// its spec over `params`, and an engine config of two slots (CPU backend).
+fn precompiled_kind(
+    kind: CircuitKind,
+    constraints: usize,
+    params: &Arc<Parameters>,
+) -> (Arc<arenaprove_circuits::Precompiled>, CircuitSpec, EngineConfig) {
+    let pc = Arc::new(
+        arenaprove_circuits::record_native(&circuit(kind, constraints, 0), &format!("{kind}@{constraints}"))
+            .expect("recorded"),
+    );
+    let shape = shape_of_native(&circuit(kind, constraints, 0)).expect("shape");
+    let spec = CircuitSpec::new(kind.to_string(), shape, params.clone()).with_matrices(pc.clone());
+    let cfg = EngineConfig {
+        slots: 2,
+        synth_workers: 2,
+        region: RegionConfig { huge_pages: false, ..RegionConfig::default() },
+        ..EngineConfig::default()
+    };
+    (pc, spec, cfg)
+}
+
+/// A job of `partitions` partitions synthesized through `pc`, with r and s seeded by `seed`.
+fn precompiled_job(
+    kind: CircuitKind,
+    constraints: usize,
+    pc: &Arc<arenaprove_circuits::Precompiled>,
+    partitions: u64,
+    seed: u64,
+) -> Job {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let parts = (0..partitions)
+        .map(|p| {
+            arenaprove_engine::pipeline::precompiled(ViaBridge(circuit(kind, constraints, p)), pc.clone())
+        })
+        .collect();
+    let mut j = Job::new(kind.to_string(), parts);
+    j.randomness = Some(
+        (0..partitions)
+            .map(|_| Randomness { r: Scalar::random(&mut rng), s: Scalar::random(&mut rng) })
+            .collect(),
+    );
+    j
+}
+
 /// bellperson 0.27 verifies every partition's proof, read from our bytes, against the
 /// verifying key read from our bytes.
 fn bellperson_verifies(params: &Parameters, out: &JobOutput) {
@@ -305,45 +350,14 @@ fn a_precompiled_kind_proves_from_the_witness_alone_on_the_gpu() {
         let Some(gpu) = open_or_skip() else { return };
         let constraints = 1usize << log;
         let params = params_for(kind, constraints, 40 + log as u64);
-        let pc = Arc::new(
-            arenaprove_circuits::record_native(
-                &circuit(kind, constraints, 0),
-                &format!("{kind}@{constraints}"),
-            )
-            .expect("recorded"),
-        );
-        let shape = shape_of_native(&circuit(kind, constraints, 0)).expect("shape");
-        let spec = CircuitSpec::new(kind.to_string(), shape, params.clone()).with_matrices(pc.clone());
-        let cfg = EngineConfig {
-            slots: 2,
-            synth_workers: 2,
-            region: RegionConfig { huge_pages: false, ..RegionConfig::default() },
-            ..EngineConfig::default()
-        };
+        let (pc, spec, cfg) = precompiled_kind(kind, constraints, &params);
         let cpu = Engine::new(cfg.clone(), vec![spec.clone()]).expect("cpu engine");
         assert!(cpu.memory_plan().host_abc(), "the CPU's NTTs run in the a, b, c slabs");
         let dev = Engine::new(EngineConfig { backend: gpu.clone(), ..cfg }, vec![spec]).expect("gpu engine");
         let plan = dev.memory_plan();
         assert!(!plan.host_abc(), "no a, b, c on the host:\n{plan}");
         assert!(plan.terms.iter().any(|t| t.what.contains("precompiled rows")), "{plan}");
-        let precompiled_job = |seed: u64| {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let parts = (0..3u64)
-                .map(|p| {
-                    arenaprove_engine::pipeline::precompiled(
-                        ViaBridge(circuit(kind, constraints, p)),
-                        pc.clone(),
-                    )
-                })
-                .collect();
-            let mut j = Job::new(kind.to_string(), parts);
-            j.randomness = Some(
-                (0..3)
-                    .map(|_| Randomness { r: Scalar::random(&mut rng), s: Scalar::random(&mut rng) })
-                    .collect(),
-            );
-            j
-        };
+        let precompiled_job = |seed: u64| precompiled_job(kind, constraints, &pc, 3, seed);
         let want = cpu.prove(precompiled_job(5)).expect("cpu job");
         assert!(want.is_ok(), "cpu: {:?}", want.first_error());
         let t = Instant::now();
@@ -523,31 +537,8 @@ fn a_device_memory_budget_streams_bases_and_proofs_stay_identical() {
     let (kind, log) = (CircuitKind::Sector, 14u32);
     let constraints = 1usize << log;
     let params = params_for(kind, constraints, 90);
-    let pc = Arc::new(
-        arenaprove_circuits::record_native(&circuit(kind, constraints, 0), &format!("{kind}@{constraints}"))
-            .expect("recorded"),
-    );
-    let shape = shape_of_native(&circuit(kind, constraints, 0)).expect("shape");
-    let spec = CircuitSpec::new(kind.to_string(), shape, params.clone()).with_matrices(pc.clone());
-    let cfg = EngineConfig {
-        slots: 2,
-        synth_workers: 2,
-        region: RegionConfig { huge_pages: false, ..RegionConfig::default() },
-        ..EngineConfig::default()
-    };
-    let precompiled_job = |seed: u64| {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let parts = (0..5u64)
-            .map(|p| {
-                arenaprove_engine::pipeline::precompiled(ViaBridge(circuit(kind, constraints, p)), pc.clone())
-            })
-            .collect();
-        let mut j = Job::new(kind.to_string(), parts);
-        j.randomness = Some(
-            (0..5).map(|_| Randomness { r: Scalar::random(&mut rng), s: Scalar::random(&mut rng) }).collect(),
-        );
-        j
-    };
+    let (pc, spec, cfg) = precompiled_kind(kind, constraints, &params);
+    let precompiled_job = |seed: u64| precompiled_job(kind, constraints, &pc, 5, seed);
     let cpu = Engine::new(cfg.clone(), vec![spec.clone()]).expect("cpu engine");
     let want = cpu.prove(precompiled_job(8)).expect("cpu job");
     assert!(want.is_ok(), "cpu: {:?}", want.first_error());

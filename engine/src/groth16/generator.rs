@@ -362,10 +362,7 @@ pub fn generate_parameters<C: Circuit<Scalar>>(
     powers_into(tw.tau, 0, &mut lagrange);
     let coeff = domain.z(&tw.tau) * delta_inv;
     let h_scalars: Vec<Scalar> = lagrange[..m - 1].par_iter().map(|p| *p * coeff).collect();
-    // Lagrange coefficients at tau: the inverse NTT of the powers of tau.
-    let mut twiddles = vec![Scalar::ZERO; domain.twiddle_len().max(1)];
-    domain.ifft(&mut lagrange, &mut twiddles);
-    drop(twiddles);
+    lagrange_from_powers(&domain, &mut lagrange);
 
     // QAP polynomials at tau: at/bt/ct per variable (inputs first, then aux).
     let vars = n_in + n_aux;
@@ -461,9 +458,7 @@ pub fn write_parameters_from_matrices(
 
     let mut lagrange = vec![Scalar::ZERO; m];
     powers_into(tw.tau, 0, &mut lagrange);
-    let mut twiddles = vec![Scalar::ZERO; domain.twiddle_len().max(1)];
-    domain.ifft(&mut lagrange, &mut twiddles);
-    drop(twiddles);
+    lagrange_from_powers(&domain, &mut lagrange);
     let [at, bt, ct] = pc
         .column_sums(&lagrange)
         .map_err(|e| Groth16Error::Degenerate(format!("evaluating the recorded matrices: {e}")))?;
@@ -555,6 +550,13 @@ fn nonzero_taker(q: &[Scalar]) -> impl FnMut(usize) -> Vec<Scalar> + '_ {
         }
         s
     }
+}
+
+/// The Lagrange coefficients at tau, in place of the powers of tau (`domain.size` of
+/// them): their inverse NTT.
+fn lagrange_from_powers(domain: &Domain, powers: &mut [Scalar]) {
+    let mut twiddles = vec![Scalar::ZERO; domain.twiddle_len().max(1)];
+    domain.ifft(powers, &mut twiddles);
 }
 
 /// `out[i] = tau^(start + i)`, in parallel batches.
