@@ -12,6 +12,8 @@
 #   bash scripts/gpu-filecoin.sh 32GiB     # parallel witness of a 32 GiB partition (random C1)
 #   bash scripts/gpu-filecoin.sh params-32GiB  # full-size development parameters from the
 #                                          # recording on the CPU, then a timed checked load
+#                                          # (subgroup tests on the GPU; CHECKED_LOAD=0: later,
+#                                          # by checked-load-32GiB)
 #   SECTORS=3 SLOTS=4 bash scripts/gpu-filecoin.sh timing-32GiB   # TIMING ONLY: full-size
 #                                          # sectors (random C1s, shape-only parameters);
 #                                          # DEVICE_MEMORY=24GiB: within that budget
@@ -97,17 +99,24 @@ case "${1:-small}" in
     ;;
   params-32GiB | params-64GiB)
     # Issue 24 item 1: development parameters for the full-size circuit, streamed from its
-    # recording on this machine's CPU (the ten-minute budget), then a checked load of the
-    # file, timed. The file stays in PARAM_CACHE for the commands after it.
+    # recording on this machine's CPU (the ten-minute budget), then (CHECKED_LOAD=0: not in
+    # this command) the timed checked load below. The file stays in PARAM_CACHE.
     size=${1#params-}
     t0=$SECONDS
     fc params --sector-size "$size" >"$OUT/params-$size.log" 2>&1 \
       || { summary "params $size: FAILED"; tail -5 "$OUT/params-$size.log"; exit 1; }
     summary "params $size: written in $((SECONDS - t0)) s: $(tail -3 "$OUT/params-$size.log" | tr '\n' ' ')"
+    ls -l "$PC" >>"$OUT/params-$size.log"
+    [ "${CHECKED_LOAD:-1}" = 0 ] || bash "$0" "checked-load-$size"
+    ;;
+  checked-load-32GiB | checked-load-64GiB)
+    # The newest parameters file in PARAM_CACHE, loaded checked: decode and curve check on
+    # the CPU, every point's subgroup test on the GPU (params verify --backend gpu).
+    size=${1#checked-load-}
     f=$(ls -t "$PC"/*.params | head -1)
     t0=$SECONDS
-    "$B" params verify "$f" >"$OUT/params-verify-$size.log" 2>&1 \
-      && summary "checked load of $f ($(stat -c %s "$f") bytes) in $((SECONDS - t0)) s" \
+    "$B" params verify "$f" --backend gpu >"$OUT/params-verify-$size.log" 2>&1 \
+      && summary "checked load of $f ($(stat -c %s "$f") bytes) in $((SECONDS - t0)) s: $(tail -2 "$OUT/params-verify-$size.log" | tr '\n' ' ')" \
       || summary "checked load of $f FAILED: $(tail -2 "$OUT/params-verify-$size.log")"
     ;;
   timing-32GiB | timing-64GiB)
@@ -120,7 +129,7 @@ case "${1:-small}" in
     summary "timing $size: $(tail -22 "$OUT/timing-$size.log")"
     ;;
   *)
-    echo "usage: $0 small|soak|512MiB|32GiB|64GiB|params-32GiB|params-64GiB|timing-32GiB|timing-64GiB" >&2
+    echo "usage: $0 small|soak|512MiB|32GiB|64GiB|params-32GiB|params-64GiB|checked-load-32GiB|checked-load-64GiB|timing-32GiB|timing-64GiB" >&2
     exit 2
     ;;
 esac

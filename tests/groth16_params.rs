@@ -2,7 +2,8 @@
 //! format both ways, and every kind of bad file giving a clear error.
 use arenaprove::circuits::circuits::ChainCircuit;
 use arenaprove::engine::groth16::{
-    generate_random_parameters, Groth16Error, Parameters, ParamsMemory, PointFault, VerifyingKey,
+    generate_random_parameters, CpuSubgroupCheck, Groth16Error, Parameters, ParamsMemory, PointFault,
+    VerifyingKey,
 };
 use blstrs::{Bls12, Fp, G1Affine};
 use ff::Field;
@@ -58,6 +59,9 @@ fn files_round_trip_both_ways() {
         assert_eq!(back.domain_size(), 256);
     }
     let back = Parameters::read_file(&path, true, &ParamsMemory::default()).unwrap();
+    assert!(back == ours);
+    // The checked load in two halves (the subgroup half through a SubgroupCheck).
+    let back = Parameters::read_file_checked_by(&path, &mut CpuSubgroupCheck, &ParamsMemory::heap()).unwrap();
     assert!(back == ours);
     // Verifying key files.
     let vk_path = dir.join("ours.vk");
@@ -166,6 +170,22 @@ fn bad_files_give_errors_naming_file_section_and_index() {
     );
     assert!(e.to_string().contains("subgroup"), "{e}");
     assert!(load(&bad, false).is_ok());
+    // The checked load in two halves (decode, then a SubgroupCheck over the sections, as the
+    // GPU runs it) reports the same point at the same offset; a good file passes.
+    let two_halves = |bytes: &[u8]| {
+        let p = load(bytes, false)?;
+        p.check_subgroups("test.params", &mut CpuSubgroupCheck)
+    };
+    assert_eq!(two_halves(&bad).unwrap_err().to_string(), e.to_string());
+    two_halves(&good).unwrap();
+    let mut bad_late = good.clone();
+    let o = offset_of(&p, "b_g1", p.b_g1().len() - 1);
+    bad_late[o..o + 96].copy_from_slice(&off_subgroup_g1());
+    assert_eq!(
+        two_halves(&bad_late).unwrap_err().to_string(),
+        load(&bad_late, true).unwrap_err().to_string(),
+        "the last point of b_g1"
+    );
     // bellperson agrees.
     assert!(BpParams::read(&bad[..], true).is_err());
 

@@ -306,6 +306,11 @@ kernels! {
         pieces: DevPtr,
     );
 
+    // subgroup.cu
+    /// Scott's subgroup test per point: `*bad = min(*bad, first + i)` for each point `i`
+    /// outside the prime-order subgroup (`consts`: beta for G1; cx, cy for G2).
+    Subgroup: subgroup_g1, subgroup_g2(pts: DevPtr, n: usize, first: usize, consts: DevPtr, z_abs: usize, bad: DevPtr);
+
     // msm_points.cuh, instantiated for G1 (msm_g1.cu) and G2 (msm_g2.cu)
     /// 0/1 fast path: per-thread sums of the bases whose scalar is one.
     MsmOnes: msm_ones_g1, msm_ones_g2(bases: DevPtr, scalars: DevPtr, n: u32, out: DevPtr);

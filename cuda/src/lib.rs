@@ -36,6 +36,7 @@ mod ntt_tables;
 mod pinned;
 mod plan;
 mod products;
+mod subgroup;
 
 pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
 pub use backend::{
@@ -56,6 +57,9 @@ pub use pinned::{CudaRegionHook, HostRegistration};
 pub use plan::{DevicePlan, DeviceShape, BASE_SETS};
 pub use products::{
     h_rows_scratch_bytes, products_scratch_bytes, rows_resident_bytes, witness_msm_scratch_bytes, DeviceRows,
+};
+pub use subgroup::{
+    g1_points_on_curve, g2_points_on_curve, subgroup_scratch_bytes, GpuSubgroupCheck, SUBGROUP_CHUNK_POINTS,
 };
 
 /// One line on whether the CUDA backend can run here, and why not: for the engine's

@@ -467,3 +467,83 @@ fn streamed_bases_match_blst_for_every_chunking() {
         g.msm_witness_g2_over(BaseSet::Streamed { bases: &b2w, chunk: 1 << 14 }, &[], &aux, None).unwrap();
     assert!(got == msm_g2(&b2w, &to_bytes(&aux)), "G2 witness MSM (all aux) streamed differs from blst");
 }
+
+/// Parameters whose sections are `g1` (h, l, a, b_g1 alike) and `g2`, with a verifying key
+/// of generator multiples (a checked load's subgroup half never looks at the key).
+fn params_of(g1: &[blst_p1_affine], g2: &[blst_p2_affine]) -> arenaprove_engine::groth16::Parameters {
+    use arenaprove_engine::deps::blstrs::{G1Affine, G2Affine};
+    use arenaprove_engine::deps::group::prime::PrimeCurveAffine;
+    use arenaprove_engine::groth16::{Parameters, ParamsMemory, VerifyingKey};
+    let (a, b) = (G1Affine::generator(), G2Affine::generator());
+    let vk = VerifyingKey {
+        alpha_g1: a,
+        beta_g1: a,
+        beta_g2: b,
+        gamma_g2: b,
+        delta_g1: a,
+        delta_g2: b,
+        ic: vec![a; 3],
+    };
+    Parameters::from_sections(vk, g1, g1, g1, g1, g2, &ParamsMemory::heap()).unwrap()
+}
+
+#[test]
+fn subgroup_checks_match_blst_across_chunks_and_name_the_first_point_outside() {
+    use arenaprove_cuda::{g1_points_on_curve, g2_points_on_curve, SUBGROUP_CHUNK_POINTS};
+    use arenaprove_engine::groth16::{CpuSubgroupCheck, SubgroupCheck};
+    let Some(mut g) = gpu(10) else { return };
+    let outside1 = g1_points_on_curve(1, 64);
+    let outside2 = g2_points_on_curve(1, 64);
+
+    // Each point outside its subgroup is caught alone, as blst says.
+    for (i, p) in outside1.iter().enumerate() {
+        let want = CpuSubgroupCheck.first_outside_g1(std::slice::from_ref(p)).unwrap();
+        assert_eq!(want, Some(0), "blst: sample {i} is outside G1");
+        assert_eq!(g.first_outside_subgroup_g1(std::slice::from_ref(p)).unwrap(), want, "G1 sample {i}");
+    }
+    for (i, p) in outside2.iter().enumerate() {
+        let want = CpuSubgroupCheck.first_outside_g2(std::slice::from_ref(p)).unwrap();
+        assert_eq!(want, Some(0), "blst: sample {i} is outside G2");
+        assert_eq!(g.first_outside_subgroup_g2(std::slice::from_ref(p)).unwrap(), want, "G2 sample {i}");
+    }
+    assert_eq!(g.first_outside_subgroup_g1(&[]).unwrap(), None);
+
+    // Two and a half chunks of subgroup points pass; a planted point is found wherever it
+    // is, and the first of several is the one reported.
+    let n = 2 * SUBGROUP_CHUNK_POINTS + 12_345;
+    let mut pts = bases(n, 71);
+    assert_eq!(g.first_outside_subgroup_g1(&pts).unwrap(), None, "G1 subgroup points");
+    for (k, at) in [n - 1, SUBGROUP_CHUNK_POINTS + 7, SUBGROUP_CHUNK_POINTS - 1, 5].into_iter().enumerate() {
+        pts[at] = outside1[k];
+        assert_eq!(g.first_outside_subgroup_g1(&pts).unwrap(), Some(at), "G1, planted at {at}");
+    }
+    let n2 = SUBGROUP_CHUNK_POINTS + 999;
+    let mut pts2 = bases_g2(n2, 72);
+    assert_eq!(g.first_outside_subgroup_g2(&pts2).unwrap(), None, "G2 subgroup points");
+    for (k, at) in [n2 - 1, SUBGROUP_CHUNK_POINTS, 3].into_iter().enumerate() {
+        pts2[at] = outside2[k];
+        assert_eq!(g.first_outside_subgroup_g2(&pts2).unwrap(), Some(at), "G2, planted at {at}");
+    }
+    println!("subgroup check: {n} G1 points in {:?} of device time", g.last_device_time());
+
+    // Through the engine's seam: the GPU's error is the CPU checker's, word for word.
+    let good = bases(5000, 73);
+    let good2 = bases_g2(700, 74);
+    let mut check = arenaprove_cuda::GpuSubgroupCheck::on(g);
+    params_of(&good, &good2).check_subgroups("p", &mut check).unwrap();
+    let mut bad = good.clone();
+    bad[4321] = outside1[9];
+    let cpu = params_of(&bad, &good2).check_subgroups("p", &mut CpuSubgroupCheck).unwrap_err().to_string();
+    let gpu = params_of(&bad, &good2).check_subgroups("p", &mut check).unwrap_err().to_string();
+    assert_eq!(gpu, cpu);
+    assert!(
+        gpu.contains("section 'h', point 4321") && gpu.contains("not in the prime-order subgroup"),
+        "{gpu}"
+    );
+    let mut bad2 = good2.clone();
+    bad2[699] = outside2[9];
+    let cpu = params_of(&good, &bad2).check_subgroups("p", &mut CpuSubgroupCheck).unwrap_err().to_string();
+    let gpu = params_of(&good, &bad2).check_subgroups("p", &mut check).unwrap_err().to_string();
+    assert_eq!(gpu, cpu);
+    assert!(gpu.contains("section 'b_g2', point 699"), "{gpu}");
+}

@@ -30,6 +30,7 @@ pub mod peer {
 pub mod deps {
     pub use bellpepper;
     pub use bellpepper_core;
+    pub use blst;
     pub use blstrs;
     pub use ff;
     pub use group;

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use arenaprove::engine::groth16::{CpuSubgroupCheck, SubgroupCheck};
 use arenaprove::engine::pipeline::WorkTag;
 use arenaprove::engine::{BackendFactory, CpuBackend};
 
@@ -152,4 +153,30 @@ pub fn all_gpus_factory() -> Arc<dyn BackendFactory> {
 pub fn all_gpus_factory() -> Arc<dyn BackendFactory> {
     eprintln!("backend: built without the `cuda` feature; using the CPU backend");
     Arc::new(CpuBackend)
+}
+
+/// Who runs the subgroup half of a checked parameter load (`params verify --backend`): the
+/// CPU, or GPU 0 (the CPU, said once on stderr, where there is none).
+pub fn subgroup_check(choice: crate::common::BackendChoice) -> Box<dyn SubgroupCheck> {
+    match choice {
+        crate::common::BackendChoice::Cpu => Box::new(CpuSubgroupCheck),
+        crate::common::BackendChoice::Gpu => gpu_subgroup_check(),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn gpu_subgroup_check() -> Box<dyn SubgroupCheck> {
+    match arenaprove::cuda::GpuSubgroupCheck::open(0) {
+        Ok(c) => Box::new(c),
+        Err(e) => {
+            eprintln!("subgroup check: no GPU ({e}); checking on the CPU");
+            Box::new(CpuSubgroupCheck)
+        }
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_subgroup_check() -> Box<dyn SubgroupCheck> {
+    eprintln!("subgroup check: built without the `cuda` feature; checking on the CPU");
+    Box::new(CpuSubgroupCheck)
 }

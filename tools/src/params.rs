@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use arenaprove::circuits::circuits::CircuitKind;
-use arenaprove::engine::groth16::{Parameters, ParamsMemory};
+use arenaprove::engine::deps::blst::{blst_p1_affine, blst_p2_affine};
+use arenaprove::engine::groth16::{CpuSubgroupCheck, Parameters, ParamsMemory, SubgroupCheck};
 
 use crate::common;
 
@@ -38,6 +39,15 @@ pub enum Cmd {
     /// with --circuit/--constraints, checks it fits that circuit.
     Verify {
         file: PathBuf,
+        /// Where the subgroup tests run: `cpu` (blst's per point, fused with the decode, on
+        /// every core) or `gpu` (the decode on the CPU, then every section's subgroup test on
+        /// GPU 0: what a 47 GB file needs).
+        #[arg(long, value_enum, default_value = "cpu")]
+        backend: common::BackendChoice,
+        /// With `--backend gpu`: the baseline, blst's subgroup test on every core over the
+        /// first N points of h and of b_g2, timed in the same run (0: none).
+        #[arg(long, default_value_t = 1 << 20)]
+        cpu_sample: usize,
         #[arg(long)]
         circuit: Option<CircuitKind>,
         #[arg(long)]
@@ -81,13 +91,28 @@ pub fn run(a: Args) -> Result<()> {
             );
             println!("  encoded bytes                 {}", p.encoded_bytes());
         }
-        Cmd::Verify { file, circuit, constraints } => {
+        Cmd::Verify { file, backend, cpu_sample, circuit, constraints } => {
             let t0 = Instant::now();
-            let p = Parameters::read_file(&file, true, &ParamsMemory::default())?;
+            let (p, loaded) = match backend {
+                common::BackendChoice::Cpu => (
+                    Parameters::read_file(&file, true, &ParamsMemory::default())?,
+                    t0.elapsed().as_secs_f64(),
+                ),
+                common::BackendChoice::Gpu => {
+                    let mut check = Timed::new(arenaprove_tools::backend::subgroup_check(backend));
+                    let p = Parameters::read_file(&file, false, &ParamsMemory::default())?;
+                    let decoded = t0.elapsed().as_secs_f64();
+                    p.check_subgroups(&file.display().to_string(), &mut check)?;
+                    let loaded = t0.elapsed().as_secs_f64();
+                    println!("decode and curve check on the CPU: {decoded:.2} s");
+                    check.report(&p, cpu_sample);
+                    (p, loaded)
+                }
+            };
             println!(
-                "{}: every point valid ({:.2} s checked load)",
+                "{}: every point valid ({loaded:.2} s checked load, {} bytes)",
                 file.display(),
-                t0.elapsed().as_secs_f64()
+                p.encoded_bytes()
             );
             if let (Some(k), Some(n)) = (circuit, constraints) {
                 let sample = common::circuit(k, n, 0, 0)?;
@@ -100,4 +125,79 @@ pub fn run(a: Args) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A [`SubgroupCheck`] that times its G1 and G2 calls (`params verify --backend gpu`).
+struct Timed {
+    inner: Box<dyn SubgroupCheck>,
+    /// (points, seconds) over G1 calls and over G2 calls.
+    g1: (usize, f64),
+    g2: (usize, f64),
+}
+
+impl Timed {
+    fn new(inner: Box<dyn SubgroupCheck>) -> Timed {
+        Timed { inner, g1: (0, 0.0), g2: (0, 0.0) }
+    }
+
+    /// Prints the checker's rate per group and, over the first `sample` points of h and
+    /// b_g2, blst's on every core (the baseline, same run) and the ratio.
+    fn report(&self, p: &Parameters, sample: usize) {
+        let rate = |(n, s): (usize, f64)| n as f64 / s.max(1e-9);
+        let sample_rate = |n: usize, f: &dyn Fn(usize) -> Option<usize>| {
+            let t = Instant::now();
+            let first = f(n);
+            (first, n as f64 / t.elapsed().as_secs_f64().max(1e-9))
+        };
+        for (group, ours, total) in [("G1", self.g1, p.h().len()), ("G2", self.g2, p.b_g2().len())] {
+            let n = sample.min(total);
+            let line = format!(
+                "subgroup check {group} on {}: {} points in {:.2} s ({:.1} M points/s)",
+                self.inner.name(),
+                ours.0,
+                ours.1,
+                rate(ours) / 1e6
+            );
+            if n == 0 {
+                println!("{line}");
+                continue;
+            }
+            let (first, cpu) = if group == "G1" {
+                sample_rate(n, &|n| CpuSubgroupCheck.first_outside_g1(&p.h()[..n]).ok().flatten())
+            } else {
+                sample_rate(n, &|n| CpuSubgroupCheck.first_outside_g2(&p.b_g2()[..n]).ok().flatten())
+            };
+            let agree = if first.is_none() { "all in the subgroup" } else { "A POINT OUTSIDE (disagrees)" };
+            println!(
+                "{line}; baseline blst on {} threads, first {n} points: {:.2} M points/s ({agree}); ratio {:.1}x",
+                rayon::current_num_threads(),
+                cpu / 1e6,
+                rate(ours) / cpu
+            );
+        }
+    }
+}
+
+impl SubgroupCheck for Timed {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn first_outside_g1(
+        &mut self,
+        points: &[blst_p1_affine],
+    ) -> arenaprove::engine::groth16::error::Result<Option<usize>> {
+        let t = Instant::now();
+        let r = self.inner.first_outside_g1(points);
+        self.g1 = (self.g1.0 + points.len(), self.g1.1 + t.elapsed().as_secs_f64());
+        r
+    }
+    fn first_outside_g2(
+        &mut self,
+        points: &[blst_p2_affine],
+    ) -> arenaprove::engine::groth16::error::Result<Option<usize>> {
+        let t = Instant::now();
+        let r = self.inner.first_outside_g2(points);
+        self.g2 = (self.g2.0 + points.len(), self.g2.1 + t.elapsed().as_secs_f64());
+        r
+    }
 }

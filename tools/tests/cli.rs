@@ -229,3 +229,57 @@ fn bad_input_is_a_clear_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `params verify`: both backends accept a good file (`--backend gpu` checks on the CPU,
+/// saying so, where there is no GPU) and name the point of a tampered one.
+#[test]
+fn params_verify_checks_every_point_on_either_backend() {
+    let d = &std::env::temp_dir().join(format!("arenaprove-cli-verify-{}", std::process::id()));
+    std::fs::create_dir_all(d).unwrap();
+    let file = d.join("chain.params");
+    let path = file.to_str().unwrap();
+    ok(&arenaprove(d, &["params", "gen", "--circuit", "chain", "--constraints", "1024", "--out", path]));
+    for backend in ["cpu", "gpu"] {
+        let out = ok(&arenaprove(d, &["params", "verify", path, "--backend", backend, "--cpu-sample", "100"]));
+        assert!(out.contains("every point valid"), "{backend}: {out}");
+        if backend == "gpu" {
+            assert!(out.contains("subgroup check G1") && out.contains("ratio"), "{out}");
+        }
+    }
+    // The first point of h (after the verifying key and h's count) replaced by a point on the
+    // curve outside the subgroup.
+    let mut bytes = std::fs::read(&file).unwrap();
+    let p = arenaprove::engine::groth16::Parameters::from_bytes(
+        &bytes,
+        "x",
+        false,
+        &arenaprove::engine::groth16::ParamsMemory::heap(),
+    )
+    .unwrap();
+    let at = p.vk.encoded_bytes() + 4;
+    bytes[at..at + 96].copy_from_slice(&outside_subgroup_point().to_uncompressed());
+    std::fs::write(&file, &bytes).unwrap();
+    for backend in ["cpu", "gpu"] {
+        let out = arenaprove(d, &["params", "verify", path, "--backend", backend]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{backend}: {err}");
+        assert!(
+            err.contains("section 'h', point 0") && err.contains("not in the prime-order subgroup"),
+            "{backend}: {err}"
+        );
+    }
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+/// A G1 point on the curve, outside the prime-order subgroup.
+fn outside_subgroup_point() -> blstrs::G1Affine {
+    use ff::Field;
+    (1u64..)
+        .find_map(|i| {
+            let x = blstrs::Fp::from(i);
+            let y = Option::<blstrs::Fp>::from((x.square() * x + blstrs::Fp::from(4u64)).sqrt())?;
+            let p = blstrs::G1Affine::from_raw_unchecked(x, y, false);
+            (!bool::from(p.is_torsion_free())).then_some(p)
+        })
+        .unwrap()
+}

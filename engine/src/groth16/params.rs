@@ -572,6 +572,51 @@ impl Parameters {
         Parameters::read_source(map.bytes(), &name, checked, mem, &|off, len| map.release(off, len))
     }
 
+    /// Loads a parameters file as [`Parameters::read_file`] does unchecked (every point a
+    /// valid encoding, on its curve, not at infinity), then has `check` test every point of
+    /// the five sections for subgroup membership: a checked load whose subgroup half runs
+    /// where `check` runs it (the CUDA backend's on the GPU). A point outside its subgroup is
+    /// the same [`Groth16Error::BadPoint`] the checked load reports (section, index, file
+    /// offset); the verifying key is checked on the CPU as always.
+    pub fn read_file_checked_by(
+        path: impl AsRef<Path>,
+        check: &mut dyn SubgroupCheck,
+        mem: &ParamsMemory,
+    ) -> Result<Parameters> {
+        let path = path.as_ref();
+        let p = Parameters::read_file(path, false, mem)?;
+        let _span = tracing::info_span!("params_subgroup_check", checker = %check.name()).entered();
+        p.check_subgroups(&path.display().to_string(), check)?;
+        Ok(p)
+    }
+
+    /// Runs `check` over the five point sections in file order; the first point outside its
+    /// subgroup is an error naming it (`file` labels it).
+    pub fn check_subgroups(&self, file: &str, check: &mut dyn SubgroupCheck) -> Result<()> {
+        let mut offset = self.vk.encoded_bytes();
+        let g1_sections: [(&'static str, &[blst_p1_affine]); 4] =
+            [("h", &self.h), ("l", &self.l), ("a", &self.a), ("b_g1", &self.b_g1)];
+        let bad = |section, start: usize, index: usize, bytes: usize| Groth16Error::BadPoint {
+            file: file.into(),
+            section,
+            index,
+            offset: start + index * bytes,
+            fault: PointFault::NotInSubgroup,
+        };
+        for (section, points) in g1_sections {
+            let start = offset + 4;
+            if let Some(i) = check.first_outside_g1(points)? {
+                return Err(bad(section, start, i, G1_BYTES));
+            }
+            offset = start + points.len() * G1_BYTES;
+        }
+        let start = offset + 4;
+        if let Some(i) = check.first_outside_g2(&self.b_g2)? {
+            return Err(bad("b_g2", start, i, G2_BYTES));
+        }
+        Ok(())
+    }
+
     /// Loads parameters from bytes in memory; `name` labels errors.
     pub fn from_bytes(bytes: &[u8], name: &str, checked: bool, mem: &ParamsMemory) -> Result<Parameters> {
         Parameters::read_source(bytes, name, checked, mem, &|_, _| {})
@@ -608,6 +653,48 @@ impl Parameters {
             });
         }
         Ok(Parameters { vk, h, l, a, b_g1, b_g2 })
+    }
+}
+
+/// Tests points already known to lie on their curve for membership of the prime-order
+/// subgroup, many at a time: the second half of a checked load
+/// ([`Parameters::read_file_checked_by`]). [`CpuSubgroupCheck`] runs blst's test on every
+/// core; the CUDA backend runs the same test on the GPU.
+pub trait SubgroupCheck {
+    /// Who checks, for logs ("cpu", "CUDA device 0").
+    fn name(&self) -> String;
+    /// The index of the first of `points` outside G1's prime-order subgroup, if any.
+    fn first_outside_g1(&mut self, points: &[blst_p1_affine]) -> Result<Option<usize>>;
+    /// The index of the first of `points` outside G2's prime-order subgroup, if any.
+    fn first_outside_g2(&mut self, points: &[blst_p2_affine]) -> Result<Option<usize>>;
+}
+
+/// blst's subgroup tests (Scott's endomorphism tests) on every core, as the checked load
+/// runs them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuSubgroupCheck;
+
+impl CpuSubgroupCheck {
+    fn first_outside<T: Sync>(points: &[T], inside: impl Fn(&T) -> bool + Sync) -> Option<usize> {
+        points
+            .par_chunks(POINTS_PER_TASK)
+            .enumerate()
+            .find_first(|(_, chunk)| !chunk.iter().all(&inside))
+            .and_then(|(task, chunk)| {
+                chunk.iter().position(|p| !inside(p)).map(|i| task * POINTS_PER_TASK + i)
+            })
+    }
+}
+
+impl SubgroupCheck for CpuSubgroupCheck {
+    fn name(&self) -> String {
+        "cpu".into()
+    }
+    fn first_outside_g1(&mut self, points: &[blst_p1_affine]) -> Result<Option<usize>> {
+        Ok(Self::first_outside(points, |p| bool::from(g1(p).is_torsion_free())))
+    }
+    fn first_outside_g2(&mut self, points: &[blst_p2_affine]) -> Result<Option<usize>> {
+        Ok(Self::first_outside(points, |p| bool::from(g2(p).is_torsion_free())))
     }
 }
 
