@@ -240,7 +240,8 @@ fn params_verify_checks_every_point_on_either_backend() {
     let path = file.to_str().unwrap();
     ok(&arenaprove(d, &["params", "gen", "--circuit", "chain", "--constraints", "1024", "--out", path]));
     for backend in ["cpu", "gpu"] {
-        let out = ok(&arenaprove(d, &["params", "verify", path, "--backend", backend, "--cpu-sample", "100"]));
+        let out =
+            ok(&arenaprove(d, &["params", "verify", path, "--backend", backend, "--cpu-sample", "100"]));
         assert!(out.contains("every point valid"), "{backend}: {out}");
         if backend == "gpu" {
             assert!(out.contains("subgroup check G1") && out.contains("ratio"), "{out}");
