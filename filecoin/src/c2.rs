@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arenaprove_circuits::{ArenaAssignment, ProverWitness, Shape};
+use arenaprove_engine::groth16::SubgroupCheckSource;
 use arenaprove_engine::pipeline::{
     CircuitSpec, Engine, EngineConfig, Job, JobCanceller, JobHandle, JobOutput, Level, PartitionCircuit,
     PartitionError, ShutdownMode, ShutdownReport,
@@ -42,18 +43,32 @@ use crate::snap::{RegisteredUpdateProof, SnapCircuit, SnapJob, SnapRequest};
 use crate::circuit::{blank_shape, SectorJob};
 
 /// How a circuit's parameters are loaded and its partitions synthesized.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone)]
 pub struct LoadOptions {
     /// Validate every parameter point while loading (slower).
     pub checked: bool,
     /// Synthesize through the precompiled constraints (recorded on first use and saved
     /// beside the parameters); `false` goes through the bellpepper trait.
     pub precompiled: bool,
+    /// With `checked`: who runs the subgroup tests, after a decode that checks encodings and
+    /// curves (a GPU: [`arenaprove_engine::groth16::Parameters::check_subgroups`]); `None`:
+    /// blst per point on every core, fused with the decode.
+    pub subgroup_check: Option<SubgroupCheckSource>,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        LoadOptions { checked: false, precompiled: true }
+        LoadOptions { checked: false, precompiled: true, subgroup_check: None }
+    }
+}
+
+impl std::fmt::Debug for LoadOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadOptions")
+            .field("checked", &self.checked)
+            .field("precompiled", &self.precompiled)
+            .field("subgroup_check", &self.subgroup_check.as_ref().map(|_| "given"))
+            .finish()
     }
 }
 
@@ -218,12 +233,24 @@ pub(crate) fn load_parts<C: bellpepper_core::Circuit<Scalar>>(
         path: files.params.clone(),
         source: Box::new(source),
     };
-    let params = Parameters::read_file(&files.params, options.checked, &ParamsMemory::default()).map_err(
-        |e| match e {
-            e @ Groth16Error::Io { .. } => FilecoinError::groth16("reading parameters", e),
-            e => mismatch(e),
-        },
-    )?;
+    let read_err = |e| match e {
+        e @ Groth16Error::Io { .. } => FilecoinError::groth16("reading parameters", e),
+        // The subgroup checker's own failure (a GPU's), not the file's.
+        e @ Groth16Error::Backend { .. } => FilecoinError::groth16("testing the parameters' subgroups", e),
+        e => mismatch(e),
+    };
+    let params = match (&options.subgroup_check, options.checked) {
+        (Some(source), true) => {
+            let p =
+                Parameters::read_file(&files.params, false, &ParamsMemory::default()).map_err(read_err)?;
+            let mut check = source();
+            tracing::info!(checker = %check.name(), "subgroup tests of the parameters");
+            p.check_subgroups(&files.params.display().to_string(), check.as_mut()).map_err(read_err)?;
+            p
+        }
+        _ => Parameters::read_file(&files.params, options.checked, &ParamsMemory::default())
+            .map_err(read_err)?,
+    };
     params.check_fits(shape).map_err(mismatch)?;
     let synthesis = if options.precompiled {
         Synthesis::Precompiled(crate::pce::load_or_record_of(files, identity, Some(shape), blank)?.matrices)

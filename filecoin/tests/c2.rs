@@ -219,7 +219,7 @@ fn missing_or_foreign_params_and_unserved_sizes_are_typed_errors() {
     let empty = tempfile::tempdir().unwrap();
     let in_empty = ParamFiles::in_dir(proof_8mib, empty.path()).unwrap();
     assert_eq!(in_empty, files_8mib.relocated(empty.path()));
-    let err = C2Circuit::load(proof_8mib, &in_empty, options).unwrap_err();
+    let err = C2Circuit::load(proof_8mib, &in_empty, options.clone()).unwrap_err();
     assert!(matches!(err, FilecoinError::MissingParams { .. }), "{err}");
     let text = err.to_string();
     assert!(text.contains(in_empty.params.to_str().unwrap()) && text.contains("8MiB"), "{text}");
@@ -231,7 +231,7 @@ fn missing_or_foreign_params_and_unserved_sizes_are_typed_errors() {
     std::fs::hard_link(&files_2kib.params, &in_foreign.params)
         .or_else(|_| std::os::unix::fs::symlink(&files_2kib.params, &in_foreign.params))
         .unwrap();
-    let err = C2Circuit::load(proof_8mib, &in_foreign, options).unwrap_err();
+    let err = C2Circuit::load(proof_8mib, &in_foreign, options.clone()).unwrap_err();
     assert!(err.to_string().contains("8MiB"), "{err}");
     let FilecoinError::ParamsMismatch { source, .. } = &err else { panic!("{err}") };
     assert!(matches!(**source, arenaprove_engine::Groth16Error::ShapeMismatch { .. }), "{source}");
@@ -245,6 +245,48 @@ fn missing_or_foreign_params_and_unserved_sizes_are_typed_errors() {
     drop(bytes);
     let err = C2Circuit::load(proof_2kib, &in_truncated, options).unwrap_err();
     assert!(err.to_string().contains(in_truncated.params.to_str().unwrap()), "{err}");
+
+    // A checked load refuses a point outside its subgroup (h[3] here), the same way whether
+    // blst tests every point during the decode or a SubgroupCheck tests the decoded sections
+    // (the GPU's, from the CLI and the daemon; blst's here, counted).
+    let tampered = tempfile::tempdir().unwrap();
+    let in_tampered = files_2kib.relocated(tampered.path());
+    let mut bytes = std::fs::read(&files_2kib.params).unwrap();
+    let vk = arenaprove_engine::groth16::VerifyingKey::read_file(&files_2kib.vk).unwrap();
+    let at = vk.encoded_bytes() + 4 + 3 * 96;
+    bytes[at..at + 96].copy_from_slice(&outside_subgroup().to_uncompressed());
+    std::fs::write(&in_tampered.params, &bytes).unwrap();
+    drop(bytes);
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted: arenaprove_engine::groth16::SubgroupCheckSource = {
+        let calls = calls.clone();
+        std::sync::Arc::new(move || {
+            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::new(arenaprove_engine::groth16::CpuSubgroupCheck)
+        })
+    };
+    let fused = LoadOptions { checked: true, ..LoadOptions::default() };
+    let handed = LoadOptions { checked: true, subgroup_check: Some(counted), ..LoadOptions::default() };
+    let mut texts = Vec::new();
+    for options in [fused, handed] {
+        let err = C2Circuit::load(proof_2kib, &in_tampered, options).unwrap_err();
+        let FilecoinError::ParamsMismatch { source, .. } = &err else { panic!("{err}") };
+        assert!(
+            matches!(
+                **source,
+                arenaprove_engine::Groth16Error::BadPoint {
+                    section: "h",
+                    index: 3,
+                    fault: arenaprove_engine::groth16::PointFault::NotInSubgroup,
+                    ..
+                }
+            ),
+            "{source}"
+        );
+        texts.push(err.to_string());
+    }
+    assert_eq!(texts[0], texts[1]);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1, "the source made one checker");
 
     // An engine that would not verify is refused: the driver hands back verified proofs only.
     let unverified = EngineConfig { verify: false, ..one_slot() };
@@ -333,4 +375,17 @@ fn a_timing_only_circuit_proves_random_c1s_and_its_proofs_do_not_verify() {
         assert!(!ok, "partition {k}: a proof made with shape-only parameters verified");
     }
     assert_eq!(engine.shutdown(ShutdownMode::Drain).slabs_outstanding, 0);
+}
+
+/// A G1 point on the curve, outside the prime-order subgroup.
+fn outside_subgroup() -> blstrs::G1Affine {
+    use ff::Field;
+    (1u64..)
+        .find_map(|i| {
+            let x = blstrs::Fp::from(i);
+            let y = Option::<blstrs::Fp>::from((x.square() * x + blstrs::Fp::from(4u64)).sqrt())?;
+            let p = blstrs::G1Affine::from_raw_unchecked(x, y, false);
+            (!bool::from(p.is_torsion_free())).then_some(p)
+        })
+        .unwrap()
 }

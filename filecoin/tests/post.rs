@@ -84,7 +84,7 @@ fn circuits(options: LoadOptions) -> Vec<PostCircuit> {
     params();
     [WINNING, WINDOW]
         .into_iter()
-        .map(|p| PostCircuit::load(p, Path::new(PARAM_CACHE), options).expect("load PoSt circuit"))
+        .map(|p| PostCircuit::load(p, Path::new(PARAM_CACHE), options.clone()).expect("load PoSt circuit"))
         .collect()
 }
 

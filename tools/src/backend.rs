@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use arenaprove::engine::groth16::{CpuSubgroupCheck, SubgroupCheck};
+use arenaprove::engine::groth16::{CpuSubgroupCheck, SubgroupCheck, SubgroupCheckSource};
 use arenaprove::engine::pipeline::WorkTag;
 use arenaprove::engine::{BackendFactory, CpuBackend};
 
@@ -160,23 +160,32 @@ pub fn all_gpus_factory() -> Arc<dyn BackendFactory> {
 pub fn subgroup_check(choice: crate::common::BackendChoice) -> Box<dyn SubgroupCheck> {
     match choice {
         crate::common::BackendChoice::Cpu => Box::new(CpuSubgroupCheck),
-        crate::common::BackendChoice::Gpu => gpu_subgroup_check(),
+        crate::common::BackendChoice::Gpu => gpu_subgroup_check(0),
     }
 }
 
+/// What a Filecoin load with `checked` hands its subgroup tests to (`LoadOptions`): GPU
+/// `gpu`'s, opened for each load (the CPU's, said on stderr, where it does not open); with
+/// no GPU, `None`: blst tests every point during the decode.
+pub fn subgroup_check_source(gpu: Option<usize>) -> Option<SubgroupCheckSource> {
+    let ordinal = gpu?;
+    Some(Arc::new(move || gpu_subgroup_check(ordinal)))
+}
+
 #[cfg(feature = "cuda")]
-fn gpu_subgroup_check() -> Box<dyn SubgroupCheck> {
-    match arenaprove::cuda::GpuSubgroupCheck::open(0) {
+fn gpu_subgroup_check(ordinal: usize) -> Box<dyn SubgroupCheck> {
+    match arenaprove::cuda::GpuSubgroupCheck::open(ordinal) {
         Ok(c) => Box::new(c),
         Err(e) => {
-            eprintln!("subgroup check: no GPU ({e}); checking on the CPU");
+            eprintln!("subgroup check: GPU {ordinal} does not open ({e}); checking on the CPU");
+            tracing::warn!(ordinal, reason = %e, "subgroup check on the CPU: the GPU does not open");
             Box::new(CpuSubgroupCheck)
         }
     }
 }
 
 #[cfg(not(feature = "cuda"))]
-fn gpu_subgroup_check() -> Box<dyn SubgroupCheck> {
+fn gpu_subgroup_check(_ordinal: usize) -> Box<dyn SubgroupCheck> {
     eprintln!("subgroup check: built without the `cuda` feature; checking on the CPU");
     Box::new(CpuSubgroupCheck)
 }

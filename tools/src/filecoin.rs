@@ -210,7 +210,8 @@ struct C2Args {
     /// The C1 file is filecoin-proofs' plain format for this registered proof.
     #[arg(long, conflicts_with = "sector_size")]
     registered_proof: Option<String>,
-    /// Validate every parameter point while loading (slower).
+    /// Validate every parameter point while loading (slower; with `--backend gpu` the
+    /// subgroup tests run on GPU 0).
     #[arg(long)]
     checked: bool,
     /// Draw the proving randomness (r, s) of every partition from this seed, so that two
@@ -330,9 +331,15 @@ fn start_engine(
     checked: bool,
     backend: Arc<dyn arenaprove::engine::BackendFactory>,
 ) -> Result<fc::C2Engine> {
+    // A checked load on the GPU backend runs its subgroup tests on GPU 0.
+    let gpu = (checked && backend.name() == "cuda").then_some(0);
     let config = common::engine_config(slots, AllocMode::Slab, limit, backend);
     let started = Instant::now();
-    let options = fc::LoadOptions { checked, precompiled: !prover.no_precompiled };
+    let options = fc::LoadOptions {
+        checked,
+        precompiled: !prover.no_precompiled,
+        subgroup_check: arenaprove_tools::backend::subgroup_check_source(gpu),
+    };
     let c2 = fc::C2Engine::start(registered_proof, files, config, options)?;
     let synthesis = c2.circuits().iter().map(|c| c.synthesis().describe()).collect::<Vec<_>>().join("; ");
     eprintln!("params load {:.2} s; synthesis: {synthesis}", started.elapsed().as_secs_f64());

@@ -168,7 +168,7 @@ pub fn post_bench(a: PostBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
     let backend = common::backend_factory(a.bench.backend);
     let engine_config = common::engine_config(1, AllocMode::Slab, &limit, backend);
     let started = Instant::now();
-    let options = fc::LoadOptions { checked: false, precompiled: !a.bench.no_precompiled };
+    let options = fc::LoadOptions { precompiled: !a.bench.no_precompiled, ..fc::LoadOptions::default() };
     let circuit = PostCircuit::load(proof, cache, options)?;
     let synthesis = circuit.synthesis().describe();
     let engine = fc::C2Engine::with_posts(engine_config, vec![], vec![circuit])?;
@@ -251,7 +251,7 @@ pub fn snap_bench(a: SnapBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
     let engine_config =
         common::engine_config(1, AllocMode::Slab, &limit, common::backend_factory(a.bench.backend));
     let started = Instant::now();
-    let options = fc::LoadOptions { checked: false, precompiled: !a.bench.no_precompiled };
+    let options = fc::LoadOptions { precompiled: !a.bench.no_precompiled, ..fc::LoadOptions::default() };
     let circuit = snap::SnapCircuit::load(proof, cache, options)?;
     let synthesis = circuit.synthesis().describe();
     let engine = fc::C2Engine::with_circuits(

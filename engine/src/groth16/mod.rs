@@ -29,7 +29,10 @@ pub use generator::{
     ToxicWaste,
 };
 pub use ops::{CpuOps, G1Query, G2Query, ProverOps, ScalarBytes, WitnessScalars};
-pub use params::{CpuSubgroupCheck, Parameters, ParamsFileWriter, ParamsMemory, SubgroupCheck, VerifyingKey};
+pub use params::{
+    CpuSubgroupCheck, Parameters, ParamsFileWriter, ParamsMemory, SubgroupCheck, SubgroupCheckSource,
+    VerifyingKey,
+};
 pub use proof::{Proof, PROOF_BYTES};
 pub use prover::{
     reserve_twiddles, twiddle_bytes, DeviceTimings, ProofShape, ProveStart, Prover, ProverMemory,

@@ -669,6 +669,11 @@ pub trait SubgroupCheck {
     fn first_outside_g2(&mut self, points: &[blst_p2_affine]) -> Result<Option<usize>>;
 }
 
+/// Makes the [`SubgroupCheck`] a checked load runs (a GPU's, opened for that load and closed
+/// after it): what a loader that may run on either takes (the Filecoin driver's
+/// `LoadOptions`).
+pub type SubgroupCheckSource = Arc<dyn Fn() -> Box<dyn SubgroupCheck> + Send + Sync>;
+
 /// blst's subgroup tests (Scott's endomorphism tests) on every core, as the checked load
 /// runs them.
 #[derive(Clone, Copy, Debug, Default)]

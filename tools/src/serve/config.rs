@@ -11,7 +11,8 @@
 //! param_cache = "/var/tmp/filecoin-proof-parameters"   # default: FIL_PROOFS_PARAMETER_CACHE
 //! preload = []                       # circuit ids, e.g. ["porep-2k"]; empty: every PoRep
 //!                                    # size whose .params file is in the cache
-//! checked = false                    # validate every parameter point while loading
+//! checked = false                    # validate every parameter point while loading (on a
+//!                                    # GPU daemon the subgroup tests run on its first GPU)
 //!
 //! [engine]
 //! slots = 2                          # partitions in flight, each a full working set

@@ -128,7 +128,18 @@ pub fn preload_list(config: &ServeConfig) -> Result<Vec<CircuitId>, StartError> 
 /// Loads `id`'s parameters (and its precompiled constraints, unless configured otherwise).
 pub fn load(config: &ServeConfig, id: CircuitId) -> Result<Loaded, FilecoinError> {
     let files = param_files(config, id)?;
-    let options = LoadOptions { checked: config.checked, precompiled: config.precompiled };
+    // srs.checked on a GPU daemon: the subgroup tests on its first GPU.
+    let gpu = match &config.devices {
+        _ if !config.checked => None,
+        Devices::Cpu => None,
+        Devices::AllVisible => Some(0),
+        Devices::Gpus(named) => named.first().map(|&o| o as usize),
+    };
+    let options = LoadOptions {
+        checked: config.checked,
+        precompiled: config.precompiled,
+        subgroup_check: crate::backend::subgroup_check_source(gpu),
+    };
     let circuit = match (id.family, id.registered_proof(), id.post_proof()) {
         (Family::Porep, Some(seal), _) => LoadedCircuit::Porep(C2Circuit::load(seal, &files, options)?),
         (Family::Snap, _, _) => LoadedCircuit::Snap(SnapCircuit::load(

@@ -69,7 +69,8 @@ Configuration file (TOML; every key optional, flags override it):
   param_cache = \"/var/tmp/filecoin-proof-parameters\"   # default: $FIL_PROOFS_PARAMETER_CACHE
   preload = [\"porep-2k\"]             # circuits loaded at start (porep-2k, porep-8m,
                                      # porep-512m); empty: every size in the cache
-  checked = false                    # validate every parameter point while loading
+  checked = false                    # validate every parameter point while loading (on a
+                                     # GPU daemon the subgroup tests run on its first GPU)
 
   [engine]
   slots = 10                         # partitions in flight; default: synth_workers + 2,
