@@ -5,8 +5,7 @@ use arenaprove::engine::groth16::{
     generate_random_parameters, CpuSubgroupCheck, Groth16Error, Parameters, ParamsMemory, PointFault,
     VerifyingKey,
 };
-use blstrs::{Bls12, Fp, G1Affine};
-use ff::Field;
+use blstrs::Bls12;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
@@ -95,24 +94,6 @@ fn load(bytes: &[u8], checked: bool) -> Result<Parameters, Groth16Error> {
     Parameters::from_bytes(bytes, "test.params", checked, &ParamsMemory::heap())
 }
 
-/// A point on E(Fp): y^2 = x^3 + 4 that is not in the prime-order subgroup.
-fn off_subgroup_g1() -> [u8; 96] {
-    for x in 1u64.. {
-        let x = Fp::from(x);
-        let rhs = x.square() * x + Fp::from(4u64);
-        if let Some(y) = Option::<Fp>::from(rhs.sqrt()) {
-            let mut raw = [0u8; 96];
-            raw[..48].copy_from_slice(&x.to_bytes_be());
-            raw[48..].copy_from_slice(&y.to_bytes_be());
-            let p = Option::<G1Affine>::from(G1Affine::from_uncompressed_unchecked(&raw)).unwrap();
-            if !bool::from(p.is_torsion_free()) {
-                return raw;
-            }
-        }
-    }
-    unreachable!()
-}
-
 #[test]
 fn bad_files_give_errors_naming_file_section_and_index() {
     let p = ours(40, 5);
@@ -162,7 +143,7 @@ fn bad_files_give_errors_naming_file_section_and_index() {
     // On the curve but outside the subgroup: only checked mode sees it.
     let mut bad = good.clone();
     let o = offset_of(&p, "h", 9);
-    bad[o..o + 96].copy_from_slice(&off_subgroup_g1());
+    bad[o..o + 96].copy_from_slice(&arenaprove::engine::groth16::params::g1_outside_subgroup_bytes());
     let e = load(&bad, true).unwrap_err();
     assert!(
         matches!(e, Groth16Error::BadPoint { section: "h", index: 9, fault: PointFault::NotInSubgroup, .. }),
@@ -180,7 +161,7 @@ fn bad_files_give_errors_naming_file_section_and_index() {
     two_halves(&good).unwrap();
     let mut bad_late = good.clone();
     let o = offset_of(&p, "b_g1", p.b_g1().len() - 1);
-    bad_late[o..o + 96].copy_from_slice(&off_subgroup_g1());
+    bad_late[o..o + 96].copy_from_slice(&arenaprove::engine::groth16::params::g1_outside_subgroup_bytes());
     assert_eq!(
         two_halves(&bad_late).unwrap_err().to_string(),
         load(&bad_late, true).unwrap_err().to_string(),

@@ -58,9 +58,7 @@ pub use plan::{DevicePlan, DeviceShape, BASE_SETS};
 pub use products::{
     h_rows_scratch_bytes, products_scratch_bytes, rows_resident_bytes, witness_msm_scratch_bytes, DeviceRows,
 };
-pub use subgroup::{
-    g1_points_on_curve, g2_points_on_curve, subgroup_scratch_bytes, GpuSubgroupCheck, SUBGROUP_CHUNK_POINTS,
-};
+pub use subgroup::{subgroup_scratch_bytes, GpuSubgroupCheck, SUBGROUP_CHUNK_POINTS};
 
 /// One line on whether the CUDA backend can run here, and why not: for the engine's
 /// "uses the CPU backend" log line and for tests that skip.

@@ -245,38 +245,10 @@ impl SubgroupCheck for GpuSubgroupCheck {
     }
 }
 
-/// Points on the curve, most of them outside the subgroup: `x` from `seed` upwards, the
-/// first `count` x whose `x^3 + b` is a square. For tests (here and in tests/gpu.rs).
-#[doc(hidden)]
-pub fn g1_points_on_curve(seed: u64, count: usize) -> Vec<blst_p1_affine> {
-    let b = Fp::from(4u64);
-    (seed..)
-        .filter_map(|i| {
-            let x = Fp::from(i);
-            Option::<Fp>::from((x.square() * x + b).sqrt())
-                .map(|y| *G1Affine::from_raw_unchecked(x, y, false).as_ref())
-        })
-        .take(count)
-        .collect()
-}
-
-/// As [`g1_points_on_curve`] on G2's curve (`y^2 = x^3 + 4 (1 + u)`), x = seed + u, ...
-#[doc(hidden)]
-pub fn g2_points_on_curve(seed: u64, count: usize) -> Vec<blst_p2_affine> {
-    let b = Fp2::new(Fp::from(4u64), Fp::from(4u64));
-    (seed..)
-        .filter_map(|i| {
-            let x = Fp2::new(Fp::from(i), Fp::ONE);
-            Option::<Fp2>::from((x.square() * x + b).sqrt())
-                .map(|y| *G2Affine::from_raw_unchecked(x, y, false).as_ref())
-        })
-        .take(count)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arenaprove_engine::groth16::params::{g1_points_on_curve, g2_points_on_curve};
     use group::Curve as _;
     use rand_chacha::rand_core::SeedableRng;
 

@@ -489,7 +489,8 @@ fn params_of(g1: &[blst_p1_affine], g2: &[blst_p2_affine]) -> arenaprove_engine:
 
 #[test]
 fn subgroup_checks_match_blst_across_chunks_and_name_the_first_point_outside() {
-    use arenaprove_cuda::{g1_points_on_curve, g2_points_on_curve, SUBGROUP_CHUNK_POINTS};
+    use arenaprove_cuda::SUBGROUP_CHUNK_POINTS;
+    use arenaprove_engine::groth16::params::{g1_points_on_curve, g2_points_on_curve};
     use arenaprove_engine::groth16::{CpuSubgroupCheck, SubgroupCheck};
     let Some(mut g) = gpu(10) else { return };
     let outside1 = g1_points_on_curve(1, 64);

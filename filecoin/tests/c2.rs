@@ -254,7 +254,7 @@ fn missing_or_foreign_params_and_unserved_sizes_are_typed_errors() {
     let mut bytes = std::fs::read(&files_2kib.params).unwrap();
     let vk = arenaprove_engine::groth16::VerifyingKey::read_file(&files_2kib.vk).unwrap();
     let at = vk.encoded_bytes() + 4 + 3 * 96;
-    bytes[at..at + 96].copy_from_slice(&outside_subgroup().to_uncompressed());
+    bytes[at..at + 96].copy_from_slice(&arenaprove_engine::groth16::params::g1_outside_subgroup_bytes());
     std::fs::write(&in_tampered.params, &bytes).unwrap();
     drop(bytes);
     let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -375,17 +375,4 @@ fn a_timing_only_circuit_proves_random_c1s_and_its_proofs_do_not_verify() {
         assert!(!ok, "partition {k}: a proof made with shape-only parameters verified");
     }
     assert_eq!(engine.shutdown(ShutdownMode::Drain).slabs_outstanding, 0);
-}
-
-/// A G1 point on the curve, outside the prime-order subgroup.
-fn outside_subgroup() -> blstrs::G1Affine {
-    use ff::Field;
-    (1u64..)
-        .find_map(|i| {
-            let x = blstrs::Fp::from(i);
-            let y = Option::<blstrs::Fp>::from((x.square() * x + blstrs::Fp::from(4u64)).sqrt())?;
-            let p = blstrs::G1Affine::from_raw_unchecked(x, y, false);
-            (!bool::from(p.is_torsion_free())).then_some(p)
-        })
-        .unwrap()
 }

@@ -703,6 +703,50 @@ impl SubgroupCheck for CpuSubgroupCheck {
     }
 }
 
+/// Points on G1's curve, nearly all outside the prime-order subgroup: `x` from `seed`
+/// upwards, the first `count` x whose `x^3 + 4` is a square. For tests of subgroup checks
+/// (here, the CUDA crate, the Filecoin driver, the CLI).
+#[doc(hidden)]
+pub fn g1_points_on_curve(seed: u64, count: usize) -> Vec<blst_p1_affine> {
+    use blstrs::Fp;
+    use ff::Field;
+    (seed..)
+        .filter_map(|i| {
+            let x = Fp::from(i);
+            let y = Option::<Fp>::from((x.square() * x + Fp::from(4u64)).sqrt())?;
+            Some(*G1Affine::from_raw_unchecked(x, y, false).as_ref())
+        })
+        .take(count)
+        .collect()
+}
+
+/// As [`g1_points_on_curve`] on G2's curve (`y^2 = x^3 + 4 (1 + u)`), with x = i + u.
+#[doc(hidden)]
+pub fn g2_points_on_curve(seed: u64, count: usize) -> Vec<blst_p2_affine> {
+    use blstrs::{Fp, Fp2};
+    use ff::Field;
+    let b = Fp2::new(Fp::from(4u64), Fp::from(4u64));
+    (seed..)
+        .filter_map(|i| {
+            let x = Fp2::new(Fp::from(i), Fp::ONE);
+            let y = Option::<Fp2>::from((x.square() * x + b).sqrt())?;
+            Some(*G2Affine::from_raw_unchecked(x, y, false).as_ref())
+        })
+        .take(count)
+        .collect()
+}
+
+/// The first of [`g1_points_on_curve`] outside the subgroup (blst says so), uncompressed as
+/// a parameters file holds it: for tests that plant one in a file.
+#[doc(hidden)]
+pub fn g1_outside_subgroup_bytes() -> [u8; G1_BYTES] {
+    let p = (1..)
+        .map(|seed| g1(&g1_points_on_curve(seed, 1)[0]))
+        .find(|p| !bool::from(p.is_torsion_free()))
+        .expect("nearly every curve point is outside the subgroup");
+    p.to_uncompressed()
+}
+
 /// A section's point count as the format's u32: an error (never a truncated count) beyond
 /// [`SECTION_POINTS_MAX`], which the reader would refuse.
 fn section_count(points: usize) -> std::io::Result<u32> {
