@@ -55,7 +55,7 @@ use crate::products::DeviceRows;
 
 type Result<T, E = Groth16Error> = std::result::Result<T, E>;
 
-fn backend_err(e: CudaError) -> Groth16Error {
+pub(crate) fn backend_err(e: CudaError) -> Groth16Error {
     Groth16Error::Backend { backend: "cuda", source: Box::new(e) }
 }
 

@@ -21,6 +21,7 @@ use group::prime::PrimeCurveAffine;
 use group::Group;
 
 use crate::arena::DevSpan;
+use crate::backend::backend_err;
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
 use crate::kernels::Dims;
@@ -216,15 +217,6 @@ impl GpuSubgroupCheck {
     pub fn on(gpu: Gpu) -> GpuSubgroupCheck {
         GpuSubgroupCheck { gpu }
     }
-
-    /// Device time of the last section checked (GPU events).
-    pub fn last_device_time(&self) -> Duration {
-        self.gpu.last_device_time()
-    }
-}
-
-fn engine_err(e: CudaError) -> Groth16Error {
-    Groth16Error::Backend { backend: "cuda", source: Box::new(e) }
 }
 
 impl SubgroupCheck for GpuSubgroupCheck {
@@ -235,37 +227,25 @@ impl SubgroupCheck for GpuSubgroupCheck {
         &mut self,
         points: &[blst_p1_affine],
     ) -> std::result::Result<Option<usize>, Groth16Error> {
-        self.gpu.first_outside_subgroup_g1(points).map_err(engine_err)
+        self.gpu.first_outside_subgroup_g1(points).map_err(backend_err)
     }
     fn first_outside_g2(
         &mut self,
         points: &[blst_p2_affine],
     ) -> std::result::Result<Option<usize>, Groth16Error> {
-        self.gpu.first_outside_subgroup_g2(points).map_err(engine_err)
+        self.gpu.first_outside_subgroup_g2(points).map_err(backend_err)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arenaprove_engine::groth16::params::{g1_points_on_curve, g2_points_on_curve};
+    use arenaprove_engine::groth16::params::{g1, g1_points_on_curve, g2, g2_points_on_curve};
     use group::Curve as _;
     use rand_chacha::rand_core::SeedableRng;
 
     fn rng() -> rand_chacha::ChaCha8Rng {
         rand_chacha::ChaCha8Rng::seed_from_u64(24)
-    }
-
-    fn g1(p: &blst_p1_affine) -> G1Affine {
-        let mut g = G1Affine::identity();
-        *g.as_mut() = *p;
-        g
-    }
-
-    fn g2(p: &blst_p2_affine) -> G2Affine {
-        let mut g = G2Affine::identity();
-        *g.as_mut() = *p;
-        g
     }
 
     #[test]

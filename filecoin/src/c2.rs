@@ -239,18 +239,12 @@ pub(crate) fn load_parts<C: bellpepper_core::Circuit<Scalar>>(
         e @ Groth16Error::Backend { .. } => FilecoinError::groth16("testing the parameters' subgroups", e),
         e => mismatch(e),
     };
+    let mem = ParamsMemory::default();
     let params = match (&options.subgroup_check, options.checked) {
-        (Some(source), true) => {
-            let p =
-                Parameters::read_file(&files.params, false, &ParamsMemory::default()).map_err(read_err)?;
-            let mut check = source();
-            tracing::info!(checker = %check.name(), "subgroup tests of the parameters");
-            p.check_subgroups(&files.params.display().to_string(), check.as_mut()).map_err(read_err)?;
-            p
-        }
-        _ => Parameters::read_file(&files.params, options.checked, &ParamsMemory::default())
-            .map_err(read_err)?,
-    };
+        (Some(source), true) => Parameters::read_file_checked_by(&files.params, source().as_mut(), &mem),
+        _ => Parameters::read_file(&files.params, options.checked, &mem),
+    }
+    .map_err(read_err)?;
     params.check_fits(shape).map_err(mismatch)?;
     let synthesis = if options.precompiled {
         Synthesis::Precompiled(crate::pce::load_or_record_of(files, identity, Some(shape), blank)?.matrices)

@@ -740,11 +740,12 @@ pub fn g2_points_on_curve(seed: u64, count: usize) -> Vec<blst_p2_affine> {
 /// a parameters file holds it: for tests that plant one in a file.
 #[doc(hidden)]
 pub fn g1_outside_subgroup_bytes() -> [u8; G1_BYTES] {
-    let p = (1..)
-        .map(|seed| g1(&g1_points_on_curve(seed, 1)[0]))
+    g1_points_on_curve(1, 64)
+        .iter()
+        .map(g1)
         .find(|p| !bool::from(p.is_torsion_free()))
-        .expect("nearly every curve point is outside the subgroup");
-    p.to_uncompressed()
+        .expect("nearly every curve point is outside the subgroup")
+        .to_uncompressed()
 }
 
 /// A section's point count as the format's u32: an error (never a truncated count) beyond
