@@ -10,10 +10,11 @@
 #                                          # witness serial vs parallel, bench vs filecoin-proofs
 #   bash scripts/gpu-filecoin.sh 512MiB    # the same for a 512 MiB sector
 #   bash scripts/gpu-filecoin.sh 32GiB     # parallel witness of a 32 GiB partition (random C1)
-#   bash scripts/gpu-filecoin.sh params-32GiB  # full-size development parameters from the
-#                                          # recording on the CPU, then a timed checked load
-#                                          # (subgroup tests on the GPU; CHECKED_LOAD=0: later,
-#                                          # by checked-load-32GiB)
+#   bash scripts/gpu-filecoin.sh params-32GiB  # full-size development parameters: the
+#                                          # recording, then the file with its points made on
+#                                          # the GPU (PARAMS_BACKEND=cpu: on the CPU), then a
+#                                          # timed checked load (subgroup tests on the GPU;
+#                                          # CHECKED_LOAD=0: later, by checked-load-32GiB)
 #   SECTORS=3 SLOTS=4 bash scripts/gpu-filecoin.sh timing-32GiB   # TIMING ONLY: full-size
 #                                          # sectors (random C1s, shape-only parameters);
 #                                          # DEVICE_MEMORY=24GiB: within that budget
@@ -99,11 +100,12 @@ case "${1:-small}" in
     ;;
   params-32GiB | params-64GiB)
     # Issue 24 item 1: development parameters for the full-size circuit, streamed from its
-    # recording on this machine's CPU (the ten-minute budget), then (CHECKED_LOAD=0: not in
-    # this command) the timed checked load below. The file stays in PARAM_CACHE.
+    # recording (made first, or mapped from the cache), the points made by PARAMS_BACKEND
+    # (default gpu; the ten-minute budget), then (CHECKED_LOAD=0: not in this command) the
+    # timed checked load below. The file stays in PARAM_CACHE.
     size=${1#params-}
     t0=$SECONDS
-    fc params --sector-size "$size" >"$OUT/params-$size.log" 2>&1 \
+    fc params --sector-size "$size" --backend "${PARAMS_BACKEND:-gpu}" >"$OUT/params-$size.log" 2>&1 \
       || { summary "params $size: FAILED"; tail -5 "$OUT/params-$size.log"; exit 1; }
     summary "params $size: written in $((SECONDS - t0)) s: $(tail -3 "$OUT/params-$size.log" | tr '\n' ' ')"
     ls -l "$PC" >>"$OUT/params-$size.log"

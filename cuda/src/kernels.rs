@@ -306,6 +306,19 @@ kernels! {
         pieces: DevPtr,
     );
 
+    // fixed_base.cu
+    /// `out[i] = scalars[i] * g` from `g`'s window table (`w`-bit digits, `windows` of them),
+    /// back to affine by Fermat's inversion with the exponent `p_minus_2`.
+    FixedBase: fixed_base_g1, fixed_base_g2(
+        table: DevPtr,
+        w: u32,
+        windows: u32,
+        scalars: DevPtr,
+        n: usize,
+        p_minus_2: DevPtr,
+        out: DevPtr,
+    );
+
     // subgroup.cu
     /// Scott's subgroup test per point: `*bad = min(*bad, first + i)` for each point `i`
     /// outside the prime-order subgroup (`consts`: beta for G1; cx, cy for G2).

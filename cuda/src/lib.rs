@@ -27,6 +27,7 @@ mod backend;
 mod device;
 mod error;
 pub mod fault;
+mod fixed_base;
 mod gpu;
 mod kernels;
 mod msm;
@@ -45,6 +46,7 @@ pub use backend::{
 };
 pub use device::{device_count, driver_present};
 pub use error::{CudaError, Result};
+pub use fixed_base::{fixed_base_arena_bytes, GpuFixedBase, FIXED_BASE_CHUNK_POINTS};
 pub use gpu::Gpu;
 pub use kernels::kernels_built;
 pub use msm::{

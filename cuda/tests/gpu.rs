@@ -548,3 +548,91 @@ fn subgroup_checks_match_blst_across_chunks_and_name_the_first_point_outside() {
     assert_eq!(gpu, cpu);
     assert!(gpu.contains("section 'b_g2', point 699"), "{gpu}");
 }
+
+#[test]
+fn fixed_base_products_match_blst_and_write_the_cpu_generators_file() {
+    use arenaprove_cuda::{GpuFixedBase, FIXED_BASE_CHUNK_POINTS};
+    use arenaprove_engine::deps::group::Curve;
+    use arenaprove_engine::groth16::params::{g1, g2};
+    use arenaprove_engine::groth16::{CpuFixedBase, FixedBaseProducts, FixedBaseTables, ToxicWaste};
+    use rand_chacha::rand_core::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(31);
+    let tw = ToxicWaste::random(&mut rng);
+    // Scalars that reach every branch of the digit walk: zero, one, -1 (every window
+    // full), single digits at window edges, then random ones.
+    let mut scalars = vec![Scalar::ZERO, Scalar::ONE, -Scalar::ONE, Scalar::from(2u64)];
+    for bit in [11u64, 12, 13, 63, 64, 128, 250, 254] {
+        let p = Scalar::from(2u64).pow_vartime([bit]);
+        scalars.extend([p, p - Scalar::ONE, -p]);
+    }
+    while scalars.len() < 300 {
+        scalars.push(Scalar::random(&mut rng));
+    }
+
+    // Small windows and the generator's (12 bits for a mainnet file's counts).
+    for (w1, w2) in [(3, 5), (12, 12)] {
+        let tables = FixedBaseTables::with_windows(tw.g1, tw.g2, w1, w2);
+        let Some(mut gpu) = opened_or_skip(GpuFixedBase::open(0, &tables)) else { return };
+        let mut o1 = vec![blst_p1_affine::default(); scalars.len()];
+        let mut o2 = vec![blst_p2_affine::default(); scalars.len()];
+        gpu.g1(&scalars, &mut o1).unwrap();
+        gpu.g2(&scalars, &mut o2).unwrap();
+        for (i, s) in scalars.iter().enumerate() {
+            assert_eq!(g1(&o1[i]), (tw.g1 * s).to_affine(), "G1, w = {w1}, scalar {i}");
+            assert_eq!(g2(&o2[i]), (tw.g2 * s).to_affine(), "G2, w = {w2}, scalar {i}");
+        }
+        assert_eq!(o1[0], blst_p1_affine::default(), "zero gives (0, 0)");
+
+        // Across chunks, against the CPU's batch-affine products from the same tables.
+        let many: Vec<Scalar> =
+            (0..FIXED_BASE_CHUNK_POINTS + 4321).map(|_| Scalar::random(&mut rng)).collect();
+        let mut cpu = CpuFixedBase::new(&tables);
+        let (mut want, mut got) =
+            (vec![blst_p1_affine::default(); many.len()], vec![blst_p1_affine::default(); many.len()]);
+        cpu.g1(&many, &mut want).unwrap();
+        gpu.g1(&many, &mut got).unwrap();
+        assert!(want == got, "G1 across chunks, w = {w1}");
+        let few = &many[..FIXED_BASE_CHUNK_POINTS / 4];
+        let (mut want2, mut got2) =
+            (vec![blst_p2_affine::default(); few.len()], vec![blst_p2_affine::default(); few.len()]);
+        cpu.g2(few, &mut want2).unwrap();
+        gpu.g2(few, &mut got2).unwrap();
+        assert!(want2 == got2, "G2, w = {w2}");
+        println!(
+            "fixed base w = {w1}/{w2}: {} G1 + {} G2 products in {:?} of device time",
+            many.len() + scalars.len(),
+            few.len() + scalars.len(),
+            gpu.device_time()
+        );
+        // A length mismatch is an error, not a panic.
+        assert!(gpu.g1(&scalars, &mut o1[..1]).is_err());
+    }
+
+    // The streamed generator through the GPU writes the CPU's file, byte for byte.
+    use arenaprove_circuits::circuits::SectorPartitionCircuit;
+    use arenaprove_engine::groth16::{
+        write_parameters_from_matrices, write_parameters_from_matrices_with, FixedBaseSource,
+    };
+    let pc =
+        arenaprove_circuits::record(SectorPartitionCircuit::for_constraints(3, 1, 20_000), "sector").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = write_parameters_from_matrices(&pc, &tw, &dir.path().join("cpu.params")).unwrap();
+    let source: FixedBaseSource = std::sync::Arc::new(|t: &FixedBaseTables| {
+        GpuFixedBase::open(0, t)
+            .map(|g| Box::new(g) as Box<dyn FixedBaseProducts>)
+            .map_err(|e| arenaprove_engine::Groth16Error::Backend { backend: "cuda", source: Box::new(e) })
+    });
+    let gpu =
+        write_parameters_from_matrices_with(&pc, &tw, &dir.path().join("gpu.params"), Some(&source)).unwrap();
+    assert!(gpu.products.starts_with("CUDA device 0"), "{}", gpu.products);
+    assert_eq!((gpu.bytes, gpu.points), (cpu.bytes, cpu.points));
+    let (a, b) = (
+        std::fs::read(dir.path().join("cpu.params")).unwrap(),
+        std::fs::read(dir.path().join("gpu.params")).unwrap(),
+    );
+    assert!(a == b, "the GPU's parameters file differs from the CPU's");
+    println!(
+        "params: {} bytes, products cpu {:?}, gpu {:?}",
+        gpu.bytes, cpu.products_time, gpu.products_time
+    );
+}

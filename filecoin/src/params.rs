@@ -17,6 +17,8 @@
 //!   unchanged.
 use std::path::{Path, PathBuf};
 
+use arenaprove_engine::groth16::FixedBaseSource;
+
 use crate::api::RegisteredSealProof;
 use crate::error::FilecoinError;
 
@@ -143,8 +145,17 @@ impl ParamFiles {
 pub enum ParamsStatus {
     /// The `.params` file was already in the cache (official or generated before).
     Present,
-    /// Development parameters were generated and written.
-    Generated { params_bytes: u64, seconds: f64 },
+    /// Development parameters were generated and written: in `seconds` in all, of which
+    /// `recording_seconds` recording the circuit (or mapping its recording) and
+    /// `products_seconds` in the fixed-base products, made by `products` ("cpu", "CUDA
+    /// device 0 (..)").
+    Generated {
+        params_bytes: u64,
+        seconds: f64,
+        recording_seconds: f64,
+        products: String,
+        products_seconds: f64,
+    },
 }
 
 /// Makes sure `files` (the cache's files for `registered_proof`) hold parameters: when the
@@ -157,8 +168,19 @@ pub fn ensure_params(
     files: &ParamFiles,
     rng: &mut impl rand_core::RngCore,
 ) -> Result<ParamsStatus, FilecoinError> {
+    ensure_params_with(registered_proof, files, rng, None)
+}
+
+/// [`ensure_params`] with the parameters' fixed-base products made by `products` (a GPU's;
+/// `None`: the CPU's). The same file either way for the same rng.
+pub fn ensure_params_with(
+    registered_proof: RegisteredSealProof,
+    files: &ParamFiles,
+    rng: &mut impl rand_core::RngCore,
+    products: Option<&FixedBaseSource>,
+) -> Result<ParamsStatus, FilecoinError> {
     let identity = crate::pce::pce_identity(files);
-    ensure_params_of(files, registered_proof.sector_size_bytes(), rng, Some(&identity), || {
+    ensure_params_of(files, registered_proof.sector_size_bytes(), rng, Some(&identity), products, || {
         crate::circuit::blank_circuit(registered_proof)
     })
 }
@@ -176,6 +198,7 @@ pub(crate) fn ensure_params_of<C: bellpepper_core::Circuit<blstrs::Scalar>>(
     sector_size_bytes: u64,
     rng: &mut impl rand_core::RngCore,
     identity: Option<&str>,
+    products: Option<&FixedBaseSource>,
     blank: impl FnOnce() -> Result<C, FilecoinError>,
 ) -> Result<ParamsStatus, FilecoinError> {
     if files.params.is_file() {
@@ -198,13 +221,24 @@ pub(crate) fn ensure_params_of<C: bellpepper_core::Circuit<blstrs::Scalar>>(
     let rename = |from: &Path, to: &Path| std::fs::rename(from, to).map_err(|e| FilecoinError::io(to, e));
     // The parameters go to a temporary name first and are renamed last.
     let params_tmp = tmp(&files.params);
+    let mut recording_seconds = 0.0;
+    let mut made_by = ("cpu".to_string(), 0.0);
     let made = match identity {
         Some(identity) => {
             let pce = crate::pce::load_or_record_of(files, identity, None, blank)?;
+            recording_seconds = started.elapsed().as_secs_f64();
             let tw = arenaprove_engine::groth16::ToxicWaste::random(rng);
-            arenaprove_engine::groth16::write_parameters_from_matrices(&pce.matrices, &tw, &params_tmp)
-                .map(|written| written.vk)
-                .map_err(engine_err(&params_tmp))
+            arenaprove_engine::groth16::write_parameters_from_matrices_with(
+                &pce.matrices,
+                &tw,
+                &params_tmp,
+                products,
+            )
+            .map(|written| {
+                made_by = (written.products, written.products_time.as_secs_f64());
+                written.vk
+            })
+            .map_err(engine_err(&params_tmp))
         }
         None => blank().and_then(|circuit| {
             let params = arenaprove_engine::generate_random_parameters(
@@ -234,5 +268,11 @@ pub(crate) fn ensure_params_of<C: bellpepper_core::Circuit<blstrs::Scalar>>(
     rename(&params_tmp, &files.params)?;
     let params_bytes =
         std::fs::metadata(&files.params).map_err(|e| FilecoinError::io(&files.params, e))?.len();
-    Ok(ParamsStatus::Generated { params_bytes, seconds: started.elapsed().as_secs_f64() })
+    Ok(ParamsStatus::Generated {
+        params_bytes,
+        seconds: started.elapsed().as_secs_f64(),
+        recording_seconds,
+        products: made_by.0,
+        products_seconds: made_by.1,
+    })
 }

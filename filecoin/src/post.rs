@@ -332,6 +332,7 @@ pub fn ensure_post_params(
         proof.sector_size().bytes(),
         rng,
         Some(&post_identity(files)),
+        None,
         || blank_post_circuit(proof),
     )
 }

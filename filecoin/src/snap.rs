@@ -208,6 +208,7 @@ pub fn ensure_update_params(
         proof.sector_size().bytes(),
         rng,
         Some(&update_identity(files)),
+        None,
         || Ok(blank_update_circuit(proof)),
     )
 }

@@ -6,7 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use arenaprove::engine::groth16::{CpuSubgroupCheck, SubgroupCheck, SubgroupCheckSource};
+use arenaprove::engine::groth16::{
+    CpuFixedBase, CpuSubgroupCheck, FixedBaseProducts, FixedBaseSource, FixedBaseTables, Groth16Error,
+    SubgroupCheck, SubgroupCheckSource,
+};
 use arenaprove::engine::pipeline::WorkTag;
 use arenaprove::engine::{BackendFactory, CpuBackend};
 
@@ -170,6 +173,100 @@ pub fn subgroup_check(choice: crate::common::BackendChoice) -> Box<dyn SubgroupC
 pub fn subgroup_check_source(gpu: Option<usize>) -> Option<SubgroupCheckSource> {
     let ordinal = gpu?;
     Some(Arc::new(move || gpu_subgroup_check(ordinal)))
+}
+
+/// Who makes a generated parameters file's points (`filecoin params --backend`, and the
+/// commands that generate absent parameters with their `--backend`): `None` for the CPU;
+/// with `gpu`, GPU 0's fixed-base products (the CPU's, said on stderr, where it does not
+/// open).
+pub fn fixed_base_source(choice: crate::common::BackendChoice) -> Option<FixedBaseSource> {
+    match choice {
+        crate::common::BackendChoice::Cpu => None,
+        crate::common::BackendChoice::Gpu => Some(Arc::new(gpu_fixed_base)),
+    }
+}
+
+#[cfg(feature = "cuda")]
+mod sampled {
+    use std::time::Instant;
+
+    use arenaprove::engine::deps::blst::{blst_p1_affine, blst_p2_affine};
+    use arenaprove::engine::deps::blstrs::Scalar;
+    use arenaprove::engine::groth16::{CpuFixedBase, FixedBaseProducts, Groth16Error};
+
+    /// Points of the first G1 call the CPU also makes, as the same-run baseline of the GPU's
+    /// fixed-base products.
+    const FIXED_BASE_CPU_SAMPLE: usize = 1 << 18;
+
+    /// A backend's fixed-base products that, on the first G1 call, also makes the first
+    /// [`FIXED_BASE_CPU_SAMPLE`] points with the CPU's: the baseline's rate in the same run
+    /// (printed with the ratio), and a check at full size that both make the same points.
+    pub(super) struct SampledAgainstCpu {
+        pub(super) inner: Box<dyn FixedBaseProducts>,
+        pub(super) cpu: Option<CpuFixedBase>,
+    }
+
+    impl FixedBaseProducts for SampledAgainstCpu {
+        fn name(&self) -> String {
+            self.inner.name()
+        }
+        fn chunk_points(&self) -> usize {
+            self.inner.chunk_points()
+        }
+        fn g1(&mut self, scalars: &[Scalar], out: &mut [blst_p1_affine]) -> Result<(), Groth16Error> {
+            let t = Instant::now();
+            self.inner.g1(scalars, out)?;
+            let ours = t.elapsed().as_secs_f64();
+            let Some(mut cpu) = self.cpu.take() else { return Ok(()) };
+            let n = FIXED_BASE_CPU_SAMPLE.min(scalars.len());
+            let mut want = vec![blst_p1_affine::default(); n];
+            let t = Instant::now();
+            cpu.g1(&scalars[..n], &mut want)?;
+            let base = t.elapsed().as_secs_f64();
+            if let Some(i) = (0..n).find(|&i| want[i] != out[i]) {
+                return Err(Groth16Error::Backend {
+                    backend: "cuda",
+                    source: format!("the GPU's fixed-base product {i} differs from the CPU's").into(),
+                });
+            }
+            let rate = |points: usize, s: f64| points as f64 / s.max(1e-9) / 1e6;
+            let (gpu_rate, cpu_rate) = (rate(scalars.len(), ours), rate(n, base));
+            eprintln!(
+                "params: baseline, same run: the CPU's products (every core) made the first {n} G1 points in {base:.2} s \
+                 ({cpu_rate:.2} M/s), the same as {}'s; {} made {} in {ours:.2} s ({gpu_rate:.2} M/s, copies \
+                 included): {:.1}x",
+                self.inner.name(),
+                self.inner.name(),
+                scalars.len(),
+                gpu_rate / cpu_rate
+            );
+            Ok(())
+        }
+        fn g2(&mut self, scalars: &[Scalar], out: &mut [blst_p2_affine]) -> Result<(), Groth16Error> {
+            self.inner.g2(scalars, out)
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn gpu_fixed_base(tables: &FixedBaseTables) -> Result<Box<dyn FixedBaseProducts>, Groth16Error> {
+    match arenaprove::cuda::GpuFixedBase::open(0, tables) {
+        Ok(g) => Ok(Box::new(sampled::SampledAgainstCpu {
+            inner: Box::new(g),
+            cpu: Some(CpuFixedBase::new(tables)),
+        })),
+        Err(e) => {
+            eprintln!("params: GPU 0 does not open ({e}); making the points on the CPU");
+            tracing::warn!(reason = %e, "fixed-base products on the CPU: the GPU does not open");
+            Ok(Box::new(CpuFixedBase::new(tables)))
+        }
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_fixed_base(tables: &FixedBaseTables) -> Result<Box<dyn FixedBaseProducts>, Groth16Error> {
+    eprintln!("params: built without the `cuda` feature; making the points on the CPU");
+    Ok(Box::new(CpuFixedBase::new(tables)))
 }
 
 #[cfg(feature = "cuda")]

@@ -120,6 +120,10 @@ struct FcParamsArgs {
     /// Seed for the toxic waste (default 1).
     #[arg(long, default_value_t = 1)]
     rng_seed: u64,
+    /// Who makes the parameters' points (the fixed-base products): the CPU, or GPU 0 (the
+    /// CPU, said on stderr, where there is none). The same file either way.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendChoice,
 }
 
 #[derive(ClapArgs)]
@@ -273,7 +277,7 @@ pub fn run(args: Args) -> Result<()> {
             let registered_proof = size.default_registered_proof();
             let files = files_in(&cache, registered_proof)?;
             guard("filecoin params", &files, registered_proof, None, 1, limit)?;
-            ensure_params(registered_proof, &files, a.rng_seed)
+            ensure_params(registered_proof, &files, a.rng_seed, a.backend)
         }
         Cmd::Witness(a) => witness(a, &cache),
         Cmd::PostParams(a) => crate::filecoin_post::post_params(a, &cache),
@@ -387,7 +391,14 @@ fn clock_seed() -> u64 {
     (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32)
 }
 
-fn ensure_params(registered_proof: RegisteredSealProof, files: &ParamFiles, seed: u64) -> Result<()> {
+/// Generates the parameters when absent, their points made by `backend` (GPU 0's
+/// fixed-base products with `gpu`).
+fn ensure_params(
+    registered_proof: RegisteredSealProof,
+    files: &ParamFiles,
+    seed: u64,
+    backend: BackendChoice,
+) -> Result<()> {
     if files.params.is_file() {
         eprintln!("params: {} (present)", files.params.display());
         return Ok(());
@@ -398,9 +409,20 @@ fn ensure_params(registered_proof: RegisteredSealProof, files: &ParamFiles, seed
         files.cache_dir.display()
     );
     let mut rng = fc::rng_from_seed(seed ^ 0x7061_7261_6d73);
-    match fc::params::ensure_params(registered_proof, files, &mut rng)? {
-        fc::params::ParamsStatus::Generated { params_bytes, seconds } => {
-            eprintln!("params: wrote {} ({params_bytes} bytes) in {seconds:.1} s", files.params.display())
+    let products = arenaprove_tools::backend::fixed_base_source(backend);
+    match fc::params::ensure_params_with(registered_proof, files, &mut rng, products.as_ref())? {
+        fc::params::ParamsStatus::Generated {
+            params_bytes,
+            seconds,
+            recording_seconds,
+            products,
+            products_seconds,
+        } => {
+            eprintln!(
+                "params: wrote {} ({params_bytes} bytes) in {seconds:.1} s: recording {recording_seconds:.1} s, \
+                 then the file with its points made by {products} ({products_seconds:.1} s in the products)",
+                files.params.display()
+            )
         }
         fc::params::ParamsStatus::Present => eprintln!("params: {} (present)", files.params.display()),
     }
@@ -415,7 +437,7 @@ fn seal(a: SealArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     if !a.no_params {
         let files = files_in(cache, request.registered_proof)?;
         guard("filecoin seal (generating params)", &files, request.registered_proof, None, 1, limit)?;
-        ensure_params(request.registered_proof, &files, seed)?;
+        ensure_params(request.registered_proof, &files, seed, BackendChoice::Cpu)?;
     }
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let sealed = fc::seal_sector(&request, &mut rng, &a.out)?;
@@ -722,7 +744,7 @@ fn bench(a: BenchArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     // Ours holds one slot and the params; seal_commit_phase2 maps the same file beside it.
     let limit = guard("filecoin bench", &files, registered_proof, Some(1), 2, limit)?;
     let mut rng = fc::rng_from_seed(a.run.rng_seed);
-    ensure_params(registered_proof, &files, a.run.rng_seed)?;
+    ensure_params(registered_proof, &files, a.run.rng_seed, a.run.prover.backend)?;
     let sealed = match &a.sealed {
         Some(dir) => {
             let info = SectorInfo::read(&dir.join("sector.json"))?;
@@ -898,7 +920,7 @@ fn soak(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     let registered_proof = size.default_registered_proof();
     let files = files_in(cache, registered_proof)?;
     let limit = guard("filecoin soak", &files, registered_proof, Some(a.slots), 1, limit)?;
-    ensure_params(registered_proof, &files, a.run.rng_seed)?;
+    ensure_params(registered_proof, &files, a.run.rng_seed, a.run.prover.backend)?;
     // The backend first (a GPU's driver context holds host memory of its own): the base
     // RSS the plan's prediction starts from includes it.
     let backend = common::backend_factory(a.run.prover.backend);

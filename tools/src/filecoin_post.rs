@@ -110,7 +110,7 @@ fn ensure_files(
         files.circuit,
         files.cache_dir.display()
     );
-    if let fc::params::ParamsStatus::Generated { params_bytes, seconds } = generate(files)? {
+    if let fc::params::ParamsStatus::Generated { params_bytes, seconds, .. } = generate(files)? {
         eprintln!("params: wrote {} ({params_bytes} bytes) in {seconds:.1} s", files.params.display());
     }
     Ok(())

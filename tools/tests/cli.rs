@@ -271,3 +271,31 @@ fn params_verify_checks_every_point_on_either_backend() {
     }
     std::fs::remove_dir_all(d).unwrap();
 }
+
+/// `filecoin params --backend gpu` writes the file `--backend cpu` writes for the same seed:
+/// the GPU's fixed-base products where there is one (checked against the CPU's on a sample
+/// in the same run), the CPU's, said on stderr, where there is none.
+#[cfg(feature = "filecoin")]
+#[test]
+fn filecoin_params_are_the_same_file_whoever_makes_the_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for backend in ["cpu", "gpu"] {
+        let cache = dir.path().join(backend);
+        let c = cache.to_str().unwrap();
+        let out = arenaprove(
+            dir.path(),
+            &["filecoin", "--param-cache", c, "params", "--sector-size", "2KiB", "--backend", backend],
+        );
+        ok(&out);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("points made by"), "{backend}: {err}");
+        let params = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "params"))
+            .expect("a .params file");
+        files.push(std::fs::read(params).unwrap());
+    }
+    assert!(files[0] == files[1], "the two backends' files differ");
+}

@@ -11,6 +11,9 @@
 //! doublings), done in affine coordinates for a batch of scalars at once, window by window,
 //! with one shared (Montgomery) batch inversion per window step, in parallel batches.
 
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
 use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blst::{blst_p1_affine, blst_p2_affine};
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -164,6 +167,10 @@ where
     fn coords(p: &Self::AffineRepr) -> (Self::Base, Self::Base);
     /// The point `(x, y)`, which the caller knows lies in the group.
     fn from_coords(x: Self::Base, y: Self::Base) -> Self::AffineRepr;
+    /// blst's affine type (the same bytes).
+    type Raw: Copy + Send + Sync;
+    fn to_raw(p: &Self::AffineRepr) -> Self::Raw;
+    fn from_raw(p: &Self::Raw) -> Self::AffineRepr;
 }
 impl FixedBaseGroup for G1Projective {
     type Base = Fp;
@@ -175,6 +182,15 @@ impl FixedBaseGroup for G1Projective {
     fn from_coords(x: Fp, y: Fp) -> G1Affine {
         G1Affine::from_raw_unchecked(x, y, false)
     }
+    type Raw = blst_p1_affine;
+    #[inline]
+    fn to_raw(p: &G1Affine) -> blst_p1_affine {
+        *p.as_ref()
+    }
+    #[inline]
+    fn from_raw(p: &blst_p1_affine) -> G1Affine {
+        super::params::g1(p)
+    }
 }
 impl FixedBaseGroup for G2Projective {
     type Base = Fp2;
@@ -185,6 +201,15 @@ impl FixedBaseGroup for G2Projective {
     #[inline]
     fn from_coords(x: Fp2, y: Fp2) -> G2Affine {
         G2Affine::from_raw_unchecked(x, y, false)
+    }
+    type Raw = blst_p2_affine;
+    #[inline]
+    fn to_raw(p: &G2Affine) -> blst_p2_affine {
+        *p.as_ref()
+    }
+    #[inline]
+    fn from_raw(p: &blst_p2_affine) -> G2Affine {
+        super::params::g2(p)
     }
 }
 
@@ -336,6 +361,121 @@ where
         assert_eq!(scalars.len(), out.len());
         out.par_chunks_mut(BATCH).zip(scalars.par_chunks(BATCH)).for_each(|(o, s)| self.mul_batch(s, o));
     }
+
+    /// [`FixedBase::mul_many`] into blst's affine points.
+    fn mul_many_raw(&self, scalars: &[Scalar], out: &mut [G::Raw]) {
+        assert_eq!(scalars.len(), out.len());
+        out.par_chunks_mut(BATCH).zip(scalars.par_chunks(BATCH)).for_each(|(o, s)| {
+            let mut a = vec![G::AffineRepr::default(); s.len()];
+            self.mul_batch(s, &mut a);
+            o.iter_mut().zip(&a).for_each(|(o, p)| *o = G::to_raw(p));
+        });
+    }
+
+    /// The table as another backend takes it.
+    fn window_table(&self) -> WindowTable<G::Raw> {
+        WindowTable {
+            window_bits: self.window_bits,
+            windows: self.windows,
+            points: self.table.par_iter().map(G::to_raw).collect(),
+        }
+    }
+}
+
+/// A generator's window table in blst's affine layout: `points[j * (2^w - 1) + d - 1] =
+/// d * 2^(w j) * g` for window `j < windows` and digit `1 <= d < 2^w` (`w = window_bits`,
+/// `w * windows >= 255`), so `s * g` is the sum of one entry per non-zero w-bit digit of the
+/// canonical scalar `s`, no doubling needed.
+#[derive(Clone, Debug)]
+pub struct WindowTable<A> {
+    pub window_bits: usize,
+    pub windows: usize,
+    pub points: Vec<A>,
+}
+
+/// The tables of the two generators (the toxic waste's g1 and g2) whose multiples fill a
+/// parameters file: what a [`FixedBaseSource`] is given to make its [`FixedBaseProducts`].
+#[derive(Clone, Debug)]
+pub struct FixedBaseTables {
+    pub g1: WindowTable<blst_p1_affine>,
+    pub g2: WindowTable<blst_p2_affine>,
+}
+
+impl FixedBaseTables {
+    /// The tables of `g1` and `g2` for digits of the given bits (the generator picks its
+    /// windows from the number of products; this is for tests and benches).
+    pub fn with_windows(
+        g1: G1Projective,
+        g2: G2Projective,
+        g1_bits: usize,
+        g2_bits: usize,
+    ) -> FixedBaseTables {
+        assert!((1..=20).contains(&g1_bits) && (1..=20).contains(&g2_bits), "window bits in 1..=20");
+        FixedBaseTables {
+            g1: FixedBase::with_window(g1, g1_bits).window_table(),
+            g2: FixedBase::with_window(g2, g2_bits).window_table(),
+        }
+    }
+}
+
+/// The fixed-base products of parameter generation, `out[i] = scalars[i] * g` for the
+/// generator whose table the products were made from: [`write_parameters_from_matrices_with`]
+/// asks for every point of the file through this seam. The CPU's ([`CpuFixedBase`]) runs
+/// the batch-affine table method on every core; the CUDA backend runs the same table on the
+/// GPU. A zero scalar gives the identity, `(0, 0)` in blst's layout.
+pub trait FixedBaseProducts {
+    /// Who multiplies, for logs ("cpu", "CUDA device 0").
+    fn name(&self) -> String;
+    /// Scalars per call that keep this backend busy (the writer's chunk).
+    fn chunk_points(&self) -> usize;
+    /// `out[i] = scalars[i] * g1` (`out.len() == scalars.len()`).
+    fn g1(&mut self, scalars: &[Scalar], out: &mut [blst_p1_affine]) -> Result<()>;
+    /// `out[i] = scalars[i] * g2`.
+    fn g2(&mut self, scalars: &[Scalar], out: &mut [blst_p2_affine]) -> Result<()>;
+}
+
+/// Makes the [`FixedBaseProducts`] a parameter generation runs from its generators' tables (a
+/// GPU's, opened for that generation): what a generator that may run on either takes.
+pub type FixedBaseSource = Arc<dyn Fn(&FixedBaseTables) -> Result<Box<dyn FixedBaseProducts>> + Send + Sync>;
+
+/// The CPU's [`FixedBaseProducts`]: the batch-affine table method on every core.
+pub struct CpuFixedBase {
+    g1: FixedBase<G1Projective>,
+    g2: FixedBase<G2Projective>,
+}
+
+impl CpuFixedBase {
+    /// From the tables as another backend gets them.
+    pub fn new(tables: &FixedBaseTables) -> CpuFixedBase {
+        fn own<G: FixedBaseGroup>(t: &WindowTable<G::Raw>) -> FixedBase<G>
+        where
+            G::AffineRepr: Copy + Send + Sync + Default,
+        {
+            FixedBase {
+                window_bits: t.window_bits,
+                windows: t.windows,
+                table: t.points.par_iter().map(G::from_raw).collect(),
+            }
+        }
+        CpuFixedBase { g1: own(&tables.g1), g2: own(&tables.g2) }
+    }
+}
+
+impl FixedBaseProducts for CpuFixedBase {
+    fn name(&self) -> String {
+        "cpu".into()
+    }
+    fn chunk_points(&self) -> usize {
+        STREAM_CHUNK
+    }
+    fn g1(&mut self, scalars: &[Scalar], out: &mut [blst_p1_affine]) -> Result<()> {
+        self.g1.mul_many_raw(scalars, out);
+        Ok(())
+    }
+    fn g2(&mut self, scalars: &[Scalar], out: &mut [blst_p2_affine]) -> Result<()> {
+        self.g2.mul_many_raw(scalars, out);
+        Ok(())
+    }
 }
 
 /// Parameters for `circuit` from the given toxic waste (see the module docs).
@@ -432,6 +572,11 @@ pub struct StreamedParameters {
     pub points: [usize; 5],
     /// Bytes of the file.
     pub bytes: u64,
+    /// Who made the points ([`FixedBaseProducts::name`]).
+    pub products: String,
+    /// Time spent in the products' calls (the rest is the QAP, the scalars, encoding and
+    /// writing).
+    pub products_time: Duration,
 }
 
 /// [`generate_parameters`] for the circuit recorded in `pc`, written to `path` section by
@@ -448,6 +593,18 @@ pub fn write_parameters_from_matrices(
     pc: &Precompiled,
     tw: &ToxicWaste,
     path: &std::path::Path,
+) -> Result<StreamedParameters> {
+    write_parameters_from_matrices_with(pc, tw, path, None)
+}
+
+/// [`write_parameters_from_matrices`] with the fixed-base products made by `products` (from
+/// the generators' tables; `None`: the CPU's, [`CpuFixedBase`]): the same bytes whoever
+/// makes them (tested for the GPU against the CPU).
+pub fn write_parameters_from_matrices_with(
+    pc: &Precompiled,
+    tw: &ToxicWaste,
+    path: &std::path::Path,
+    products: Option<&FixedBaseSource>,
 ) -> Result<StreamedParameters> {
     let _span = tracing::info_span!("write_parameters_from_matrices").entered();
     let shape = pc.shape();
@@ -478,17 +635,24 @@ pub fn write_parameters_from_matrices(
     let mut ic = vec![G1Affine::identity(); n_in];
     g1_table.mul_many(&(0..n_in).map(ext).collect::<Vec<_>>(), &mut ic);
     let vk = verifying_key(tw, ic);
+    let mut products: Box<dyn FixedBaseProducts> = match products {
+        Some(source) => {
+            source(&FixedBaseTables { g1: g1_table.window_table(), g2: g2_table.window_table() })?
+        }
+        None => Box::new(CpuFixedBase { g1: g1_table, g2: g2_table }),
+    };
+    let chunk = products.chunk_points().max(1);
+    let mut products_time = Duration::ZERO;
 
     let mut w = ParamsFileWriter::create(path, &vk)?;
-    let mut affine1 = vec![G1Affine::identity(); STREAM_CHUNK];
     // Each G1 section: the next scalars of `scalars(out.len())`, times g1.
     let mut g1 =
         |w: &mut ParamsFileWriter, count: usize, mut scalars: Box<dyn FnMut(usize) -> Vec<Scalar> + '_>| {
-            w.g1_section(count, STREAM_CHUNK, |out| {
+            w.g1_section(count, chunk, |out| {
                 let s = scalars(out.len());
-                let a = &mut affine1[..out.len()];
-                g1_table.mul_many(&s, a);
-                out.par_iter_mut().zip(a.par_iter()).for_each(|(o, p)| *o = *p.as_ref());
+                let t = Instant::now();
+                products.g1(&s, out)?;
+                products_time += t.elapsed();
                 Ok(())
             })
         };
@@ -524,16 +688,21 @@ pub fn write_parameters_from_matrices(
     g1(&mut w, a_points, Box::new(nonzero_taker(&at)))?;
     g1(&mut w, b_points, Box::new(nonzero_taker(&bt)))?;
     let mut take_b = nonzero_taker(&bt);
-    let mut affine2 = vec![G2Affine::identity(); STREAM_CHUNK];
-    w.g2_section(b_points, STREAM_CHUNK, |out| {
+    w.g2_section(b_points, chunk, |out| {
         let s = take_b(out.len());
-        let a = &mut affine2[..out.len()];
-        g2_table.mul_many(&s, a);
-        out.par_iter_mut().zip(a.par_iter()).for_each(|(o, p)| *o = *p.as_ref());
+        let t = Instant::now();
+        products.g2(&s, out)?;
+        products_time += t.elapsed();
         Ok(())
     })?;
     let bytes = w.finish()?;
-    Ok(StreamedParameters { vk, points: [m - 1, n_aux, a_points, b_points, b_points], bytes })
+    Ok(StreamedParameters {
+        vk,
+        points: [m - 1, n_aux, a_points, b_points, b_points],
+        bytes,
+        products: products.name(),
+        products_time,
+    })
 }
 
 /// Hands out `q`'s non-zero scalars in order, `n` per call (the caller asks for no more
@@ -652,10 +821,94 @@ mod tests {
             );
             assert!(got.vk == want.vk, "{name}: verifying key");
             assert!(bytes == want.to_bytes(), "{name}: the files differ");
+            assert_eq!(got.products, "cpu");
+            // Through the seam, from the tables as another backend gets them, in chunks
+            // that do not divide the sections: the same bytes.
+            let source: FixedBaseSource =
+                Arc::new(|t: &FixedBaseTables| Ok(Box::new(OddChunks(CpuFixedBase::new(t))) as Box<_>));
+            let path2 = dir.path().join("seam.params");
+            let got2 = write_parameters_from_matrices_with(&pc, &tw, &path2, Some(&source)).unwrap();
+            assert_eq!(got2.products, "cpu, 777 at a time");
+            assert!(std::fs::read(&path2).unwrap() == bytes, "{name}: the seam's file differs");
         }
         check("sector", SectorPartitionCircuit::for_constraints(3, 1, 1500));
         check("chain", ChainCircuit::new(300, 2));
         check("sha", ShaCircuit::new(1, 4));
+    }
+
+    /// The CPU's products, 777 points per call.
+    struct OddChunks(CpuFixedBase);
+    impl FixedBaseProducts for OddChunks {
+        fn name(&self) -> String {
+            format!("{}, 777 at a time", self.0.name())
+        }
+        fn chunk_points(&self) -> usize {
+            777
+        }
+        fn g1(&mut self, s: &[Scalar], out: &mut [blst_p1_affine]) -> Result<()> {
+            assert!(s.len() <= 777);
+            self.0.g1(s, out)
+        }
+        fn g2(&mut self, s: &[Scalar], out: &mut [blst_p2_affine]) -> Result<()> {
+            assert!(s.len() <= 777);
+            self.0.g2(s, out)
+        }
+    }
+
+    /// A products backend that fails mid-file: the writer returns its error, unchanged.
+    #[test]
+    fn a_failing_products_backend_fails_the_write_with_its_error() {
+        struct Fails(usize);
+        impl FixedBaseProducts for Fails {
+            fn name(&self) -> String {
+                "fails".into()
+            }
+            fn chunk_points(&self) -> usize {
+                64
+            }
+            fn g1(&mut self, _: &[Scalar], _: &mut [blst_p1_affine]) -> Result<()> {
+                self.0 += 1;
+                if self.0 == 3 {
+                    return Err(Groth16Error::Backend {
+                        backend: "test",
+                        source: "device lost on the third chunk".into(),
+                    });
+                }
+                Ok(())
+            }
+            fn g2(&mut self, _: &[Scalar], _: &mut [blst_p2_affine]) -> Result<()> {
+                Ok(())
+            }
+        }
+        use arenaprove_circuits::circuits::ChainCircuit;
+        use rand_core::SeedableRng;
+        let tw = ToxicWaste::random(&mut rand_chacha::ChaCha8Rng::seed_from_u64(3));
+        let pc = arenaprove_circuits::record(ChainCircuit::new(300, 2), "chain").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let source: FixedBaseSource = Arc::new(|_: &FixedBaseTables| Ok(Box::new(Fails(0)) as Box<_>));
+        let e =
+            write_parameters_from_matrices_with(&pc, &tw, &dir.path().join("x"), Some(&source)).unwrap_err();
+        assert!(e.to_string().contains("device lost on the third chunk"), "{e}");
+    }
+
+    /// A table handed to another backend and back multiplies as the original.
+    #[test]
+    fn window_tables_round_trip_through_blst_layout() {
+        let tw =
+            ToxicWaste::random(&mut <rand_chacha::ChaCha8Rng as rand_core::SeedableRng>::seed_from_u64(5));
+        let (t1, t2) = (FixedBase::with_window(tw.g1, 5), FixedBase::with_window(tw.g2, 4));
+        let tables = FixedBaseTables { g1: t1.window_table(), g2: t2.window_table() };
+        assert_eq!((tables.g1.window_bits, tables.g1.windows, tables.g1.points.len()), (5, 51, 51 * 31));
+        let mut cpu = CpuFixedBase::new(&tables);
+        let s: Vec<Scalar> = (0..50u64).map(|i| Scalar::from(i).pow_vartime([i + 1]) - Scalar::ONE).collect();
+        let mut o1 = vec![blst_p1_affine::default(); s.len()];
+        let mut o2 = vec![blst_p2_affine::default(); s.len()];
+        cpu.g1(&s, &mut o1).unwrap();
+        cpu.g2(&s, &mut o2).unwrap();
+        for (i, x) in s.iter().enumerate() {
+            assert_eq!(super::super::params::g1(&o1[i]), (tw.g1 * x).to_affine(), "{i}");
+            assert_eq!(super::super::params::g2(&o2[i]), (tw.g2 * x).to_affine(), "{i}");
+        }
     }
 
     #[test]

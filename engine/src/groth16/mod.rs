@@ -25,8 +25,9 @@ pub mod verifier;
 pub use domain::Twiddles;
 pub use error::{Groth16Error, PointFault};
 pub use generator::{
-    generate_parameters, generate_random_parameters, write_parameters_from_matrices, StreamedParameters,
-    ToxicWaste,
+    generate_parameters, generate_random_parameters, write_parameters_from_matrices,
+    write_parameters_from_matrices_with, CpuFixedBase, FixedBaseProducts, FixedBaseSource, FixedBaseTables,
+    StreamedParameters, ToxicWaste, WindowTable,
 };
 pub use ops::{CpuOps, G1Query, G2Query, ProverOps, ScalarBytes, WitnessScalars};
 pub use params::{
