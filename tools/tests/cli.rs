@@ -274,9 +274,13 @@ fn params_verify_checks_every_point_on_either_backend() {
 
 /// `filecoin params --backend gpu` writes the file `--backend cpu` writes for the same seed:
 /// the GPU's fixed-base products where there is one (checked against the CPU's on a sample
-/// in the same run), the CPU's, said on stderr, where there is none.
+/// in the same run), the CPU's, said on stderr, where there is none. Ignored in CI: each
+/// 2 KiB file is 1.1 GB and ~65 s of CPU products on the 2-core VM (the engine's
+/// `parameters_from_the_recording_are_byte_identical_to_the_generator` checks the seam in CI,
+/// and the GPU test the GPU's file).
 #[cfg(feature = "filecoin")]
 #[test]
+#[ignore]
 fn filecoin_params_are_the_same_file_whoever_makes_the_points() {
     let dir = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
