@@ -11,10 +11,14 @@ use arenaprove::arena::RegionConfig;
 use arenaprove::circuits::circuits::{AnyCircuit, CircuitKind, SectorPartitionCircuit};
 use arenaprove::circuits::shape::shape_of_native;
 use arenaprove::circuits::Shape;
+use arenaprove::circuits::{Precompiled, PrecompiledError};
 use arenaprove::engine::deps::blstrs::Scalar;
 use arenaprove::engine::deps::rand_chacha::ChaCha20Rng;
 use arenaprove::engine::deps::rand_core::SeedableRng;
-use arenaprove::engine::groth16::{generate_random_parameters, Parameters, ParamsMemory, ProofShape};
+use arenaprove::engine::groth16::{
+    generate_random_parameters, write_parameters_from_matrices_with, FixedBaseSource, Parameters,
+    ParamsMemory, ProofShape, ToxicWaste,
+};
 use arenaprove::engine::pipeline::{
     native, AllocMode, CircuitSpec, Engine, EngineConfig, MemoryPlan, PartitionCircuit, SLOTS_MAX,
 };
@@ -59,6 +63,16 @@ pub struct LoadedParams {
     pub seconds: f64,
 }
 
+/// How absent development parameters are made.
+pub enum Generation<'a> {
+    /// In memory from the circuit (`generate_parameters`: ~3x the file at its peak).
+    InMemory,
+    /// Written section by section from the circuit's recording
+    /// (`write_parameters_from_matrices_with`: the QAP at its peak, so any size fits), the
+    /// points made by `products` (a GPU's; `None`: the CPU's).
+    FromRecording { recording: &'a Precompiled, products: Option<FixedBaseSource> },
+}
+
 /// Loads `--params FILE` (checked), or the cached development params for this shape,
 /// generating and caching them when absent or stale.
 pub fn params_for(
@@ -66,6 +80,17 @@ pub fn params_for(
     constraints: usize,
     explicit: Option<&Path>,
     quiet: bool,
+) -> Result<LoadedParams> {
+    params_for_with(kind, constraints, explicit, quiet, Generation::InMemory)
+}
+
+/// [`params_for`], absent parameters made as `generation` says.
+pub fn params_for_with(
+    kind: CircuitKind,
+    constraints: usize,
+    explicit: Option<&Path>,
+    quiet: bool,
+    generation: Generation<'_>,
 ) -> Result<LoadedParams> {
     let sample = circuit(kind, constraints, 0, 0)?;
     let shape = shape_of_native(&sample).context("measuring the circuit's shape")?;
@@ -109,9 +134,30 @@ pub fn params_for(
         quiet,
         format!("generating development params for {kind} ({} constraints, insecure)", shape.constraints),
     );
-    let params = generate_dev_params(sample, &mem)?;
     let tmp = path.with_extension("params.tmp");
-    params.write_file(&tmp)?;
+    let params = match generation {
+        Generation::InMemory => {
+            let params = generate_dev_params(sample, &mem)?;
+            params.write_file(&tmp)?;
+            params
+        }
+        Generation::FromRecording { recording, products } => {
+            drop(sample);
+            let tw = ToxicWaste::random(&mut ChaCha20Rng::from_entropy());
+            let written = write_parameters_from_matrices_with(recording, &tw, &tmp, products.as_ref())
+                .inspect_err(|_| {
+                    let _ = std::fs::remove_file(&tmp);
+                })?;
+            // stderr, also with --json (stdout is the report).
+            eprintln!(
+                "params: wrote {} bytes from the recording, the points made by {} ({:.1} s in the products)",
+                written.bytes,
+                written.products,
+                written.products_time.as_secs_f64()
+            );
+            Parameters::read_file(&tmp, false, &mem)?
+        }
+    };
     std::fs::rename(&tmp, &path)
         .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
     if let Some(s) = spinner {
@@ -248,14 +294,45 @@ pub fn engine(
     limit: &ResolvedLimit,
     backend: Arc<dyn BackendFactory>,
 ) -> Result<Engine> {
+    engine_with(kind, loaded, slots, alloc, limit, backend, None)
+}
+
+/// [`engine`], the kind synthesized through `matrices` when given (its recording: the
+/// witness alone, then the products from the recording, on the device where the backend
+/// proves from the witness).
+pub fn engine_with(
+    kind: CircuitKind,
+    loaded: &LoadedParams,
+    slots: usize,
+    alloc: AllocMode,
+    limit: &ResolvedLimit,
+    backend: Arc<dyn BackendFactory>,
+    matrices: Option<Arc<Precompiled>>,
+) -> Result<Engine> {
     let cfg = engine_config(slots, alloc, limit, backend);
-    let spec = CircuitSpec {
-        kind: kind.to_string(),
-        shape: loaded.shape,
-        params: loaded.params.clone(),
-        matrices: None,
-    };
+    let spec =
+        CircuitSpec { kind: kind.to_string(), shape: loaded.shape, params: loaded.params.clone(), matrices };
     Ok(Engine::new(cfg, vec![spec])?)
+}
+
+/// The recording of `kind` at `constraints` (the circuit `circuit(kind, constraints, ..)`
+/// builds; every sector and partition has the same constraints): mapped from its file beside
+/// the cached parameters when there, else recorded now and saved there. Says which on
+/// stderr.
+pub fn recording_for(kind: CircuitKind, constraints: usize, shape: &Shape) -> Result<Arc<Precompiled>> {
+    let path = cached_params_path(kind, shape).with_extension("arenaprove-pce");
+    let dir = path.parent().expect("a file under the cache's params/");
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let identity = format!("{kind}-c{}-i{}-a{}", shape.constraints, shape.inputs, shape.aux);
+    let t = Instant::now();
+    let (pc, origin) = Precompiled::open_or_record(&path, &identity, Some(shape), || {
+        let c = circuit(kind, constraints, 0, 0)
+            .map_err(|e| PrecompiledError::Record { identity: identity.clone(), reason: e.to_string() })?;
+        arenaprove::circuits::record(ViaBridge(c), &identity)
+    })
+    .with_context(|| format!("the recording of {kind} at {constraints} constraints ({})", path.display()))?;
+    eprintln!("recording: {} ({origin:?}) in {:.1} s", path.display(), t.elapsed().as_secs_f64());
+    Ok(Arc::new(pc))
 }
 
 /// Canonical little-endian bytes of a scalar as 0x + 64 hex digits.
@@ -582,13 +659,35 @@ pub fn guard_test_circuit(
     explicit: Option<&Path>,
     limit: MemoryLimit,
 ) -> Result<(Shape, MemoryPlan, ResolvedLimit)> {
+    guard_test_circuit_with(what, kind, constraints, slots, explicit, limit, None)
+}
+
+/// [`guard_test_circuit`] for a kind synthesized through its recording (`precompiled`:
+/// the backend asked for): parameters written from the recording when absent (their
+/// generation peak is the QAP's), and with `gpu` slots that hold the witness alone (the
+/// products on the device), plus the recording's file.
+pub fn guard_test_circuit_with(
+    what: &str,
+    kind: CircuitKind,
+    constraints: usize,
+    slots: usize,
+    explicit: Option<&Path>,
+    limit: MemoryLimit,
+    precompiled: Option<BackendChoice>,
+) -> Result<(Shape, MemoryPlan, ResolvedLimit)> {
     if slots == 0 || slots > SLOTS_MAX {
         bail!("--slots {slots} not in 1..={SLOTS_MAX}");
     }
     let shape = predicted_shape(kind, constraints)?;
     let cached = cached_params_path(kind, &shape);
-    let params = ParamsEstimate::for_file(Some(explicit.unwrap_or(&cached)), &shape);
-    let plan = plan_with_params(&shape, slots, &params, 1);
+    let params = match precompiled {
+        Some(_) => ParamsEstimate::for_streamed_file(Some(explicit.unwrap_or(&cached)), &shape),
+        None => ParamsEstimate::for_file(Some(explicit.unwrap_or(&cached)), &shape),
+    };
+    let mut plan = plan_with_params(&shape, slots, &params, 1);
+    if precompiled == Some(BackendChoice::Gpu) {
+        plan = plan.without_host_abc();
+    }
     let limit = refuse_unless_fits(what, Some(&plan), params.generation_bytes, limit)?;
     Ok((shape, plan, limit))
 }

@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use arenaprove::arena::ledger::{page_faults, rss_bytes};
 use arenaprove::arena::LedgerSnapshot;
 use arenaprove::circuits::circuits::CircuitKind;
-use arenaprove::engine::pipeline::{AllocMode, Job, JobHandle, ShutdownMode, Span};
+use arenaprove::engine::pipeline::{precompiled, AllocMode, Job, JobHandle, ShutdownMode, Span};
 use serde::Serialize;
 
 use crate::common;
@@ -37,6 +37,14 @@ pub struct Args {
     pub backend: common::BackendChoice,
     #[arg(long)]
     pub params: Option<PathBuf>,
+    /// Synthesize through the circuit's recording (made once, cached beside the
+    /// parameters): each partition computes its witness alone, and the products a, b, c come
+    /// from the recording (on the device with `--backend gpu`, where a slot holds only the
+    /// witness on the host). Absent parameters are written from the recording section by
+    /// section, their points made by the backend: what a full-size circuit (~130M
+    /// constraints, ~47 GB of parameters) needs on a 128 GiB host.
+    #[arg(long)]
+    pub precompiled: bool,
     /// One final JSON object on stdout instead of the human report.
     #[arg(long)]
     pub json: bool,
@@ -329,23 +337,45 @@ pub fn run(a: Args) -> Result<()> {
     }
     let quiet = a.json;
     let rss_start = rss_bytes();
-    let (_, _, limit) = common::guard_test_circuit(
+    let (shape, _, limit) = common::guard_test_circuit_with(
         "soak",
         a.circuit,
         a.constraints,
         a.slots,
         a.params.as_deref(),
         a.memory_limit,
+        a.precompiled.then_some(a.backend),
     )?;
-    let loaded = common::params_for(a.circuit, a.constraints, a.params.as_deref(), quiet)?;
-    let engine =
-        common::engine(a.circuit, &loaded, a.slots, a.alloc, &limit, common::backend_factory(a.backend))?;
+    let recording = match a.precompiled {
+        true => Some(common::recording_for(a.circuit, a.constraints, &shape)?),
+        false => None,
+    };
+    let generation = match &recording {
+        Some(pc) => common::Generation::FromRecording {
+            recording: pc,
+            products: arenaprove_tools::backend::fixed_base_source(a.backend),
+        },
+        None => common::Generation::InMemory,
+    };
+    let loaded = common::params_for_with(a.circuit, a.constraints, a.params.as_deref(), quiet, generation)?;
+    let engine = common::engine_with(
+        a.circuit,
+        &loaded,
+        a.slots,
+        a.alloc,
+        &limit,
+        common::backend_factory(a.backend),
+        recording.clone(),
+    )?;
 
     let mut rec = SoakRecorder::new(a.sectors, a.partitions, rss_start);
     let submit = |k: usize| -> Result<JobHandle> {
         let parts = (0..a.partitions)
             .map(|p| {
-                common::circuit(a.circuit, a.constraints, k as u64 + 1, p).map(common::partition_circuit)
+                common::circuit(a.circuit, a.constraints, k as u64 + 1, p).map(|c| match &recording {
+                    Some(pc) => precompiled(common::ViaBridge(c), pc.clone()),
+                    None => common::partition_circuit(c),
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(engine.submit(Job::new(a.circuit.to_string(), parts))?)

@@ -303,3 +303,39 @@ fn filecoin_params_are_the_same_file_whoever_makes_the_points() {
     }
     assert!(files[0] == files[1], "the two backends' files differ");
 }
+
+/// `soak --precompiled`: the circuit recorded once (and mapped from the cache on the next
+/// run), parameters written from the recording, every partition's witness alone through
+/// it; every proof verified, as without.
+#[test]
+fn soak_precompiled_records_once_and_verifies_every_proof() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = [
+        "soak",
+        "--precompiled",
+        "--circuit",
+        "sector",
+        "--constraints",
+        "4096",
+        "--sectors",
+        "2",
+        "--partitions",
+        "2",
+        "--json",
+    ];
+    for (run, origin) in [(1, "Recorded"), (2, "Mapped")] {
+        let out = arenaprove(d, &args);
+        let stdout = ok(&out);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("recording: ") && err.contains(origin), "run {run}: {err}");
+        assert_eq!(
+            err.contains("from the recording"),
+            run == 1,
+            "params written on the first run only: {err}"
+        );
+        let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(report["proofs_ok"], 4, "run {run}: {stdout}");
+        assert_eq!(report["proofs_failed"], 0, "run {run}: {stdout}");
+    }
+}
