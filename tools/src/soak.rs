@@ -397,7 +397,10 @@ pub fn run(a: Args) -> Result<()> {
         Ok(())
     })?;
     let ledger = engine.ledger();
-    let predicted = engine.memory_plan().predicted_peak_rss(rss_start as usize) as u64;
+    // The recording's file pages count too (mapped; read by the host products or uploaded
+    // once to the device), as in `filecoin soak`.
+    let recording_bytes = recording.as_ref().map_or(0, |pc| pc.bytes());
+    let predicted = (engine.memory_plan().predicted_peak_rss(rss_start as usize) + recording_bytes) as u64;
     let report_engine = engine.shutdown(ShutdownMode::Drain);
     let mut report = rec.report(
         a.circuit.to_string(),
