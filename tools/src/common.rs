@@ -142,7 +142,6 @@ pub fn params_for_with(
             params
         }
         Generation::FromRecording { recording, products } => {
-            drop(sample);
             let tw = ToxicWaste::random(&mut ChaCha20Rng::from_entropy());
             let written = write_parameters_from_matrices_with(recording, &tw, &tmp, products.as_ref())
                 .inspect_err(|_| {
