@@ -66,8 +66,10 @@ struct DeviceTable {
 }
 
 fn table_shape<A>(t: &WindowTable<A>) -> Result<(u32, u32)> {
+    // Exactly the windows a 255-bit scalar has: the kernel reads the digit of window j from
+    // words (j w) / 32 and the next, so a longer table would read past the scalar.
     let ok = (1..=24).contains(&t.window_bits)
-        && t.window_bits * t.windows >= 255
+        && t.windows == 255usize.div_ceil(t.window_bits)
         && t.points.len() == t.windows * ((1 << t.window_bits) - 1);
     if !ok {
         return Err(CudaError::Length {
@@ -226,6 +228,10 @@ mod tests {
         assert!(e.contains("fixed-base table"), "{e}");
         let short = WindowTable { window_bits: 4, windows: 63, points: vec![0u8; 63 * 15] };
         assert!(table_shape(&short).is_err(), "4 x 63 bits do not cover a scalar");
+        let long = WindowTable { window_bits: 4, windows: 65, points: vec![0u8; 65 * 15] };
+        assert!(table_shape(&long).is_err(), "a 65th window would read past the scalar");
+        let one_bit = WindowTable { window_bits: 1, windows: 256, points: vec![0u8; 256] };
+        assert!(table_shape(&one_bit).is_err(), "bit 255 is past the scalar's 255 bits");
         let ok = WindowTable { window_bits: 4, windows: 64, points: vec![0u8; 64 * 15] };
         assert_eq!(table_shape(&ok).unwrap(), (4, 64));
     }
