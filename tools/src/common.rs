@@ -319,7 +319,7 @@ pub fn engine_with(
 /// the cached parameters when there, else recorded now and saved there. Says which on
 /// stderr.
 pub fn recording_for(kind: CircuitKind, constraints: usize, shape: &Shape) -> Result<Arc<Precompiled>> {
-    let path = cached_params_path(kind, shape).with_extension("arenaprove-pce");
+    let path = recording_path(kind, shape);
     let dir = path.parent().expect("a file under the cache's params/");
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let identity = format!("{kind}-c{}-i{}-a{}", shape.constraints, shape.inputs, shape.aux);
@@ -565,6 +565,11 @@ impl ParamsEstimate {
             },
         }
     }
+}
+
+/// Where the recording of a test circuit of `shape` is cached (beside its parameters).
+pub fn recording_path(kind: CircuitKind, shape: &Shape) -> PathBuf {
+    cached_params_path(kind, shape).with_extension("arenaprove-pce")
 }
 
 /// Where the development params of a test circuit of `shape` are cached.

@@ -24,6 +24,12 @@ pub struct Args {
     /// (needs the `filecoin` feature).
     #[arg(long, value_name = "SECTOR_SIZE")]
     pub filecoin: Option<String>,
+    /// The test circuit as `soak --precompiled` runs it: synthesized through its recording
+    /// (which must be in the cache: `soak --precompiled` makes it; its file's size is the
+    /// recording's term), parameters written from it when absent. With `--backend gpu` a
+    /// slot holds the witness alone.
+    #[arg(long, conflicts_with = "filecoin")]
+    pub precompiled: bool,
     /// Partitions in flight.
     #[arg(long, default_value_t = 2)]
     pub slots: usize,
@@ -89,7 +95,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     let subject = match &a.filecoin {
         Some(size) => filecoin_subject(size, a.json)?,
-        None => test_subject(a.circuit, a.constraints)?,
+        None => test_subject(a.circuit, a.constraints, a.precompiled)?,
     };
     let plan = match a.backend.as_str() {
         "cpu" => common::plan_with_params(&subject.shape, a.slots, &subject.params, 1),
@@ -194,8 +200,8 @@ pub fn run(a: Args) -> Result<()> {
     );
     if let Some(b) = subject.precompiled_bytes {
         println!(
-            "  precompiled    {:>10.2} GiB matrices file (C2's default synthesis maps it read-only; its pages add to \
-             RSS as they are read): peak RSS {:.2} GiB with it",
+            "  precompiled    {:>10.2} GiB recording file (mapped read-only by the precompiled synthesis; its pages \
+             add to RSS as they are read): peak RSS {:.2} GiB with it",
             b as f64 / GIB,
             (peak_rss_bytes + b) as f64 / GIB
         );
@@ -247,10 +253,23 @@ fn gpu_plan(subject: &Subject, slots: usize) -> Result<arenaprove::engine::pipel
     Ok(common::with_params(plan.with_terms(arenaprove_cuda::device_terms(0, &device)), &subject.params, 1))
 }
 
-fn test_subject(kind: CircuitKind, constraints: usize) -> Result<Subject> {
+fn test_subject(kind: CircuitKind, constraints: usize, precompiled: bool) -> Result<Subject> {
     let shape = common::predicted_shape(kind, constraints)?;
     let cached = common::cached_params_path(kind, &shape);
-    let params = ParamsEstimate::for_file(Some(&cached), &shape);
+    let (params, precompiled_bytes) = match precompiled {
+        false => (ParamsEstimate::for_file(Some(&cached), &shape), None),
+        true => {
+            let recording = common::recording_path(kind, &shape);
+            let bytes = std::fs::metadata(&recording).map(|m| m.len()).map_err(|e| {
+                anyhow::anyhow!(
+                    "--precompiled: no recording of {kind} at {constraints} constraints at {} ({e}); \
+                     `arenaprove soak --precompiled` with the same --circuit and --constraints makes it",
+                    recording.display()
+                )
+            })?;
+            (ParamsEstimate::for_streamed_file(Some(&cached), &shape), Some(bytes))
+        }
+    };
     Ok(Subject {
         name: kind.to_string(),
         shape,
@@ -261,7 +280,7 @@ fn test_subject(kind: CircuitKind, constraints: usize) -> Result<Subject> {
         }),
         params,
         cuzk: None,
-        precompiled_bytes: None,
+        precompiled_bytes,
     })
 }
 

@@ -338,4 +338,33 @@ fn soak_precompiled_records_once_and_verifies_every_proof() {
         assert_eq!(report["proofs_ok"], 4, "run {run}: {stdout}");
         assert_eq!(report["proofs_failed"], 0, "run {run}: {stdout}");
     }
+    // `plan --precompiled` plans that run: the recording's file is its term, and on the GPU
+    // a slot holds the witness alone (no a, b, c on the host).
+    let plan = [
+        "plan",
+        "--precompiled",
+        "--circuit",
+        "sector",
+        "--constraints",
+        "4096",
+        "--backend",
+        "gpu",
+        "--json",
+    ];
+    let json: serde_json::Value = serde_json::from_str(ok(&arenaprove(d, &plan)).trim()).unwrap();
+    let recording = std::fs::read_dir(d.join("params"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "arenaprove-pce"))
+        .expect("the recording in the cache");
+    assert_eq!(json["precompiled_matrices_bytes"], std::fs::metadata(&recording).unwrap().len(), "{json}");
+    let pools: Vec<&str> =
+        json["terms"].as_array().unwrap().iter().map(|t| t["pool"].as_str().unwrap()).collect();
+    assert!(!pools.contains(&"abc") && pools.contains(&"aux"), "{pools:?}");
+    // Another size has no recording yet: the error says how to make one.
+    let other = ["plan", "--precompiled", "--circuit", "sector", "--constraints", "8192"];
+    let out = arenaprove(d, &other);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no recording of sector") && err.contains("soak --precompiled"), "{err}");
 }
