@@ -59,6 +59,16 @@ struct Subject {
     /// Bytes of the circuit's precompiled-constraints file (Filecoin partitions: C2's
     /// default synthesis maps it read-only).
     precompiled_bytes: Option<u64>,
+    /// The proof's sizes from the parameters file's section counts, where the file exists
+    /// (what the engine sizes its device arena by); else the shape's upper bound is used.
+    file_shape: Option<arenaprove::engine::groth16::ProofShape>,
+}
+
+/// The proof's sizes from the section counts of the parameters file at `path`, if it is
+/// there and its headers read.
+fn file_shape(path: Option<&std::path::Path>) -> Option<arenaprove::engine::groth16::ProofShape> {
+    use arenaprove::engine::groth16::params::SectionCounts;
+    SectionCounts::read_file(path?).ok().map(|c| c.proof_shape())
 }
 
 /// cuzk's figures for one 32 GiB PoRep partition (their published figures, quoted in the README).
@@ -139,6 +149,7 @@ pub fn run(a: Args) -> Result<()> {
             "params_bytes": plan.resident_bytes(),
             "params_source": subject.params.source,
             "params_generation_bytes": subject.params.generation_bytes,
+            "device_sizes_from": if subject.file_shape.is_some() { "the parameters file's sections" } else { "the circuit's shape (an upper bound)" },
             "total_bytes": total_bytes,
             "predicted_peak_rss_bytes": peak_rss_bytes,
             "precompiled_matrices_bytes": subject.precompiled_bytes,
@@ -244,7 +255,9 @@ fn gpu_plan(subject: &Subject, slots: usize) -> Result<arenaprove::engine::pipel
     // The recorded rows plus one u32 offset per row, estimated from the file (which also
     // holds the densities, not uploaded: an over-estimate by those bits).
     let rows_bytes = subject.precompiled_bytes.map(|b| b as usize + subject.shape.constraints * 4);
-    let shape = ProofShape::of_circuit(&subject.shape);
+    // The engine sizes its arena from the loaded file's sections: so does the plan where
+    // the file is there (the shape's figure assumes every variable has A and B points).
+    let shape = subject.file_shape.unwrap_or_else(|| ProofShape::of_circuit(&subject.shape));
     let device = arenaprove_cuda::device_plan_within(&shape, rows_bytes, common::device_memory())
         .map_err(|e| anyhow::anyhow!("--device-memory: {e}"))?;
     if device.rows_resident() {
@@ -281,6 +294,7 @@ fn test_subject(kind: CircuitKind, constraints: usize, precompiled: bool) -> Res
         params,
         cuzk: None,
         precompiled_bytes,
+        file_shape: file_shape(Some(&cached)),
     })
 }
 
@@ -299,10 +313,8 @@ fn filecoin_subject(size: &str, quiet: bool) -> Result<Subject> {
     }
     let counted = counted?;
     let shape = counted.porep.shape;
-    let params = ParamsEstimate::for_streamed_file(
-        filecoin_params_file(counted.porep.registered_proof).as_deref(),
-        &shape,
-    );
+    let params_file = filecoin_params_file(counted.porep.registered_proof);
+    let params = ParamsEstimate::for_streamed_file(params_file.as_deref(), &shape);
     let note = format!(
         "{} partitions per sector; shape {} ({:.1} s to count){}",
         counted.porep.partitions,
@@ -326,6 +338,7 @@ fn filecoin_subject(size: &str, quiet: bool) -> Result<Subject> {
         params,
         cuzk: (name == "32GiB").then_some(CUZK_32GIB),
         precompiled_bytes: Some(counted.porep.precompiled_bytes),
+        file_shape: file_shape(params_file.as_deref()),
     })
 }
 

@@ -361,6 +361,7 @@ fn soak_precompiled_records_once_and_verifies_every_proof() {
     let pools: Vec<&str> =
         json["terms"].as_array().unwrap().iter().map(|t| t["pool"].as_str().unwrap()).collect();
     assert!(!pools.contains(&"abc") && pools.contains(&"aux"), "{pools:?}");
+    assert_eq!(json["device_sizes_from"], "the parameters file's sections", "{json}");
     // Another size has no recording yet: the error says how to make one.
     let other = ["plan", "--precompiled", "--circuit", "sector", "--constraints", "8192"];
     let out = arenaprove(d, &other);

@@ -748,6 +748,94 @@ pub fn g1_outside_subgroup_bytes() -> [u8; G1_BYTES] {
         .to_uncompressed()
 }
 
+/// A parameters file's point counts, read from its headers alone (its six u32 counts,
+/// seeking past the points): what a plan needs without loading a 47 GB file. The file's
+/// length must be exactly what the counts say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SectionCounts {
+    pub ic: usize,
+    pub h: usize,
+    pub l: usize,
+    pub a: usize,
+    pub b_g1: usize,
+    pub b_g2: usize,
+}
+
+impl SectionCounts {
+    /// Reads the counts of the file at `path`.
+    pub fn read_file(path: &Path) -> Result<SectionCounts> {
+        use std::io::{Read, Seek, SeekFrom};
+        let file = path.display().to_string();
+        let io = |op, source| Groth16Error::Io { file: file.clone(), op, source };
+        let mut f = std::fs::File::open(path).map_err(|e| io("open", e))?;
+        let len = f.metadata().map_err(|e| io("stat", e))?.len();
+        let mut at = VK_FIXED_BYTES as u64;
+        let mut count = |section: &'static str, point_bytes: usize| -> Result<usize> {
+            let truncated = |at: u64| Groth16Error::Truncated {
+                file: file.clone(),
+                section,
+                index: 0,
+                offset: at as usize,
+                needed_bytes: 4,
+                file_bytes: len as usize,
+            };
+            if at + 4 > len {
+                return Err(truncated(at));
+            }
+            f.seek(SeekFrom::Start(at)).map_err(|e| io("seek", e))?;
+            let mut b = [0u8; 4];
+            f.read_exact(&mut b).map_err(|e| io("read", e))?;
+            let n = u32::from_be_bytes(b) as usize;
+            if n > SECTION_POINTS_MAX {
+                return Err(Groth16Error::SectionTooLong {
+                    file: file.clone(),
+                    section,
+                    count: n,
+                    limit: SECTION_POINTS_MAX,
+                });
+            }
+            at += 4 + (n * point_bytes) as u64;
+            Ok(n)
+        };
+        let counts = SectionCounts {
+            ic: count("ic", G1_BYTES)?,
+            h: count("h", G1_BYTES)?,
+            l: count("l", G1_BYTES)?,
+            a: count("a", G1_BYTES)?,
+            b_g1: count("b_g1", G1_BYTES)?,
+            b_g2: count("b_g2", G2_BYTES)?,
+        };
+        match at.cmp(&len) {
+            std::cmp::Ordering::Equal => Ok(counts),
+            std::cmp::Ordering::Less => Err(Groth16Error::TrailingBytes {
+                file: file.clone(),
+                offset: at as usize,
+                extra_bytes: (len - at) as usize,
+            }),
+            std::cmp::Ordering::Greater => Err(Groth16Error::Truncated {
+                file: file.clone(),
+                section: "b_g2",
+                index: counts.b_g2,
+                offset: len as usize,
+                needed_bytes: (at - len) as usize,
+                file_bytes: len as usize,
+            }),
+        }
+    }
+
+    /// The shape a prover sizes its work by, as [`super::ProofShape::of_params`] gives it
+    /// for the loaded file.
+    pub fn proof_shape(&self) -> super::ProofShape {
+        super::ProofShape {
+            inputs: self.ic,
+            aux: self.l,
+            domain_size: self.h + 1,
+            a_points: self.a,
+            b_points: self.b_g1,
+        }
+    }
+}
+
 /// A section's point count as the format's u32: an error (never a truncated count) beyond
 /// [`SECTION_POINTS_MAX`], which the reader would refuse.
 fn section_count(points: usize) -> std::io::Result<u32> {
@@ -862,6 +950,39 @@ fn write_section<W: Write, T: Encoding>(w: &mut W, points: &[T]) -> std::io::Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The counts read from the headers are the loaded file's; a cut or padded file is an
+    /// error naming it.
+    #[test]
+    fn section_counts_from_the_headers_match_the_loaded_file() {
+        use arenaprove_circuits::circuits::SectorPartitionCircuit;
+        use rand_core::SeedableRng;
+        let p = crate::groth16::generate_random_parameters(
+            SectorPartitionCircuit::for_constraints(3, 1, 2000),
+            &mut rand_chacha::ChaCha8Rng::seed_from_u64(9),
+            &ParamsMemory::heap(),
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.params");
+        p.write_file(&path).unwrap();
+        let c = SectionCounts::read_file(&path).unwrap();
+        assert_eq!(
+            [c.ic, c.h, c.l, c.a, c.b_g1, c.b_g2],
+            [p.vk.ic.len(), p.h().len(), p.l().len(), p.a().len(), p.b_g1().len(), p.b_g2().len()]
+        );
+        assert_eq!(c.proof_shape(), crate::groth16::ProofShape::of_params(&p));
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        let e = SectionCounts::read_file(&path).unwrap_err().to_string();
+        assert!(e.contains("truncated") && e.contains("p.params"), "{e}");
+        let mut padded = bytes.clone();
+        padded.push(0);
+        std::fs::write(&path, &padded).unwrap();
+        assert!(SectionCounts::read_file(&path).unwrap_err().to_string().contains("unexpected bytes"));
+        std::fs::write(&path, &bytes[..100]).unwrap();
+        assert!(SectionCounts::read_file(&path).is_err(), "cut inside the verifying key");
+    }
 
     #[test]
     fn section_counts_are_u32_within_the_limit_never_truncated() {
