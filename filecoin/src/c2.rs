@@ -112,11 +112,14 @@ impl C2Circuit {
     ) -> Result<Self, FilecoinError> {
         let sector_size = registered_proof.sector_size()?;
         files.require_params()?;
-        let shape = blank_shape(registered_proof)?;
         let identity = crate::pce::pce_identity(files);
-        let (params, synthesis) = load_parts(files, &shape, options, &identity, || {
-            crate::circuit::blank_circuit(registered_proof)
-        })?;
+        let (shape, params, synthesis) = load_parts(
+            files,
+            options,
+            &identity,
+            || blank_shape(registered_proof),
+            || crate::circuit::blank_circuit(registered_proof),
+        )?;
         Ok(C2Circuit {
             kind: format!("stacked-drg-{}", sector_size.name()),
             sector_size,
@@ -217,16 +220,24 @@ impl C2Circuit {
 }
 
 /// What loading any circuit kind (PoRep, PoSt, SnapDeals) comes to: `files.params` read
-/// and checked against the circuit's `shape` (a file made for another circuit is refused,
+/// and checked against the circuit's shape (a file made for another circuit is refused,
 /// naming the section), and its synthesis: the recording named `identity` mapped from
 /// beside the parameters, or recorded from `blank`, unless `options` say generic.
+///
+/// The shape of a precompiled circuit with a saved recording is the recording's (made
+/// from the same blank circuit; its identity names the circuit and the code that builds
+/// it), so `count`, a synthesis of the whole blank circuit (tens of seconds at 32 GiB),
+/// runs only for a generic circuit, when there is no saved recording yet (the parameters
+/// are then checked before the circuit is recorded), or when the parameters do not fit
+/// the recording's shape (the counted shape decides; a recording of another shape is made
+/// again).
 pub(crate) fn load_parts<C: bellpepper_core::Circuit<Scalar>>(
     files: &ParamFiles,
-    shape: &Shape,
     options: LoadOptions,
     identity: &str,
+    count: impl FnOnce() -> Result<Shape, FilecoinError>,
     blank: impl FnOnce() -> Result<C, FilecoinError>,
-) -> Result<(Arc<Parameters>, Synthesis), FilecoinError> {
+) -> Result<(Shape, Arc<Parameters>, Synthesis), FilecoinError> {
     files.require_params()?;
     let mismatch = |source| FilecoinError::ParamsMismatch {
         sector_size: files.circuit.clone(),
@@ -245,13 +256,24 @@ pub(crate) fn load_parts<C: bellpepper_core::Circuit<Scalar>>(
         _ => Parameters::read_file(&files.params, options.checked, &mem),
     }
     .map_err(read_err)?;
-    params.check_fits(shape).map_err(mismatch)?;
+    if options.precompiled {
+        if let Some(saved) = crate::pce::open_saved(files, identity) {
+            let shape = saved.matrices.shape();
+            if params.check_fits(&shape).is_ok() {
+                return Ok((shape, Arc::new(params), Synthesis::Precompiled(saved.matrices)));
+            }
+        }
+    }
+    // No saved recording (or one the parameters do not fit): count, check the parameters
+    // before anything is recorded, then map or record against the counted shape.
+    let shape = count()?;
+    params.check_fits(&shape).map_err(mismatch)?;
     let synthesis = if options.precompiled {
-        Synthesis::Precompiled(crate::pce::load_or_record_of(files, identity, Some(shape), blank)?.matrices)
+        Synthesis::Precompiled(crate::pce::load_or_record_of(files, identity, Some(&shape), blank)?.matrices)
     } else {
         Synthesis::Generic
     };
-    Ok((Arc::new(params), synthesis))
+    Ok((shape, Arc::new(params), synthesis))
 }
 
 /// The engine's circuit kind for a loaded circuit (with its recording when precompiled: a

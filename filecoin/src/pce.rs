@@ -62,6 +62,25 @@ pub fn load_or_record(
     load_or_record_of(files, &pce_identity(files), Some(shape), || blank_circuit(registered_proof))
 }
 
+/// The saved recording named `identity` beside `files.params`, mapped and checked, its own
+/// shape standing (it was recorded from the circuit `identity` names); `None` when there
+/// is none or it does not open, and the caller counts the circuit and goes through
+/// [`load_or_record_of`], which records it again.
+pub fn open_saved(files: &ParamFiles, identity: &str) -> Option<LoadedPce> {
+    let started = Instant::now();
+    let path = pce_path(files);
+    match Precompiled::open(&path, identity, None) {
+        Ok(pc) => {
+            tracing::info!(path = %path.display(), "precompiled constraints mapped (their shape taken as the circuit's)");
+            Some(LoadedPce { matrices: Arc::new(pc), origin: Origin::Mapped, elapsed: started.elapsed() })
+        }
+        Err(e) => {
+            tracing::info!(path = %path.display(), why = %e, "no saved recording to take the circuit's shape from");
+            None
+        }
+    }
+}
+
 /// [`load_or_record`] for any circuit: `identity` names it (and is required of the file),
 /// `blank` builds the circuit to record, called only when no valid file is there. With
 /// `shape`, a file of another shape is recorded again; without, the recording's own shape

@@ -947,10 +947,14 @@ impl PostCircuit {
     ) -> Result<Self, FilecoinError> {
         let files = proof.param_files(dir)?;
         files.require_params()?;
-        let shape = post_shape(proof)?;
         let identity = post_identity(&files);
-        let (params, synthesis) =
-            crate::c2::load_parts(&files, &shape, options, &identity, || blank_post_circuit(proof))?;
+        let (shape, params, synthesis) = crate::c2::load_parts(
+            &files,
+            options,
+            &identity,
+            || post_shape(proof),
+            || blank_post_circuit(proof),
+        )?;
         let kind = match proof.kind() {
             PostKind::Winning => "winning-post",
             PostKind::Window => "window-post",

@@ -525,10 +525,14 @@ impl SnapCircuit {
     ) -> Result<Self, FilecoinError> {
         let files = proof.param_files(dir)?;
         files.require_params()?;
-        let shape = update_shape(proof)?;
         let identity = update_identity(&files);
-        let (params, synthesis) =
-            crate::c2::load_parts(&files, &shape, options, &identity, || Ok(blank_update_circuit(proof)))?;
+        let (shape, params, synthesis) = crate::c2::load_parts(
+            &files,
+            options,
+            &identity,
+            || update_shape(proof),
+            || Ok(blank_update_circuit(proof)),
+        )?;
         Ok(SnapCircuit {
             kind: format!("empty-sector-update-{}", proof.sector_size()),
             proof,

@@ -300,6 +300,41 @@ fn missing_or_foreign_params_and_unserved_sizes_are_typed_errors() {
     assert!(err.to_string().contains("8MiB") && err.to_string().contains("2KiB"), "{err}");
 }
 
+/// A saved recording gives C2 its circuit's shape (no count of the blank circuit); one of
+/// another shape saved under the same identity is not trusted: the parameters do not fit
+/// it, so the blank circuit is counted, the counted shape decides, and the circuit is
+/// recorded again over the wrong file.
+#[test]
+fn c2_takes_the_shape_of_its_saved_recording_and_records_a_wrong_one_again() {
+    use arenaprove_circuits::circuits::ChainCircuit;
+    use arenaprove_circuits::Precompiled;
+    use arenaprove_filecoin::pce::{pce_identity, pce_path};
+
+    let proof = params_2kib();
+    let files_2kib = files(proof);
+    let counted = arenaprove_filecoin::circuit::blank_shape(proof).unwrap();
+    assert_eq!(circuit_2kib().shape(), counted, "the first load (recording made if absent)");
+    assert!(pce_path(&files_2kib).is_file(), "the recording is saved beside the parameters");
+    let loaded = C2Circuit::load(proof, &files_2kib, LoadOptions::default()).unwrap();
+    assert_eq!(loaded.shape(), counted, "a later load takes the saved recording's shape");
+
+    // The same parameters; beside them, a chain circuit's recording under this circuit's name.
+    let dir = tempfile::tempdir().unwrap();
+    let moved = files_2kib.relocated(dir.path());
+    std::fs::hard_link(&files_2kib.params, &moved.params)
+        .or_else(|_| std::os::unix::fs::symlink(&files_2kib.params, &moved.params))
+        .unwrap();
+    let identity = pce_identity(&moved);
+    let pce = pce_path(&moved);
+    arenaprove_circuits::record(ChainCircuit::new(64, 1), &identity).unwrap().save(&pce).unwrap();
+    let wrong = Precompiled::open(&pce, &identity, None).unwrap().shape();
+    assert_ne!(wrong, counted);
+    let reloaded = C2Circuit::load(proof, &moved, LoadOptions::default()).unwrap();
+    assert_eq!(reloaded.shape(), counted, "the counted shape decides");
+    let again = Precompiled::open(&pce, &identity, Some(&counted)).unwrap();
+    assert_eq!(again.shape(), counted, "the wrong recording was recorded over");
+}
+
 /// 8 MiB end to end: needs ~2 GB of development parameters (generated on first run) and
 /// a few minutes on 2 cores. Run with
 /// `cargo test --release -p arenaprove-filecoin --test c2 -- --ignored`.

@@ -560,8 +560,13 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
     let files = files_in(cache, proof)?;
     // The recording is saved beside the parameters (which this command does not need).
     std::fs::create_dir_all(cache).with_context(|| format!("creating {}", cache.display()))?;
-    let shape = fc::circuit::blank_shape(proof)?;
-    let pc = fc::pce::load_or_record(proof, &files, &shape)?.matrices;
+    // A saved recording's own shape, as C2 loads it; the blank circuit is counted only
+    // before a first recording.
+    let pc = match fc::pce::open_saved(&files, &fc::pce::pce_identity(&files)) {
+        Some(saved) => saved.matrices,
+        None => fc::pce::load_or_record(proof, &files, &fc::circuit::blank_shape(proof)?)?.matrices,
+    };
+    let shape = pc.shape();
     let mut rng = fc::rng_from_seed(a.rng_seed);
     let c1 = if a.random {
         fc::random::random_c1(proof, &mut rng)?
