@@ -748,9 +748,10 @@ pub fn g1_outside_subgroup_bytes() -> [u8; G1_BYTES] {
         .to_uncompressed()
 }
 
-/// A parameters file's point counts, read from its headers alone (its six u32 counts,
-/// seeking past the points): what a plan needs without loading a 47 GB file. The file's
-/// length must be exactly what the counts say.
+/// A parameters file's point counts, read from its headers alone: the file is mapped and
+/// walked section by section as the loader walks it ([`read_section`]: each u32 count
+/// checked against the limit and the file's length), but no point is read, so a plan gets
+/// them without loading a 47 GB file. The file's length must be exactly what the counts say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SectionCounts {
     pub ic: usize,
@@ -764,63 +765,32 @@ pub struct SectionCounts {
 impl SectionCounts {
     /// Reads the counts of the file at `path`.
     pub fn read_file(path: &Path) -> Result<SectionCounts> {
-        use std::io::{Read, Seek, SeekFrom};
         let file = path.display().to_string();
-        let io = |op, source| Groth16Error::Io { file: file.clone(), op, source };
-        let mut f = std::fs::File::open(path).map_err(|e| io("open", e))?;
-        let len = f.metadata().map_err(|e| io("stat", e))?.len();
-        let mut at = VK_FIXED_BYTES as u64;
+        let io = |op| {
+            let file = file.clone();
+            move |source| Groth16Error::Io { file, op, source }
+        };
+        let f = std::fs::File::open(path).map_err(io("open"))?;
+        let map = MappedFile::open(&f).map_err(io("map"))?;
+        let src = map.bytes();
+        let mut at = VK_FIXED_BYTES;
         let mut count = |section: &'static str, point_bytes: usize| -> Result<usize> {
-            let truncated = |at: u64| Groth16Error::Truncated {
-                file: file.clone(),
-                section,
-                index: 0,
-                offset: at as usize,
-                needed_bytes: 4,
-                file_bytes: len as usize,
-            };
-            if at + 4 > len {
-                return Err(truncated(at));
-            }
-            f.seek(SeekFrom::Start(at)).map_err(|e| io("seek", e))?;
-            let mut b = [0u8; 4];
-            f.read_exact(&mut b).map_err(|e| io("read", e))?;
-            let n = u32::from_be_bytes(b) as usize;
-            if n > SECTION_POINTS_MAX {
-                return Err(Groth16Error::SectionTooLong {
-                    file: file.clone(),
-                    section,
-                    count: n,
-                    limit: SECTION_POINTS_MAX,
-                });
-            }
-            at += 4 + (n * point_bytes) as u64;
-            Ok(n)
+            let sec = read_section(src, &file, section, at, point_bytes)?;
+            at = sec.offset + sec.count * point_bytes;
+            Ok(sec.count)
         };
         let counts = SectionCounts {
-            ic: count("ic", G1_BYTES)?,
+            ic: count(SECTIONS[6], G1_BYTES)?,
             h: count("h", G1_BYTES)?,
             l: count("l", G1_BYTES)?,
             a: count("a", G1_BYTES)?,
             b_g1: count("b_g1", G1_BYTES)?,
             b_g2: count("b_g2", G2_BYTES)?,
         };
-        match at.cmp(&len) {
-            std::cmp::Ordering::Equal => Ok(counts),
-            std::cmp::Ordering::Less => Err(Groth16Error::TrailingBytes {
-                file: file.clone(),
-                offset: at as usize,
-                extra_bytes: (len - at) as usize,
-            }),
-            std::cmp::Ordering::Greater => Err(Groth16Error::Truncated {
-                file: file.clone(),
-                section: "b_g2",
-                index: counts.b_g2,
-                offset: len as usize,
-                needed_bytes: (at - len) as usize,
-                file_bytes: len as usize,
-            }),
+        if at != src.len() {
+            return Err(Groth16Error::TrailingBytes { file, offset: at, extra_bytes: src.len() - at });
         }
+        Ok(counts)
     }
 
     /// The shape a prover sizes its work by, as [`super::ProofShape::of_params`] gives it
