@@ -13,7 +13,9 @@ fn main() {
         // As supraseal-c2's build: blst's host Montgomery calls are the ADX ones where the
         // build host has ADX (blst itself was built so).
         #[cfg(target_arch = "x86_64")]
-        if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64") && std::is_x86_feature_detected!("adx") {
+        if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64")
+            && std::is_x86_feature_detected!("adx")
+        {
             nvcc.define("__ADX__", None);
         }
         // cc passes nvcc -G (unoptimized device code) when the profile has debug info.

@@ -10,6 +10,11 @@
 //! run: one forward NTT and the h pipeline's transforms, device only. Every kernel choice's
 //! NTT and h pipeline are checked bit for bit against the CPU at the `--ntt` sizes.
 //!
+//! `--msm`: the MSM kernels (`MsmKernels`): the unsigned-window kernels before them
+//! (baseline) and the signed ones (default), alternating in one run on the same resident
+//! bases and scalars; every result equal to blst's (sizes up to 2^24) and to each other.
+//! Also 0/1 scalars, and at 2^24 and above a 99% 0/1 mix (1% random), both kernel choices.
+//!
 //! G2 sizes above 2^22 reuse the 2^22 bases four times over (inputs take long to make on
 //! the CPU) and have no CPU baseline.
 //!
@@ -21,7 +26,7 @@ mod common;
 
 use std::time::Instant;
 
-use arenaprove_cuda::{Gpu, MsmPlan, NttKernels};
+use arenaprove_cuda::{Gpu, MsmKernels, MsmPlan, NttKernels};
 use arenaprove_engine::deps::blstrs::Scalar;
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::groth16::domain::Domain;
@@ -71,6 +76,40 @@ fn ones_ab<P: PartialEq>(
     Ok((on[1], off[1], fast == plain, fast))
 }
 
+/// Each MSM kernel choice run alternately (baseline first) after one warm-up each, `reps`
+/// timed calls each: the medians, and whether every call of every choice gave one point.
+fn kernels_ab<P: PartialEq>(
+    g: &mut Gpu,
+    reps: usize,
+    mut msm: impl FnMut(&mut Gpu) -> Result<P, arenaprove_cuda::CudaError>,
+) -> Result<([f64; 2], bool, P), arenaprove_cuda::CudaError> {
+    const CHOICES: [MsmKernels; 2] = [MsmKernels::Unsigned, MsmKernels::Signed];
+    let mut times = [Vec::new(), Vec::new()];
+    let mut first: Option<P> = None;
+    let mut agree = true;
+    for rep in 0..=reps {
+        for (i, k) in CHOICES.into_iter().enumerate() {
+            g.set_msm_kernels(k);
+            let t = Instant::now();
+            let r = msm(g)?;
+            if rep > 0 {
+                times[i].push(ms(t));
+            }
+            match &first {
+                None => first = Some(r),
+                Some(f) => agree &= *f == r,
+            }
+        }
+    }
+    g.set_msm_kernels(MsmKernels::default());
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let [mut a, mut b] = times;
+    Ok(([med(&mut a), med(&mut b)], agree, first.expect("ran")))
+}
+
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
@@ -96,8 +135,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rayon::current_num_threads()
     );
     let t = Instant::now();
-    g.reserve_arena(24 << 30)?;
-    println!("arena reserve 24 GiB: {:.1} ms", ms(t));
+    // 2^27 G1 bases are 12 GiB resident, beside the smaller sizes' and the G2 bases.
+    let arena_gib = if msm_logs.iter().any(|&l| l > 24) { 56 } else { 24 };
+    g.reserve_arena(arena_gib << 30)?;
+    println!("arena reserve {arena_gib} GiB: {:.1} ms", ms(t));
     let t = Instant::now();
     g.prepare_ntt(max_log)?;
     println!("prepare_ntt(2^{max_log}): {:.1} ms", ms(t));
@@ -200,27 +241,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         let b = common::bases(n, 5);
         let s = common::to_bytes(&common::random_scalars(n, 77 + log as u64));
-        println!("msm 2^{log}: inputs made in {:.0} ms; plan {:?}", ms(t), MsmPlan::new(n));
+        println!(
+            "msm 2^{log}: inputs made in {:.0} ms; plan {:?} (baseline plan: {} windows of {} bits)",
+            ms(t),
+            g.msm_plan(n),
+            MsmPlan::with(n, MsmKernels::Unsigned, 15).windows,
+            MsmPlan::with(n, MsmKernels::Unsigned, 15).c,
+        );
         let t = Instant::now();
         let resident = g.upload_g1_bases(&b)?;
         println!("msm 2^{log}: bases upload {:.1} ms ({} MiB)", ms(t), (n * 96) >> 20);
-        let r = g.msm_g1_resident(&resident, &s)?; // warm
-        let mut times = Vec::new();
-        for _ in 0..5 {
+        let ([base_ms, gpu_ms], agree, r) = kernels_ab(&mut g, 5, |g| g.msm_g1_resident(&resident, &s))?;
+        let cpu = if log <= 24 {
             let t = Instant::now();
-            g.msm_g1_resident(&resident, &s)?;
-            times.push(ms(t));
-        }
-        times.sort_by(f64::total_cmp);
-        let t = Instant::now();
-        let cpu = msm_g1(&b, &s);
-        let cpu_ms = ms(t);
-        let gpu_ms = times[times.len() / 2];
+            let cpu = msm_g1(&b, &s);
+            Some((ms(t), r == cpu))
+        } else {
+            None
+        };
         println!(
-            "msm_g1 2^{log}: gpu {gpu_ms:.1} ms (resident bases, scalars H2D from pageable included, median of 5; min {:.1}) | cpu blst {cpu_ms:.0} ms | cpu/gpu {:.1}x | equal {}",
-            times[0],
-            cpu_ms / gpu_ms,
-            r == cpu
+            "msm_g1 2^{log}: gpu {gpu_ms:.1} ms signed windows | {base_ms:.1} ms unsigned (baseline, the kernels before) | {:.2}x | resident bases, scalars H2D from pageable, medians of 5 alternating | kernels agree {agree} | {}",
+            base_ms / gpu_ms,
+            match cpu {
+                Some((cpu_ms, eq)) => format!("cpu blst {cpu_ms:.0} ms, cpu/gpu {:.1}x, equal {eq}", cpu_ms / gpu_ms),
+                None => "no CPU baseline at this size".into(),
+            }
         );
         let reg = register(&g, &s)?;
         let mut pinned = Vec::new();
@@ -240,13 +285,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let s01: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 3 == 1) as u64).to_bytes_le()).collect();
         let (fast, plain, equal, r01) = ones_ab(&mut g, |g| g.msm_g1_resident(&resident, &s01))?;
         let t = Instant::now();
-        let c01 = msm_g1(&b, &s01);
+        let c01 = if log <= 24 { Some(msm_g1(&b, &s01)) } else { None };
         println!(
             "msm_g1 2^{log} 0/1 scalars: gpu {fast:.1} ms with the 0/1 fast path | {plain:.1} ms plain ({:.2}x) | cpu blst {:.0} ms | equal {}",
             plain / fast,
             ms(t),
-            equal && r01 == c01
+            equal && c01.map_or(true, |c| r01 == c)
         );
+        if log >= 24 {
+            // PoRep's A, B and L: 99% zeros and ones, 1% random.
+            let rnd = common::to_bytes(&common::random_scalars(n / 100 + 1, 500 + log as u64));
+            let mix: Vec<[u8; 32]> = (0..n)
+                .map(|i| if i % 100 == 7 { rnd[i / 100] } else { Scalar::from((i % 2) as u64).to_bytes_le() })
+                .collect();
+            let ([base_ms, gpu_ms], agree, rm) =
+                kernels_ab(&mut g, 3, |g| g.msm_g1_resident(&resident, &mix))?;
+            let equal = if log <= 24 {
+                format!("equal to blst {}", rm == msm_g1(&b, &mix))
+            } else {
+                "no CPU baseline".into()
+            };
+            println!(
+                "msm_g1 2^{log} 99% 0/1 (1% random): gpu {gpu_ms:.1} ms signed | {base_ms:.1} ms unsigned (baseline) | {:.2}x | medians of 3 alternating | kernels agree {agree} | {equal}",
+                base_ms / gpu_ms
+            );
+        }
     }
 
     let mut g2_bases: Vec<blst_p2_affine> = Vec::new();
@@ -261,26 +324,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let s = common::to_bytes(&common::random_scalars(n, 99 + log as u64));
         println!("msm_g2 2^{log}: inputs made in {:.0} ms ({} distinct bases)", ms(t), made);
         let resident = g.upload_g2_bases(&b)?;
-        let r = g.msm_g2_resident(&resident, &s)?; // warm
-        let mut times = Vec::new();
-        for _ in 0..3 {
-            let t = Instant::now();
-            g.msm_g2_resident(&resident, &s)?;
-            times.push(ms(t));
-        }
-        times.sort_by(f64::total_cmp);
-        let gpu_ms = times[times.len() / 2];
+        let ([base_ms, gpu_ms], agree, r) = kernels_ab(&mut g, 3, |g| g.msm_g2_resident(&resident, &s))?;
+        let head = format!(
+            "msm_g2 2^{log}: gpu {gpu_ms:.1} ms signed windows | {base_ms:.1} ms unsigned (baseline) | {:.2}x | resident bases, medians of 3 alternating | kernels agree {agree}",
+            base_ms / gpu_ms
+        );
         if log <= 22 {
             let t = Instant::now();
             let cpu = msm_g2(&b, &s);
             let cpu_ms = ms(t);
             println!(
-                "msm_g2 2^{log}: gpu {gpu_ms:.1} ms (resident bases, median of 3) | cpu blst {cpu_ms:.0} ms | cpu/gpu {:.1}x | equal {}",
+                "{head} | cpu blst {cpu_ms:.0} ms | cpu/gpu {:.1}x | equal {}",
                 cpu_ms / gpu_ms,
                 r == cpu
             );
         } else {
-            println!("msm_g2 2^{log}: gpu {gpu_ms:.1} ms (resident bases, median of 3) | no CPU baseline at this size");
+            println!("{head} | no CPU baseline at this size");
         }
         let s01: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 3 == 1) as u64).to_bytes_le()).collect();
         let (fast, plain, equal, _) = ones_ab(&mut g, |g| g.msm_g2_resident(&resident, &s01))?;

@@ -2,4 +2,4 @@
 // window sums come back as blst_p1. Scalar side: msm_sort.cu.
 #include "msm_points.cuh"
 
-MSM_POINT_KERNELS(g1, g1_xyzz_t, g1_affine_t, fp_t)
+MSM_POINT_KERNELS(g1, g1_xyzz_t, g1_affine_t, fp_t, 384)

@@ -4,4 +4,4 @@
 #include "msm_points.cuh"
 #include "fp2.cuh"
 
-MSM_POINT_KERNELS(g2, g2_xyzz_t, g2_affine_t, fp2x_t)
+MSM_POINT_KERNELS(g2, g2_xyzz_t, g2_affine_t, fp2x_t, 256)

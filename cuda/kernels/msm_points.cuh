@@ -59,6 +59,26 @@ __device__ __forceinline__ void accumulate(const typename affine::mem_t* bases, 
     partial[p] = acc;
 }
 
+// One thread per piece of signed entries (bit 31 of an index: add the negated point).
+template<class xyzz, class affine>
+__device__ __forceinline__ void accumulate_signed(const typename affine::mem_t* bases, const uint32_t* idx,
+                                                  const uint2* pieces, const uint32_t* npieces,
+                                                  typename xyzz::mem_t* partial)
+{
+    size_t p = global_tid();
+    if (p >= *npieces)
+        return;
+    const uint2 pc = pieces[p];
+    xyzz acc;
+    acc.inf();
+    for (uint32_t j = pc.x; j < pc.x + pc.y; j++) {
+        const uint32_t e = idx[j];
+        affine pt = bases[e & 0x7fffffffu];
+        acc.add(pt, (e >> 31) != 0);
+    }
+    partial[p] = acc;
+}
+
 // One thread per bucket: the sum of its pieces.
 template<class xyzz>
 __device__ __forceinline__ void buckets(const typename xyzz::mem_t* partial, const uint32_t* poffsets,
@@ -76,12 +96,13 @@ __device__ __forceinline__ void buckets(const typename xyzz::mem_t* partial, con
     out[b] = acc;
 }
 
-// One thread per (window, segment of 2^seg_log buckets [lo, lo + len)):
-// out = sum_{d in segment} d * B_d = acc + lo * run, where run = sum B_d and
-// acc = sum (d - lo) * B_d by running sums from the top.
+// One thread per (window, segment of 2^seg_log buckets [lo, lo + len)), `c` bucket bits
+// per window, bucket d weighing d + base (base 0: unsigned digits; 1: signed, bucket
+// |digit| - 1): out = sum_{d in segment} (d + base) * B_d = acc + (lo + base) * run, where
+// run = sum B_d and acc = sum (d - lo) * B_d by running sums from the top.
 template<class xyzz>
 __device__ __forceinline__ void window_segments(const typename xyzz::mem_t* bkts, uint32_t c,
-                                                uint32_t nwin, uint32_t seg_log,
+                                                uint32_t nwin, uint32_t seg_log, uint32_t base,
                                                 typename xyzz::mem_t* seg_out)
 {
     size_t t = global_tid();
@@ -103,14 +124,15 @@ __device__ __forceinline__ void window_segments(const typename xyzz::mem_t* bkts
         xyzz b = B[lo];
         run.add(b);
     }
-    if (lo != 0) {
-        // acc += lo * run, double-and-add from the top bit.
+    const uint32_t k = lo + base;
+    if (k != 0) {
+        // acc += k * run, double-and-add from the top bit.
         xyzz q;
         q.inf();
-        for (int bit = 31 - __clz(lo); bit >= 0; bit--) {
+        for (int bit = 31 - __clz(k); bit >= 0; bit--) {
             xyzz d2 = q;
             q.add(d2);
-            if ((lo >> bit) & 1)
+            if ((k >> bit) & 1)
                 q.add(run);
         }
         acc.add(q);
@@ -143,7 +165,9 @@ __device__ __forceinline__ void window_sums(const typename xyzz::mem_t* seg_out,
     out[3 * w + 2] = ZZ;
 }
 
-#define MSM_POINT_KERNELS(SUFFIX, XYZZ, AFFINE, FIELD)                                          \
+// ACC_THREADS: the block size the signed accumulate kernel is bounded for (the host
+// launches it with exactly that many threads: msm.rs, `accumulate_block`).
+#define MSM_POINT_KERNELS(SUFFIX, XYZZ, AFFINE, FIELD, ACC_THREADS)                             \
     extern "C" __global__ void msm_ones_##SUFFIX(const AFFINE::mem_t* bases,                    \
         const uint32_t* scalars, uint32_t n, XYZZ::mem_t* out)                                  \
     {   ones<XYZZ, AFFINE>(bases, scalars, n, out);   }                                         \
@@ -153,12 +177,16 @@ __device__ __forceinline__ void window_sums(const typename xyzz::mem_t* seg_out,
     extern "C" __global__ void msm_accumulate_##SUFFIX(const AFFINE::mem_t* bases,              \
         const uint32_t* idx, const uint2* pieces, const uint32_t* npieces, XYZZ::mem_t* partial) \
     {   accumulate<XYZZ, AFFINE>(bases, idx, pieces, npieces, partial);   }                     \
+    extern "C" __global__ void __launch_bounds__(ACC_THREADS) msm_accumulate_signed_##SUFFIX(  \
+        const AFFINE::mem_t* bases, const uint32_t* idx, const uint2* pieces,                   \
+        const uint32_t* npieces, XYZZ::mem_t* partial)                                          \
+    {   accumulate_signed<XYZZ, AFFINE>(bases, idx, pieces, npieces, partial);   }              \
     extern "C" __global__ void msm_buckets_##SUFFIX(const XYZZ::mem_t* partial,                \
         const uint32_t* poffsets, uint32_t m, XYZZ::mem_t* out)                                \
     {   buckets<XYZZ>(partial, poffsets, m, out);   }                                           \
     extern "C" __global__ void msm_window_segments_##SUFFIX(const XYZZ::mem_t* bkts,            \
-        uint32_t c, uint32_t nwin, uint32_t seg_log, XYZZ::mem_t* seg_out)                     \
-    {   window_segments<XYZZ>(bkts, c, nwin, seg_log, seg_out);   }                             \
+        uint32_t c, uint32_t nwin, uint32_t seg_log, uint32_t base, XYZZ::mem_t* seg_out)      \
+    {   window_segments<XYZZ>(bkts, c, nwin, seg_log, base, seg_out);   }                       \
     extern "C" __global__ void msm_window_sums_##SUFFIX(const XYZZ::mem_t* seg_out,             \
         uint32_t nseg, uint32_t nwin, FIELD* out)                                               \
     {   window_sums<XYZZ, FIELD>(seg_out, nseg, nwin, out);   }

@@ -3,20 +3,29 @@
 // infinity), scalars are canonical 32-byte little-endian (the low 255 bits are read, as
 // blst does with nbits = 255). This file is the scalar side; msm_points.cuh the rest.
 //
+// Two digit schemes (the host's `MsmKernels`): unsigned c-bit digits, 2^c buckets per
+// window (bucket d for digit d; bucket 0 unused), or signed digits (Booth-style recoding
+// with a carry: each digit in (-2^(c-1), 2^(c-1)]), 2^(c-1) buckets per window (bucket
+// |d| - 1) and the point negated for a negative digit: half the buckets for the same
+// window, so windows can be wider (fewer of them) at the same reduction cost.
+//
 // Pipeline (one window of c bits per blockIdx.y in the tile kernels):
 //   msm_ones_*    (0/1 fast path) grid-stride sums of the bases whose scalar is exactly one,
 //                 then msm_reduce_* rounds down to one point; those scalars are skipped below
-//   msm_hist      per-tile histograms of digits in shared memory, summed into counts[w][d]
+//   msm_hist      per-tile histograms of buckets in shared memory, summed into counts[w][b]
 //   msm_scan      offsets = exclusive scan of counts; piece offsets = scan of
 //                 ceil(count / piece_len) (large buckets are split into pieces)
-//   msm_scatter   idx[offset[w][d] + k] = point index, slots taken per tile with one global
-//                 atomic per (tile, digit) and shared atomics inside the tile
+//   msm_scatter   idx[offset[w][b] + k] = point index (bit 31: negate the point), slots
+//                 taken per tile with one global atomic per (tile, bucket) and shared
+//                 atomics inside the tile
 //   msm_pieces    piece descriptors (start, len) per bucket
-//   msm_accumulate_{g1,g2} one thread per piece: sum of its affine points (xyzz)
+//   msm_accumulate_{g1,g2} (unsigned) / msm_accumulate_signed_{g1,g2}: one thread per
+//                 piece, the sum of its affine points (xyzz)
 //   msm_buckets_*  one thread per bucket: sum of its pieces
-//   msm_window_segments_* / msm_window_sums_*: sum_d d * B_d per window by running sums over
-//                 segments; each window total comes back as blst_p1 / blst_p2 (Jacobian); the
-//                 host combines windows (Horner, c doublings per window).
+//   msm_window_segments_* / msm_reduce_* / msm_window_sums_*: sum_b weight(b) * B_b per
+//                 window by running sums over segments, the segments folded per window;
+//                 each window total comes back as blst_p1 / blst_p2 (Jacobian); the host
+//                 combines windows (Horner, c doublings per window).
 #include "common.cuh"
 
 __device__ __forceinline__ uint32_t scalar_digit_raw(const uint32_t* s, uint32_t w, uint32_t c)
@@ -33,31 +42,75 @@ __device__ __forceinline__ uint32_t scalar_digit_raw(const uint32_t* s, uint32_t
     return (uint32_t)v & ((1u << width) - 1);
 }
 
-// The digit of window w, or 0 for a scalar the 0/1 fast path has summed already (a one has
-// a single nonzero digit: 1 in window 0).
-__device__ __forceinline__ uint32_t scalar_digit(const uint32_t* s, uint32_t w, uint32_t c,
-                                                 uint32_t skip_ones)
+// Bit 31 of a sorted index entry: the point is negated (a negative signed digit).
+#define MSM_NEG_BIT 0x80000000u
+
+// Window w's bucket of the scalar s, plus one (0: no bucket: a zero digit, or a scalar the
+// 0/1 fast path has summed already; a one has the single digit 1 in window 0 under both
+// schemes), with MSM_NEG_BIT set for a negative signed digit.
+//   unsigned: bucket d of digit d (2^c buckets, 0 unused);
+//   signed:   digits recoded from window 0 up, t = raw + carry, t > 2^(c-1) gives the
+//             digit t - 2^c and a carry into the next window; bucket |d| - 1 (2^(c-1)
+//             buckets). The host gives signed schemes floor(255 / c) + 1 windows, so the
+//             top window has at most c - 1 raw bits and never carries out.
+__device__ __forceinline__ uint32_t scalar_entry(const uint32_t* s, uint32_t w, uint32_t c,
+                                                 uint32_t skip_ones, uint32_t signed_digits)
 {
-    const uint32_t d = scalar_digit_raw(s, w, c);
-    if (skip_ones && w == 0 && d == 1 && scalar_is_one(s))
+    if (!signed_digits) {
+        const uint32_t d = scalar_digit_raw(s, w, c);
+        if (d == 0 || (skip_ones && w == 0 && d == 1 && scalar_is_one(s)))
+            return 0;
+        return d + 1;
+    }
+    if (skip_ones && scalar_is_one(s))
         return 0;
-    return d;
+    const uint32_t half = 1u << (c - 1);
+    uint32_t carry = 0;
+    for (uint32_t j = 0; j < w; j++)
+        carry = scalar_digit_raw(s, j, c) + carry > half;
+    const uint32_t t = scalar_digit_raw(s, w, c) + carry;
+    if (t > half) {
+        const uint32_t mag = (1u << c) - t; // |t - 2^c|, 0 when t = 2^c
+        return mag == 0 ? 0 : mag | MSM_NEG_BIT;
+    }
+    return t;
 }
 
+// The bucket of a nonzero entry.
+__device__ __forceinline__ uint32_t entry_bucket(uint32_t e)
+{
+    return (e & ~MSM_NEG_BIT) - 1;
+}
+
+// The scalar's 8 words, loaded once (two 16-byte loads: scalars are 32-byte aligned).
+struct scalar_words {
+    uint32_t w[8];
+    __device__ __forceinline__ explicit scalar_words(const uint32_t* p)
+    {
+        const uint4* q = reinterpret_cast<const uint4*>(p);
+        const uint4 a = q[0], b = q[1];
+        w[0] = a.x; w[1] = a.y; w[2] = a.z; w[3] = a.w;
+        w[4] = b.x; w[5] = b.y; w[6] = b.z; w[7] = b.w;
+    }
+};
+
+// Buckets per window: 2^c unsigned, 2^(c-1) signed (the shared histogram's length).
 extern "C" __global__ void msm_hist(const uint32_t* scalars, uint32_t n, uint32_t c,
-                                    uint32_t tile, uint32_t skip_ones, uint32_t* counts)
+                                    uint32_t tile, uint32_t skip_ones, uint32_t signed_digits,
+                                    uint32_t* counts)
 {
     extern __shared__ uint32_t hist[];
-    const uint32_t w = blockIdx.y, nb = 1u << c;
+    const uint32_t w = blockIdx.y, nb = 1u << (c - (signed_digits ? 1 : 0));
     for (uint32_t k = threadIdx.x; k < nb; k += blockDim.x)
         hist[k] = 0;
     __syncthreads();
     const size_t lo = (size_t)blockIdx.x * tile;
     const size_t hi = min(lo + tile, (size_t)n);
     for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        uint32_t d = scalar_digit(scalars + 8 * i, w, c, skip_ones);
-        if (d != 0)
-            atomicAdd(&hist[d], 1u);
+        const scalar_words sw(scalars + 8 * i);
+        const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, signed_digits);
+        if (e != 0)
+            atomicAdd(&hist[entry_bucket(e)], 1u);
     }
     __syncthreads();
     for (uint32_t k = threadIdx.x; k < nb; k += blockDim.x)
@@ -109,20 +162,21 @@ msm_scan(const uint32_t* counts, uint32_t m, uint32_t piece_len, uint32_t* offse
 }
 
 extern "C" __global__ void msm_scatter(const uint32_t* scalars, uint32_t n, uint32_t c,
-                                       uint32_t tile, uint32_t skip_ones, uint32_t* cursor,
-                                       uint32_t* idx)
+                                       uint32_t tile, uint32_t skip_ones, uint32_t signed_digits,
+                                       uint32_t* cursor, uint32_t* idx)
 {
     extern __shared__ uint32_t slot[];
-    const uint32_t w = blockIdx.y, nb = 1u << c;
+    const uint32_t w = blockIdx.y, nb = 1u << (c - (signed_digits ? 1 : 0));
     for (uint32_t k = threadIdx.x; k < nb; k += blockDim.x)
         slot[k] = 0;
     __syncthreads();
     const size_t lo = (size_t)blockIdx.x * tile;
     const size_t hi = min(lo + tile, (size_t)n);
     for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        uint32_t d = scalar_digit(scalars + 8 * i, w, c, skip_ones);
-        if (d != 0)
-            atomicAdd(&slot[d], 1u);
+        const scalar_words sw(scalars + 8 * i);
+        const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, signed_digits);
+        if (e != 0)
+            atomicAdd(&slot[entry_bucket(e)], 1u);
     }
     __syncthreads();
     for (uint32_t k = threadIdx.x; k < nb; k += blockDim.x)
@@ -130,9 +184,10 @@ extern "C" __global__ void msm_scatter(const uint32_t* scalars, uint32_t n, uint
             slot[k] = atomicAdd(&cursor[(size_t)w * nb + k], slot[k]);
     __syncthreads();
     for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        uint32_t d = scalar_digit(scalars + 8 * i, w, c, skip_ones);
-        if (d != 0)
-            idx[atomicAdd(&slot[d], 1u)] = (uint32_t)i;
+        const scalar_words sw(scalars + 8 * i);
+        const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, signed_digits);
+        if (e != 0)
+            idx[atomicAdd(&slot[entry_bucket(e)], 1u)] = (uint32_t)i | (e & MSM_NEG_BIT);
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::arena::{ArenaStats, DeviceArena};
 use crate::device::Device;
 use crate::error::{CudaError, DriverContext, Result};
+use crate::msm::MsmKernels;
 use crate::ntt::NttKernels;
 use crate::ntt_tables::NttTables;
 
@@ -27,6 +28,8 @@ pub struct Gpu {
     pub(crate) resident_chunking: (usize, usize),
     /// Which NTT kernels run (the pass kernel by default; the others to measure against).
     pub(crate) ntt_kernels: NttKernels,
+    /// Which MSM kernels run (unsigned windows by default; signed ones opt-in).
+    pub(crate) msm_kernels: MsmKernels,
     /// Device time of the last MSM or h pipeline call (GPU events).
     pub(crate) last_device: Cell<Duration>,
 }
@@ -64,6 +67,7 @@ impl Gpu {
             msm_ones: true,
             resident_chunking: crate::msm::RESIDENT_CHUNKING,
             ntt_kernels: NttKernels::default(),
+            msm_kernels: MsmKernels::default(),
             last_device: Cell::new(Duration::ZERO),
         })
     }
@@ -86,6 +90,13 @@ impl Gpu {
     /// bit for bit; the others exist so a bench can time them in the same run.
     pub fn set_ntt_kernels(&mut self, kernels: NttKernels) {
         self.ntt_kernels = kernels;
+    }
+
+    /// Chooses the MSM kernels ([`MsmKernels::Unsigned`] by default). Results are the same
+    /// point; the signed ones are opt-in until a GPU run has measured them. The device
+    /// plan assumes the default: another choice may need more scratch than it reserved.
+    pub fn set_msm_kernels(&mut self, kernels: MsmKernels) {
+        self.msm_kernels = kernels;
     }
 
     /// Device time of the last MSM or h call (`msm_*`, `h_quotient_resident`), measured by GPU

@@ -168,6 +168,9 @@ macro_rules! kernels {
         /// this table owns.
         pub(crate) struct Kernels {
             $($(pub $name: $handle,)+)*
+            /// Dynamic shared memory a block may opt in to on this device; the MSM's tile
+            /// kernels are opted in to all of it at load.
+            pub smem_optin_bytes: usize,
             modules: Vec<sys::CUmodule>,
             /// Keeps the context (for unloading) and the stream behind every handle alive.
             ctx: Arc<CudaContext>,
@@ -184,6 +187,7 @@ macro_rules! kernels {
                 // Built before the handles so that a missing kernel unloads the modules.
                 let mut k = Kernels {
                     $($($name: $handle { f: std::ptr::null_mut(), stream: s },)+)*
+                    smem_optin_bytes: 0,
                     modules,
                     ctx: ctx.clone(),
                     _stream: stream.clone(),
@@ -275,8 +279,8 @@ kernels! {
     );
 
     // msm_sort.cu
-    /// Per-tile digit histograms summed into `counts[w][d]`.
-    MsmHist: msm_hist(scalars: DevPtr, n: u32, c: u32, tile: u32, skip_ones: u32, counts: DevPtr);
+    /// Per-tile bucket histograms summed into `counts[w][b]` (unsigned or signed digits).
+    MsmHist: msm_hist(scalars: DevPtr, n: u32, c: u32, tile: u32, skip_ones: u32, signed_digits: u32, counts: DevPtr);
     /// Bucket and piece offsets (one block).
     MsmScan: msm_scan(
         counts: DevPtr,
@@ -293,6 +297,7 @@ kernels! {
         c: u32,
         tile: u32,
         skip_ones: u32,
+        signed_digits: u32,
         cursor: DevPtr,
         idx: DevPtr,
     );
@@ -329,8 +334,8 @@ kernels! {
     MsmOnes: msm_ones_g1, msm_ones_g2(bases: DevPtr, scalars: DevPtr, n: u32, out: DevPtr);
     /// 0/1 fast path: one fan-in round over the partial sums.
     MsmReduce: msm_reduce_g1, msm_reduce_g2(src: DevPtr, n: u32, fan: u32, out: DevPtr);
-    /// One thread per piece: the sum of its points.
-    MsmAccumulate: msm_accumulate_g1, msm_accumulate_g2(
+    /// One thread per piece: the sum of its points (signed: bit 31 of an index negates).
+    MsmAccumulate: msm_accumulate_g1, msm_accumulate_g2, msm_accumulate_signed_g1, msm_accumulate_signed_g2(
         bases: DevPtr,
         idx: DevPtr,
         pieces: DevPtr,
@@ -345,6 +350,7 @@ kernels! {
         c: u32,
         nwin: u32,
         seg_log: u32,
+        base: u32,
         seg_out: DevPtr,
     );
     /// Each window's total from its segments, as blst's Jacobian point.
@@ -379,7 +385,26 @@ impl Kernels {
                 }
             }
         }
-        Kernels::resolve(modules, ctx, stream)
+        let mut k = Kernels::resolve(modules, ctx, stream)?;
+        k.opt_in_shared_memory(ctx)?;
+        Ok(k)
+    }
+
+    /// Lets the MSM's hist and scatter kernels take the device's whole opt-in shared
+    /// memory per block (their histogram of a signed 16-bit window is 128 KiB; without
+    /// opting in a launch may ask for 48 KiB at most).
+    fn opt_in_shared_memory(&mut self, ctx: &Arc<CudaContext>) -> Result<()> {
+        use sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN as OPTIN;
+        use sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX_DYNAMIC;
+        let optin = ctx.attribute(OPTIN).op("cuDeviceGetAttribute")?;
+        for f in [self.msm_hist.f, self.msm_scatter.f] {
+            // SAFETY: `f` was resolved from a module this table keeps loaded, in `ctx`,
+            // which the caller made current; setting an attribute launches nothing.
+            unsafe { result::function::set_function_attribute(f, MAX_DYNAMIC, optin) }
+                .op("cuFuncSetAttribute")?;
+        }
+        self.smem_optin_bytes = usize::try_from(optin).unwrap_or(0);
+        Ok(())
     }
 }
 

@@ -8,6 +8,12 @@
 //! more than `piece_len` points is summed as several pieces, so skewed scalars do not
 //! serialize on one thread.
 //!
+//! Two digit schemes ([`MsmKernels`]): unsigned c-bit digits (2^c buckets per window,
+//! c <= 13, the default), and signed digits (opt-in, not yet run on a GPU): each window's digit recoded into (-2^(c-1), 2^(c-1)] with a carry
+//! into the next, a negative digit adding the negated point to bucket |d| - 1. Half the
+//! buckets per window, so the windows are up to 16 bits wide: 16 windows for 255-bit
+//! scalars instead of 20 at 13 bits, a fifth fewer bucket additions at 2^24.
+//!
 //! The 0/1 fast path: scalars equal to one (most nonzero scalars of boolean-heavy
 //! witnesses, SHA-256's and PoRep's) never enter a bucket. A grid-stride kernel sums their
 //! bases on every thread of the device and a few fan-in rounds fold those sums to one
@@ -32,10 +38,31 @@ pub const SCALAR_BYTES: usize = 32;
 const SCALAR_BITS: u32 = 255;
 /// Bytes of one Fp element.
 const FP_BYTES: usize = 48;
-/// Widest window: the per-tile histogram is `2^c` u32 in shared memory (32 KiB at 13).
+/// Widest unsigned window: the per-tile histogram is `2^c` u32 in shared memory (32 KiB at
+/// 13, within the 48 KiB every device gives a block without opting in).
 const WINDOW_BITS_MAX: u32 = 13;
-/// Points one block histograms and scatters (one global atomic per (tile, digit)).
+/// Widest signed window: 2^15 buckets per window, a 128 KiB shared histogram (the hist and
+/// scatter kernels opt in to the device's limit at load: 227 KiB on the H100/H200).
+const SIGNED_WINDOW_BITS_MAX: u32 = 16;
+/// Bucket bits the host plans signed windows with when it does not know the device (the
+/// device plan, the dry layouts): what an H100/H200 allows. A [`Gpu`] plans with its own
+/// shared-memory limit ([`bucket_bits_max_for`]).
+pub const BUCKET_BITS_MAX_DEFAULT: u32 = SIGNED_WINDOW_BITS_MAX - 1;
+/// Points one block histograms and scatters (one global atomic per (tile, digit)), unsigned.
 const TILE_POINTS: usize = 1 << 16;
+/// Signed windows: tiles sized so the two tile kernels launch about this many blocks (one
+/// 128 KiB block per SM at a time), within these bounds (a tile flushes `2^(c-1)` counts).
+const SIGNED_TILE_BLOCKS: usize = 512;
+const SIGNED_TILE_POINTS: (usize, usize) = (1 << 12, 1 << 18);
+/// Threads of a tile block: unsigned (several blocks per SM), signed (one block per SM).
+const SORT_THREADS: (u32, u32) = (THREADS, 1024);
+/// Block size of the signed accumulate kernels, as `MSM_POINT_KERNELS(.., ACC_THREADS)`
+/// bounds them in msm_g1.cu / msm_g2.cu (a test checks): 384 keeps G1 at 12 warps per SM
+/// under its 146 registers (256-thread blocks fit one block, 8 warps); G2 needs its 255.
+pub(crate) const SIGNED_ACC_THREADS: (u32, u32) = (384, 256);
+/// Signed windows: segments per window chosen so about `2^this` threads run the running
+/// sums, then fold rounds of fan-in [`ONES_FAN`] take each window's segments to one point.
+const SEGMENT_THREADS_LOG: u32 = 16;
 /// Most points per call: bucket offsets are u32 and count `n * windows` entries.
 pub const MSM_POINTS_MAX: usize = 1 << 27;
 const THREADS: u32 = 256;
@@ -90,14 +117,39 @@ impl Curve {
     }
 }
 
+/// The MSM kernels a [`Gpu`] runs ([`Gpu::set_msm_kernels`]); every choice gives the same
+/// point.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MsmKernels {
+    /// Unsigned digits, `c <= 13`, one 256-thread block per SM for the accumulation, the
+    /// segments of each window summed by one thread. The default: the kernels every GPU
+    /// run so far has checked.
+    #[default]
+    Unsigned,
+    /// Signed digits, `c <= 16`, the accumulation at 12 warps per SM (G1), the segments
+    /// folded by rounds. Opt-in ([`Gpu::set_msm_kernels`]) until a GPU run has checked
+    /// it against blst and timed it against `Unsigned` (kernel_bench, peer-gpu-bench --msm).
+    Signed,
+}
+
+/// The bucket bits a device with `smem_optin_bytes` of shared memory per block allows the
+/// signed windows (their shared histogram is `2^bits` u32), at most the default's.
+pub fn bucket_bits_max_for(smem_optin_bytes: usize) -> u32 {
+    let words = (smem_optin_bytes / 4).max(1);
+    (usize::BITS - 1 - words.leading_zeros()).clamp(3, BUCKET_BITS_MAX_DEFAULT)
+}
+
 /// Sizes of one MSM, chosen from `n`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MsmPlan {
     pub n: usize,
-    /// Window bits.
+    pub kernels: MsmKernels,
+    /// Window bits (windows are `c` bits apart under both schemes).
     pub c: u32,
     pub windows: u32,
-    /// `windows * 2^c` buckets.
+    /// log2 of buckets per window: `c` unsigned, `c - 1` signed.
+    pub bucket_bits: u32,
+    /// `windows * 2^bucket_bits` buckets.
     pub buckets: usize,
     /// Points one accumulate thread sums at most.
     pub piece_len: u32,
@@ -106,29 +158,72 @@ pub struct MsmPlan {
     pub seg_log: u32,
     /// Threads of the 0/1 fast path's `msm_ones` kernel (a multiple of the block size).
     pub ones_threads: usize,
+    /// Points per block of the hist and scatter kernels, and their block size.
+    pub tile: usize,
+    pub sort_threads: u32,
 }
 
 impl MsmPlan {
+    /// The plan of the default kernels on a device with the default shared memory.
     pub fn new(n: usize) -> MsmPlan {
+        MsmPlan::with(n, MsmKernels::default(), BUCKET_BITS_MAX_DEFAULT)
+    }
+
+    /// The plan of `kernels`, signed windows of at most `bucket_bits_max + 1` bits.
+    pub fn with(n: usize, kernels: MsmKernels, bucket_bits_max: u32) -> MsmPlan {
         let log_n = n.max(2).next_power_of_two().trailing_zeros();
-        // Measured choice pending (BENCHMARKS.md): ~2^(log n - 8) buckets per window keeps
-        // the reduction small against n * windows additions.
-        let c = log_n.saturating_sub(8).clamp(4, WINDOW_BITS_MAX);
-        let windows = SCALAR_BITS.div_ceil(c);
-        let buckets = (windows as usize) << c;
+        let (c, windows, bucket_bits) = match kernels {
+            MsmKernels::Unsigned => {
+                // ~2^(log n - 8) buckets per window keeps the reduction small against
+                // n * windows additions.
+                let c = log_n.saturating_sub(8).clamp(4, WINDOW_BITS_MAX);
+                (c, SCALAR_BITS.div_ceil(c), c)
+            }
+            MsmKernels::Signed => {
+                let c = signed_window_bits(n, bucket_bits_max + 1);
+                (c, signed_windows(c), c - 1)
+            }
+        };
+        let buckets = (windows as usize) << bucket_bits;
         let piece_len = (1u32 << log_n.div_ceil(2)).max(PIECE_POINTS_MIN);
         let entries = n * windows as usize;
+        let (seg_log, tile, sort_threads) = match kernels {
+            MsmKernels::Unsigned => (5.min(c - 2), TILE_POINTS, SORT_THREADS.0),
+            MsmKernels::Signed => {
+                let win_log = windows.next_power_of_two().trailing_zeros();
+                let seg_log =
+                    (bucket_bits + win_log).saturating_sub(SEGMENT_THREADS_LOG).clamp(1, bucket_bits - 1);
+                let tile = (entries / SIGNED_TILE_BLOCKS)
+                    .next_power_of_two()
+                    .clamp(SIGNED_TILE_POINTS.0, SIGNED_TILE_POINTS.1);
+                (seg_log, tile, SORT_THREADS.1)
+            }
+        };
         MsmPlan {
             n,
+            kernels,
             c,
             windows,
+            bucket_bits,
             buckets,
             piece_len,
             pieces_max: buckets + entries.div_ceil(piece_len as usize) + 1,
-            seg_log: 5.min(c - 2),
+            seg_log,
             ones_threads: n.div_ceil(THREADS as usize * ONES_POINTS_PER_THREAD).clamp(1, ONES_BLOCKS_MAX)
                 * THREADS as usize,
+            tile,
+            sort_threads,
         }
+    }
+
+    /// Whether the digits are signed.
+    pub fn signed(&self) -> bool {
+        self.kernels == MsmKernels::Signed
+    }
+
+    /// Dynamic shared memory of a tile block: its histogram, one u32 per bucket of a window.
+    pub fn tile_smem_bytes(&self) -> usize {
+        4 << self.bucket_bits
     }
 
     /// Device scratch bytes of one call in `curve` (bases not counted): the layout
@@ -138,6 +233,24 @@ impl MsmPlan {
         MsmSpans::take(&mut b, self, curve).expect("a dry layout has room");
         b.used_bytes()
     }
+}
+
+/// Signed windows of `c` bits: `floor(255 / c) + 1`, so the top window has at most `c - 1`
+/// raw bits and its carry-in never carries out (`c` dividing 255 would give a window of
+/// carries alone, which [`signed_window_bits`] never picks).
+fn signed_windows(c: u32) -> u32 {
+    SCALAR_BITS / c + 1
+}
+
+/// The signed window width for `n` points, at most `c_max`: the one with the fewest
+/// additions, `windows * (n + 3 * 2^(c-1))` (each point once per window; the running sums
+/// cost about three mixed additions per bucket), skipping widths that divide 255.
+fn signed_window_bits(n: usize, c_max: u32) -> u32 {
+    let cost = |c: u32| signed_windows(c) as usize * (n + (3usize << (c - 1)));
+    (4..=c_max.clamp(4, SIGNED_WINDOW_BITS_MAX))
+        .filter(|c| SCALAR_BITS % c != 0)
+        .min_by_key(|&c| cost(c))
+        .expect("widths 4..=16 include some that do not divide 255")
 }
 
 /// The scratch spans of one MSM, in the order they are taken from the arena.
@@ -160,7 +273,7 @@ struct MsmSpans {
 impl MsmSpans {
     fn take(b: &mut Bump, p: &MsmPlan, curve: Curve) -> Result<MsmSpans> {
         let (m, xyzz_bytes) = (p.buckets, curve.xyzz_bytes());
-        let nseg = 1usize << (p.c - p.seg_log);
+        let nseg = 1usize << (p.bucket_bits - p.seg_log);
         Ok(MsmSpans {
             scalars: b.take("msm: scalars", p.n * SCALAR_BYTES)?,
             counts: b.take("msm: bucket counts", 4 * m)?,
@@ -252,11 +365,12 @@ fn chunk_ranges(n: usize, chunk: usize) -> impl Iterator<Item = std::ops::Range<
 /// at a time ([`BaseSet::Streamed`]): every scalar, two chunk buffers and the largest
 /// chunk's MSM layout, laid out on a dry run as the call lays them out.
 pub fn streamed_scratch_bytes(curve: Curve, n: usize, chunk: usize) -> usize {
-    chunked_scratch_bytes(curve, n, chunk, true)
+    chunked_scratch_bytes(curve, n, chunk, true, MsmChoice::DEFAULT)
 }
 
-/// [`streamed_scratch_bytes`], or for resident bases read in place (`streamed` false).
-fn chunked_scratch_bytes(curve: Curve, n: usize, chunk: usize, streamed: bool) -> usize {
+/// [`streamed_scratch_bytes`], or for resident bases read in place (`streamed` false), with
+/// the kernels `choice` (the default's for the device plan).
+fn chunked_scratch_bytes(curve: Curve, n: usize, chunk: usize, streamed: bool, choice: MsmChoice) -> usize {
     let mut b = Bump::dry();
     let from =
         if streamed { ChunkFrom::Host(&[][..]) } else { ChunkFrom::Device(DevSpan { ptr: 0, len_bytes: 0 }) };
@@ -265,7 +379,7 @@ fn chunked_scratch_bytes(curve: Curve, n: usize, chunk: usize, streamed: bool) -
         .map(|r| r.len())
         .take(1)
         .chain(chunk_ranges(n, chunk).last().map(|r| r.len()))
-        .map(|k| MsmPlan::new(k).scratch_bytes(curve))
+        .map(|k| choice.plan(k).scratch_bytes(curve))
         .max()
         .unwrap_or(0);
     b.used_bytes() + above
@@ -274,16 +388,40 @@ fn chunked_scratch_bytes(curve: Curve, n: usize, chunk: usize, streamed: bool) -
 /// Device scratch bytes of an MSM of `n` scalars over bases resident (`chunk` `None`)
 /// or streamed `chunk` at a time.
 pub fn msm_scratch_bytes(curve: Curve, n: usize, chunk: Option<usize>) -> usize {
-    layout_bytes(curve, n, chunk, resident_chunk(n))
+    layout_bytes(curve, n, chunk, resident_chunk(n), MsmChoice::DEFAULT)
 }
 
 /// [`msm_scratch_bytes`] with the resident chunk length given (`resident`: `None` for one
-/// piece).
-fn layout_bytes(curve: Curve, n: usize, chunk: Option<usize>, resident: Option<usize>) -> usize {
+/// piece) and the kernels `choice`.
+fn layout_bytes(
+    curve: Curve,
+    n: usize,
+    chunk: Option<usize>,
+    resident: Option<usize>,
+    choice: MsmChoice,
+) -> usize {
     match (chunk, resident) {
-        (None, None) => MsmPlan::new(n).scratch_bytes(curve),
-        (None, Some(k)) => chunked_scratch_bytes(curve, n, k, false),
-        (Some(k), _) => streamed_scratch_bytes(curve, n, k),
+        (None, None) => choice.plan(n).scratch_bytes(curve),
+        (None, Some(k)) => chunked_scratch_bytes(curve, n, k, false, choice),
+        (Some(k), _) => chunked_scratch_bytes(curve, n, k, true, choice),
+    }
+}
+
+/// Which kernels plan an MSM, and the widest signed window the device allows: what a
+/// [`Gpu`] lays its MSMs out with ([`Gpu::msm_choice`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MsmChoice {
+    pub kernels: MsmKernels,
+    pub bucket_bits_max: u32,
+}
+
+impl MsmChoice {
+    /// The default kernels on an H100/H200: what the device plan assumes.
+    pub const DEFAULT: MsmChoice =
+        MsmChoice { kernels: MsmKernels::Unsigned, bucket_bits_max: BUCKET_BITS_MAX_DEFAULT };
+
+    pub fn plan(self, n: usize) -> MsmPlan {
+        MsmPlan::with(n, self.kernels, self.bucket_bits_max)
     }
 }
 
@@ -376,6 +514,9 @@ pub(crate) struct PointKernels<'k> {
     ones: &'k MsmOnes,
     reduce: &'k MsmReduce,
     accumulate: &'k MsmAccumulate,
+    accumulate_signed: &'k MsmAccumulate,
+    /// The block size `accumulate_signed` is bounded for.
+    signed_acc_threads: u32,
     buckets: &'k MsmBuckets,
     segments: &'k MsmWindowSegments,
     sums: &'k MsmWindowSums,
@@ -390,6 +531,8 @@ impl Gpu {
                 ones: &k.msm_ones_g1,
                 reduce: &k.msm_reduce_g1,
                 accumulate: &k.msm_accumulate_g1,
+                accumulate_signed: &k.msm_accumulate_signed_g1,
+                signed_acc_threads: SIGNED_ACC_THREADS.0,
                 buckets: &k.msm_buckets_g1,
                 segments: &k.msm_window_segments_g1,
                 sums: &k.msm_window_sums_g1,
@@ -399,6 +542,8 @@ impl Gpu {
                 ones: &k.msm_ones_g2,
                 reduce: &k.msm_reduce_g2,
                 accumulate: &k.msm_accumulate_g2,
+                accumulate_signed: &k.msm_accumulate_signed_g2,
+                signed_acc_threads: SIGNED_ACC_THREADS.1,
                 buckets: &k.msm_buckets_g2,
                 segments: &k.msm_window_segments_g2,
                 sums: &k.msm_window_sums_g2,
@@ -465,7 +610,25 @@ impl Gpu {
     /// this GPU's resident chunking (a test may have changed it), so a witness MSM's
     /// staging always sits above the layout its MSM will make.
     pub(crate) fn msm_layout_bytes(&self, curve: Curve, n: usize, chunk: Option<usize>) -> usize {
-        layout_bytes(curve, n, chunk, self.resident_chunk(n))
+        layout_bytes(curve, n, chunk, self.resident_chunk(n), self.msm_choice())
+    }
+
+    /// The kernels this GPU's MSMs run, and its widest signed window.
+    pub(crate) fn msm_choice(&self) -> MsmChoice {
+        MsmChoice {
+            kernels: self.msm_kernels,
+            bucket_bits_max: bucket_bits_max_for(self.dev.k.smem_optin_bytes),
+        }
+    }
+
+    /// The plan of an MSM of `n` points on this GPU.
+    pub fn msm_plan(&self, n: usize) -> MsmPlan {
+        self.msm_choice().plan(n)
+    }
+
+    /// The plan of an MSM of `n` points on this GPU with `kernels`.
+    pub fn msm_plan_with(&self, n: usize, kernels: MsmKernels) -> MsmPlan {
+        MsmChoice { kernels, ..self.msm_choice() }.plan(n)
     }
 
     /// [`Gpu::msm_run`] over resident bases (in chunks above 2^25 points), or
@@ -679,7 +842,7 @@ impl Gpu {
             return Err(CudaError::Limit { what: "MSM points", value: n, limit: MSM_POINTS_MAX });
         }
         assert_eq!(std::mem::size_of::<J>(), pk.curve.jacobian_bytes(), "window sum type matches the curve");
-        let p = MsmPlan::new(n);
+        let p = self.msm_plan(n);
         let s = MsmSpans::take(b, &p, pk.curve)?;
         self.msm_stage_scalars(&s, scalars)?;
         self.msm_ones_or_infinity(pk, &p, &s, bases)?;
@@ -745,11 +908,12 @@ impl Gpu {
     fn msm_bucket_sort(&self, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
         let k = &self.dev.k;
         let (n, m) = (p.n as u32, p.buckets as u32);
-        let skip_ones = self.msm_ones as u32;
-        let tiles = Dims::blocks_2d((p.n.div_ceil(TILE_POINTS) as u32, p.windows), THREADS).smem(4 << p.c);
-        let tile = TILE_POINTS as u32;
+        let (skip_ones, signed) = (self.msm_ones as u32, p.signed() as u32);
+        let tiles = Dims::blocks_2d((p.n.div_ceil(p.tile) as u32, p.windows), p.sort_threads)
+            .smem(p.tile_smem_bytes() as u32);
+        let tile = p.tile as u32;
         let scalars = s.scalars.dev_ptr();
-        k.msm_hist.launch(tiles, scalars, n, p.c, tile, skip_ones, s.counts.dev_ptr())?;
+        k.msm_hist.launch(tiles, scalars, n, p.c, tile, skip_ones, signed, s.counts.dev_ptr())?;
         k.msm_scan.launch(
             Dims::blocks(1, 1024),
             s.counts.dev_ptr(),
@@ -759,7 +923,17 @@ impl Gpu {
             s.cursor.dev_ptr(),
             s.poffsets.dev_ptr(),
         )?;
-        k.msm_scatter.launch(tiles, scalars, n, p.c, tile, skip_ones, s.cursor.dev_ptr(), s.idx.dev_ptr())?;
+        k.msm_scatter.launch(
+            tiles,
+            scalars,
+            n,
+            p.c,
+            tile,
+            skip_ones,
+            signed,
+            s.cursor.dev_ptr(),
+            s.idx.dev_ptr(),
+        )?;
         k.msm_pieces.launch(
             Dims::per_item(p.buckets, THREADS),
             s.counts.dev_ptr(),
@@ -775,8 +949,10 @@ impl Gpu {
     fn msm_accumulate(&self, pk: &PointKernels<'_>, p: &MsmPlan, s: &MsmSpans, bases: DevPtr) -> Result<()> {
         // The scan's total piece count, after the `m` per-bucket piece offsets.
         let npieces = s.poffsets.at(4 * p.buckets);
-        pk.accumulate.launch(
-            Dims::per_item(p.pieces_max, THREADS),
+        let (accumulate, threads) =
+            if p.signed() { (pk.accumulate_signed, pk.signed_acc_threads) } else { (pk.accumulate, THREADS) };
+        accumulate.launch(
+            Dims::per_item(p.pieces_max, threads),
             bases,
             s.idx.dev_ptr(),
             s.pieces.dev_ptr(),
@@ -792,25 +968,42 @@ impl Gpu {
         )
     }
 
-    /// `sum_d d * B_d` per window: running sums over segments of `2^seg_log` buckets,
-    /// then one thread per window sums its segments into blst's Jacobian form in `out`.
+    /// `sum_b weight(b) * B_b` per window (weight `b` unsigned, `b + 1` signed): running
+    /// sums over segments of `2^seg_log` buckets, then each window's segments summed into
+    /// blst's Jacobian form in `out`: by one thread per window (unsigned, as before), or
+    /// (signed) by fold rounds of fan-in up to [`ONES_FAN`] within each window, alternating
+    /// between the segments' span and the buckets' (free once the segments are summed),
+    /// and the last single point per window converted.
     fn msm_reduce_windows(&self, pk: &PointKernels<'_>, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
-        let nseg = 1u32 << (p.c - p.seg_log);
+        let nseg = 1u32 << (p.bucket_bits - p.seg_log);
         pk.segments.launch(
             Dims::per_item((p.windows * nseg) as usize, 64),
             s.buckets.dev_ptr(),
-            p.c,
+            p.bucket_bits,
             p.windows,
             p.seg_log,
+            p.signed() as u32,
             s.segs.dev_ptr(),
         )?;
-        pk.sums.launch(
-            Dims::blocks(1, p.windows.next_multiple_of(32)),
-            s.segs.dev_ptr(),
-            nseg,
-            p.windows,
-            s.out.dev_ptr(),
-        )
+        if !p.signed() {
+            return pk.sums.launch(
+                Dims::blocks(1, p.windows.next_multiple_of(32)),
+                s.segs.dev_ptr(),
+                nseg,
+                p.windows,
+                s.out.dev_ptr(),
+            );
+        }
+        assert!(s.buckets.len_bytes >= s.segs.len_bytes, "the buckets' span holds a fold round");
+        let (mut src, mut dst, mut per_window) = (s.segs.dev_ptr(), s.buckets.dev_ptr(), nseg);
+        while per_window > 1 {
+            // Powers of two: the fan divides each window's count, so no group straddles two.
+            let fan = ONES_FAN.min(per_window);
+            let count = p.windows * per_window;
+            pk.reduce.launch(Dims::per_item((count / fan) as usize, 64), src, count, fan, dst)?;
+            (src, dst, per_window) = (dst, src, per_window / fan);
+        }
+        pk.sums.launch(Dims::blocks(1, p.windows.next_multiple_of(32)), src, 1, p.windows, s.out.dev_ptr())
     }
 
     /// Stops the device timer after the last kernel, copies the window sums and the ones'
@@ -886,7 +1079,7 @@ mod tests {
     fn plans_cover_255_bits_and_bound_their_pieces() {
         for log in 0..=27u32 {
             let n = 1usize << log;
-            let p = MsmPlan::new(n);
+            let p = MsmPlan::with(n, MsmKernels::Unsigned, BUCKET_BITS_MAX_DEFAULT);
             assert!((4..=WINDOW_BITS_MAX).contains(&p.c), "2^{log}: c {}", p.c);
             assert!(
                 p.windows * p.c >= SCALAR_BITS && (p.windows - 1) * p.c < SCALAR_BITS,
@@ -904,6 +1097,115 @@ mod tests {
             if n <= MSM_POINTS_MAX {
                 assert!(entries < u32::MAX as usize);
             }
+        }
+    }
+
+    /// The host model of msm_sort.cu's `scalar_entry` for signed digits: window `w`'s
+    /// digit of the 255-bit little-endian scalar `s` (as i64).
+    fn signed_digit(s: &[u32; 8], w: u32, c: u32) -> i64 {
+        let raw = |j: u32| -> u32 {
+            let bit = j * c;
+            if bit >= SCALAR_BITS {
+                return 0;
+            }
+            let wi = (bit >> 5) as usize;
+            let mut v = s[wi] as u64;
+            if wi + 1 < 8 {
+                v |= (s[wi + 1] as u64) << 32;
+            }
+            let width = c.min(SCALAR_BITS - bit);
+            ((v >> (bit & 31)) as u32) & ((1u32 << width) - 1)
+        };
+        let half = 1u32 << (c - 1);
+        let mut carry = 0;
+        for j in 0..w {
+            carry = (raw(j) + carry > half) as u32;
+        }
+        let t = raw(w) + carry;
+        if t > half {
+            t as i64 - (1i64 << c)
+        } else {
+            t as i64
+        }
+    }
+
+    #[test]
+    fn signed_digits_recompose_every_scalar_and_fit_their_buckets() {
+        use blstrs::Scalar;
+        use ff::{Field, PrimeField};
+        use rand_core::SeedableRng;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut scalars: Vec<Scalar> = (0..200).map(|_| Scalar::random(&mut rng)).collect();
+        scalars.extend([Scalar::ZERO, Scalar::ONE, -Scalar::ONE, Scalar::from(u64::MAX)]);
+        // Powers of two around window edges, and all-ones runs in the low bits.
+        for k in [14u64, 15, 16, 17, 31, 32, 63] {
+            scalars.push(Scalar::from(2).pow_vartime([k]));
+            scalars.push(Scalar::from(2).pow_vartime([k]) - Scalar::ONE);
+        }
+        for c in (4..=SIGNED_WINDOW_BITS_MAX).filter(|c| SCALAR_BITS % c != 0) {
+            let windows = signed_windows(c);
+            for x in &scalars {
+                let bytes = x.to_repr();
+                let mut s = [0u32; 8];
+                for (i, w) in s.iter_mut().enumerate() {
+                    *w = u32::from_le_bytes(bytes.as_ref()[4 * i..4 * i + 4].try_into().unwrap());
+                }
+                // sum_w d_w 2^(c w) == s, digits in (-2^(c-1), 2^(c-1)].
+                let mut acc = Scalar::ZERO;
+                for w in (0..windows).rev() {
+                    acc *= Scalar::from(2).pow_vartime([c as u64]);
+                    let d = signed_digit(&s, w, c);
+                    assert!(d > -(1i64 << (c - 1)) && d <= 1i64 << (c - 1), "c {c}: digit {d}");
+                    let m = Scalar::from(d.unsigned_abs());
+                    acc += if d < 0 { -m } else { m };
+                }
+                assert_eq!(acc, *x, "c {c}: the signed digits recompose the scalar");
+                // No carry out of the top window: one more window would be zero.
+                assert_eq!(signed_digit(&s, windows, c), 0, "c {c}");
+            }
+        }
+    }
+
+    #[test]
+    fn signed_plans_are_wider_and_halve_the_buckets() {
+        for log in 0..=27u32 {
+            let n = 1usize << log;
+            let p = MsmPlan::with(n, MsmKernels::Signed, BUCKET_BITS_MAX_DEFAULT);
+            let u = MsmPlan::new(n);
+            assert!(p.signed() && !u.signed());
+            assert_eq!(p.bucket_bits, p.c - 1);
+            assert!(p.c <= SIGNED_WINDOW_BITS_MAX && SCALAR_BITS % p.c != 0, "2^{log}: c {}", p.c);
+            assert_eq!(p.windows, SCALAR_BITS / p.c + 1);
+            assert_eq!(p.buckets, (p.windows as usize) << p.bucket_bits);
+            assert!(p.seg_log >= 1 && p.seg_log < p.bucket_bits);
+            assert!(
+                p.tile.is_power_of_two() && p.tile >= SIGNED_TILE_POINTS.0 && p.tile <= SIGNED_TILE_POINTS.1
+            );
+            // Never more additions than the unsigned plan (the cost model's point).
+            assert!(p.windows <= u.windows, "2^{log}: {} vs {} windows", p.windows, u.windows);
+            // Offsets are u32.
+            assert!(n * (p.windows as usize) < u32::MAX as usize);
+        }
+        // The sizes the issue measures: 16 windows of 16 bits at 2^20 and above.
+        for log in [20u32, 22, 24, 27] {
+            assert_eq!(MsmPlan::with(1 << log, MsmKernels::Signed, 15).windows, 16, "2^{log}");
+        }
+        assert_eq!(MsmPlan::with(1 << 24, MsmKernels::Unsigned, 15).windows, 20);
+        // A device with less shared memory gets narrower windows.
+        assert_eq!(bucket_bits_max_for(227 << 10), 15);
+        assert_eq!(bucket_bits_max_for(99 << 10), 14);
+        assert_eq!(MsmPlan::with(1 << 24, MsmKernels::Signed, 14).bucket_bits, 13);
+        assert!(MsmPlan::with(1 << 24, MsmKernels::Signed, 15).tile_smem_bytes() <= 128 << 10);
+    }
+
+    #[test]
+    fn signed_accumulate_block_sizes_match_the_kernels_bounds() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+        for (unit, threads) in [("msm_g1.cu", SIGNED_ACC_THREADS.0), ("msm_g2.cu", SIGNED_ACC_THREADS.1)] {
+            let src = std::fs::read_to_string(dir.join(unit)).unwrap();
+            let line = src.lines().find(|l| l.starts_with("MSM_POINT_KERNELS(")).expect("an instance");
+            let bound: u32 = line.trim_end_matches(')').rsplit(',').next().unwrap().trim().parse().unwrap();
+            assert_eq!(bound, threads, "{unit}: launch bound vs SIGNED_ACC_THREADS");
         }
     }
 

@@ -6,7 +6,7 @@
 
 mod common;
 
-use arenaprove_cuda::{CudaError, Gpu, MsmPlan, NttKernels};
+use arenaprove_cuda::{CudaError, Gpu, MsmKernels, MsmPlan, NttKernels};
 use arenaprove_engine::deps::blstrs::Scalar;
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::deps::group::Group;
@@ -142,10 +142,37 @@ fn bad_lengths_are_typed_errors() {
     assert!(matches!(g.msm_g1(&bases, &[[0u8; 32]; 3]), Err(CudaError::Length { .. })));
 }
 
+/// Every MSM kernel choice (the opt-in signed windows first, then the default).
+const MSM_KERNELS: [MsmKernels; 2] = [MsmKernels::Signed, MsmKernels::Unsigned];
+
+/// The GPU's MSM under every kernel choice against blst's (leaves the default set).
 fn check_msm(g: &mut Gpu, bases: &[blst_p1_affine], scalars: &[[u8; 32]], what: &str) {
     let cpu = msm_g1(bases, scalars);
-    let dev = g.msm_g1(bases, scalars).unwrap();
-    assert!(dev == cpu, "{what}: GPU MSM differs from blst");
+    for k in MSM_KERNELS {
+        g.set_msm_kernels(k);
+        let dev = g.msm_g1(bases, scalars).unwrap();
+        assert!(
+            dev == cpu,
+            "{what}: GPU MSM ({k:?}, plan {:?}) differs from blst",
+            g.msm_plan(scalars.len())
+        );
+    }
+    g.set_msm_kernels(MsmKernels::default());
+}
+
+/// [`check_msm`] in G2.
+fn check_msm_g2(g: &mut Gpu, bases: &[blst_p2_affine], scalars: &[[u8; 32]], what: &str) {
+    let cpu = msm_g2(bases, scalars);
+    for k in MSM_KERNELS {
+        g.set_msm_kernels(k);
+        let dev = g.msm_g2(bases, scalars).unwrap();
+        assert!(
+            dev == cpu,
+            "{what}: GPU G2 MSM ({k:?}, plan {:?}) differs from blst",
+            g.msm_plan(scalars.len())
+        );
+    }
+    g.set_msm_kernels(MsmKernels::default());
 }
 
 #[test]
@@ -155,7 +182,7 @@ fn msm_g1_matches_blst_2e10_to_2e20() {
         let n = 1usize << log;
         let b = bases(n, log as u64);
         let s = to_bytes(&random_scalars(n, 1000 + log as u64));
-        check_msm(&mut g, &b, &s, &format!("random 2^{log} (plan {:?})", MsmPlan::new(n)));
+        check_msm(&mut g, &b, &s, &format!("random 2^{log} (default plan {:?})", MsmPlan::new(n)));
     }
     // Odd sizes.
     for n in [1usize, 2, 3, 1000, 70_001] {
@@ -214,10 +241,27 @@ fn msm_g1_edge_cases_match_blst() {
         let s: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 3 == 1) as u64).to_bytes_le()).collect();
         check_msm(&mut g, &bb, &s, &format!("0/1 scalars n={n}"));
     }
-    // x and -x: cancellation to infinity.
+    // Signed digits at their edges: every window digit 2^(c-1) (carry-free) and 2^(c-1) + 1
+    // (negated, carrying), for the widths the plans use.
+    for c in [13u32, 16] {
+        let half = Scalar::from(2).pow_vartime([(c - 1) as u64]);
+        let edge: Vec<[u8; 32]> = (0..n)
+            .map(|i| {
+                let w = (i % 15) as u64;
+                let x = half * Scalar::from(2).pow_vartime([c as u64 * w]);
+                if i % 2 == 0 { x } else { x + Scalar::from(2).pow_vartime([c as u64 * w]) }.to_bytes_le()
+            })
+            .collect();
+        check_msm(&mut g, &b, &edge, &format!("signed digit edges, c {c}"));
+    }
+    // x and -x: cancellation to infinity, under every kernel choice.
     let one = [Scalar::ONE.to_bytes_le(), minus_one];
-    assert!(bool::from(g.msm_g1(&[b[1], b[1]], &one).unwrap().is_identity()));
-    assert!(bool::from(g.msm_g1(&[], &[]).unwrap().is_identity()));
+    for k in MSM_KERNELS {
+        g.set_msm_kernels(k);
+        assert!(bool::from(g.msm_g1(&[b[1], b[1]], &one).unwrap().is_identity()));
+        assert!(bool::from(g.msm_g1(&[], &[]).unwrap().is_identity()));
+    }
+    g.set_msm_kernels(MsmKernels::default());
 }
 
 #[test]
@@ -227,7 +271,7 @@ fn msm_g2_matches_blst() {
         let n = 1usize << log;
         let b = bases_g2(n, log as u64);
         let s = to_bytes(&random_scalars(n, 2000 + log as u64));
-        assert!(g.msm_g2(&b, &s).unwrap() == msm_g2(&b, &s), "G2 random 2^{log}");
+        check_msm_g2(&mut g, &b, &s, &format!("G2 random 2^{log}"));
     }
     let n = 1 << 14;
     let mut b = bases_g2(n, 5);
@@ -240,7 +284,7 @@ fn msm_g2_matches_blst() {
         b[i] = if i % 2 == 0 { blst_p2_affine::default() } else { b[3] };
     }
     let s = to_bytes(&random_scalars(n, 6));
-    assert!(g.msm_g2(&b, &s).unwrap() == msm_g2(&b, &s), "G2 repeated bases and infinity");
+    check_msm_g2(&mut g, &b, &s, "G2 repeated bases and infinity");
     let resident = g.upload_g2_bases(&b).unwrap();
     assert!(g.msm_g2_resident(&resident, &s[..5000]).unwrap() == msm_g2(&b[..5000], &s[..5000]));
     assert!(matches!(g.msm_g2(&b[..2], &s[..3]), Err(CudaError::Length { .. })));

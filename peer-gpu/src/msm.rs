@@ -1,11 +1,13 @@
 //! `peer-gpu-bench --msm 20,22,24`: our G1 MSM against sppark's own (msm/pippenger.cuh, the
 //! MSM supraseal-c2 runs), both with resident bases, the same bases and random scalars
 //! (canonical bytes in host memory, copied in by each call), alternating in one process;
-//! both results checked against blst's CPU MSM. One line per size, then one JSON object.
+//! both results checked against blst's CPU MSM. Ours runs twice per round, with the opt-in
+//! signed-window kernels (`MsmKernels::Signed`, "ours") and with the default unsigned ones
+//! ("before"), so the three alternate. One line per size, then one JSON object.
 
 use std::time::Instant;
 
-use arenaprove::cuda::Gpu;
+use arenaprove::cuda::{Gpu, MsmKernels};
 use arenaprove::engine::deps::blstrs::{G1Affine, G1Projective, Scalar};
 use arenaprove::engine::deps::ff::Field;
 use arenaprove::engine::deps::group::prime::PrimeCurveAffine;
@@ -22,7 +24,12 @@ struct SpparkMsm {
 
 extern "C" {
     fn sppark_g1_new(points: *const blst_p1_affine, n: usize, out: *mut *mut SpparkMsm) -> sppark::Error;
-    fn sppark_g1_invoke(msm: *mut SpparkMsm, out: *mut blst_p1, scalars: *const [u8; 32], n: usize) -> sppark::Error;
+    fn sppark_g1_invoke(
+        msm: *mut SpparkMsm,
+        out: *mut blst_p1,
+        scalars: *const [u8; 32],
+        n: usize,
+    ) -> sppark::Error;
     fn sppark_g1_drop(msm: *mut SpparkMsm);
 }
 
@@ -87,7 +94,9 @@ fn bases(n: usize, seed: u64) -> Vec<blst_p1_affine> {
         })
         .collect();
     let mut aff = vec![G1Affine::identity(); n];
-    proj.par_chunks(CHUNK).zip(aff.par_chunks_mut(CHUNK)).for_each(|(p, a)| G1Projective::batch_normalize(p, a));
+    proj.par_chunks(CHUNK)
+        .zip(aff.par_chunks_mut(CHUNK))
+        .for_each(|(p, a)| G1Projective::batch_normalize(p, a));
     aff.iter().map(|a| *AsRef::<blst_p1_affine>::as_ref(a)).collect()
 }
 
@@ -116,7 +125,11 @@ pub fn run(logs: &[u32], reps: usize) -> Result<(), String> {
     // Every size's bases (the arena frees nothing) and the MSM scratch of the largest (its
     // own plan), plus room for alignment.
     let bases_bytes: usize = logs.iter().map(|l| (96usize << l) + 4096).sum();
-    let scratch = arenaprove::cuda::MsmPlan::new(max).scratch_bytes(arenaprove::cuda::Curve::G1);
+    let scratch = [MsmKernels::Signed, MsmKernels::Unsigned]
+        .map(|k| g.msm_plan_with(max, k).scratch_bytes(arenaprove::cuda::Curve::G1))
+        .into_iter()
+        .max()
+        .unwrap_or(0);
     let arena = bases_bytes + scratch + (256 << 20);
     g.reserve_arena(arena).map_err(|e| e.to_string())?;
     println!("device {}; arena {} MiB", g.name(), arena >> 20);
@@ -128,9 +141,12 @@ pub fn run(logs: &[u32], reps: usize) -> Result<(), String> {
         let made_ms = t.elapsed().as_secs_f64() * 1e3;
         let ours_bases = g.upload_g1_bases(&b).map_err(|e| e.to_string())?;
         let theirs = Sppark::new(&b)?;
+        g.set_msm_kernels(MsmKernels::Unsigned);
+        let before_r = g.msm_g1_resident(&ours_bases, &s).map_err(|e| e.to_string())?;
+        g.set_msm_kernels(MsmKernels::Signed);
         let ours_r = g.msm_g1_resident(&ours_bases, &s).map_err(|e| e.to_string())?;
         let theirs_r = theirs.msm(&s)?;
-        let (mut ours_ms, mut theirs_ms) = (Vec::new(), Vec::new());
+        let (mut ours_ms, mut before_ms, mut theirs_ms) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps.max(1) {
             let t = Instant::now();
             g.msm_g1_resident(&ours_bases, &s).map_err(|e| e.to_string())?;
@@ -138,20 +154,27 @@ pub fn run(logs: &[u32], reps: usize) -> Result<(), String> {
             let t = Instant::now();
             theirs.msm(&s)?;
             theirs_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            g.set_msm_kernels(MsmKernels::Unsigned);
+            let t = Instant::now();
+            let r = g.msm_g1_resident(&ours_bases, &s);
+            before_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            g.set_msm_kernels(MsmKernels::Signed);
+            r.map_err(|e| e.to_string())?;
         }
         let t = Instant::now();
         let cpu = msm_g1(&b, &s);
         let cpu_ms = t.elapsed().as_secs_f64() * 1e3;
-        let (o, th) = (median(&mut ours_ms), median(&mut theirs_ms));
-        let (ours_ok, theirs_ok) = (ours_r == cpu, theirs_r == cpu);
+        let (o, th, before) = (median(&mut ours_ms), median(&mut theirs_ms), median(&mut before_ms));
+        let (ours_ok, theirs_ok) = (ours_r == cpu && before_r == cpu, theirs_r == cpu);
         println!(
-            "msm_g1 2^{log}: ours {o:.2} ms | sppark {th:.2} ms | sppark/ours {:.2}x | blst cpu {cpu_ms:.0} ms | equal to blst: ours {ours_ok}, sppark {theirs_ok} (inputs made in {made_ms:.0} ms; medians of {reps}, alternating, scalars H2D from pageable memory in both)",
-            th / o
+            "msm_g1 2^{log}: ours {o:.2} ms | sppark {th:.2} ms | sppark/ours {:.2}x | ours before (unsigned windows) {before:.2} ms, sppark/before {:.2}x | blst cpu {cpu_ms:.0} ms | equal to blst: ours (both kernels) {ours_ok}, sppark {theirs_ok} (inputs made in {made_ms:.0} ms; medians of {reps}, alternating, scalars H2D from pageable memory in all)",
+            th / o,
+            th / before
         );
         drop(theirs);
         drop(ours_bases);
         rows.push(serde_json::json!({
-            "log": log, "ours_ms": o, "sppark_ms": th, "ratio": th / o, "blst_ms": cpu_ms,
+            "log": log, "ours_ms": o, "sppark_ms": th, "ratio": th / o, "ours_before_ms": before, "blst_ms": cpu_ms,
             "ours_equal": ours_ok, "sppark_equal": theirs_ok,
         }));
         if !(ours_ok && theirs_ok) {
