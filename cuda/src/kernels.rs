@@ -357,6 +357,9 @@ kernels! {
     MsmWindowSums: msm_window_sums_g1, msm_window_sums_g2(seg_out: DevPtr, nseg: u32, nwin: u32, out: DevPtr);
 }
 
+/// Dynamic shared memory any launch may ask for without opting in.
+const SMEM_DEFAULT_BYTES: usize = 48 << 10;
+
 impl Kernels {
     /// Loads the embedded fatbins into `ctx` (current on this thread) and resolves every
     /// declared kernel; launches go to `stream`, which must belong to `ctx`.
@@ -386,14 +389,19 @@ impl Kernels {
             }
         }
         let mut k = Kernels::resolve(modules, ctx, stream)?;
-        k.opt_in_shared_memory(ctx)?;
+        // Without the opt-in the tile kernels keep the 48 KiB every launch may ask for, and
+        // signed windows plan with it (`msm::bucket_bits_max_for`): never a failed open.
+        k.smem_optin_bytes = match k.opt_in_shared_memory(ctx) {
+            Ok(bytes) => bytes,
+            Err(_) => SMEM_DEFAULT_BYTES,
+        };
         Ok(k)
     }
 
     /// Lets the MSM's hist and scatter kernels take the device's whole opt-in shared
     /// memory per block (their histogram of a signed 16-bit window is 128 KiB; without
-    /// opting in a launch may ask for 48 KiB at most).
-    fn opt_in_shared_memory(&mut self, ctx: &Arc<CudaContext>) -> Result<()> {
+    /// opting in a launch may ask for 48 KiB at most); returns that many bytes.
+    fn opt_in_shared_memory(&mut self, ctx: &Arc<CudaContext>) -> Result<usize> {
         use sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN as OPTIN;
         use sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAX_DYNAMIC;
         let optin = ctx.attribute(OPTIN).op("cuDeviceGetAttribute")?;
@@ -403,8 +411,7 @@ impl Kernels {
             unsafe { result::function::set_function_attribute(f, MAX_DYNAMIC, optin) }
                 .op("cuFuncSetAttribute")?;
         }
-        self.smem_optin_bytes = usize::try_from(optin).unwrap_or(0);
-        Ok(())
+        Ok(usize::try_from(optin).unwrap_or(SMEM_DEFAULT_BYTES))
     }
 }
 
