@@ -76,20 +76,34 @@ fn ones_ab<P: PartialEq>(
     Ok((on[1], off[1], fast == plain, fast))
 }
 
-/// Each MSM kernel choice run alternately (baseline first) after one warm-up each, `reps`
-/// timed calls each: the medians, and whether every call of every choice gave one point.
+/// The MSM configurations a bench alternates: the unsigned kernels (baseline), the signed
+/// ones at 384-thread G1 accumulation, and the signed ones at 512 (`set_msm_wide_accumulate`;
+/// G2 has one signed accumulation, so its last two configurations run the same kernels).
+const MSM_CONFIGS: [(&str, MsmKernels, bool); 3] = [
+    ("unsigned", MsmKernels::Unsigned, false),
+    ("signed", MsmKernels::Signed, false),
+    ("signed wide", MsmKernels::Signed, true),
+];
+
+fn set_config(g: &mut Gpu, (_, kernels, wide): (&str, MsmKernels, bool)) {
+    g.set_msm_kernels(kernels);
+    g.set_msm_wide_accumulate(wide);
+}
+
+/// Each MSM configuration run alternately (baseline first) after one warm-up each, `reps`
+/// timed calls each: the medians, and whether every call of every configuration gave one
+/// point. Then one more call of each with the stage split on, printed.
 fn kernels_ab<P: PartialEq>(
     g: &mut Gpu,
     reps: usize,
     mut msm: impl FnMut(&mut Gpu) -> Result<P, arenaprove_cuda::CudaError>,
-) -> Result<([f64; 2], bool, P), arenaprove_cuda::CudaError> {
-    const CHOICES: [MsmKernels; 2] = [MsmKernels::Unsigned, MsmKernels::Signed];
-    let mut times = [Vec::new(), Vec::new()];
+) -> Result<([f64; 3], bool, P), arenaprove_cuda::CudaError> {
+    let mut times = [Vec::new(), Vec::new(), Vec::new()];
     let mut first: Option<P> = None;
     let mut agree = true;
     for rep in 0..=reps {
-        for (i, k) in CHOICES.into_iter().enumerate() {
-            g.set_msm_kernels(k);
+        for (i, cfg) in MSM_CONFIGS.into_iter().enumerate() {
+            set_config(g, cfg);
             let t = Instant::now();
             let r = msm(g)?;
             if rep > 0 {
@@ -101,13 +115,44 @@ fn kernels_ab<P: PartialEq>(
             }
         }
     }
+    // One more call of each configuration with the stage split on (not among the timed calls).
+    g.set_msm_stage_timing(true);
+    for cfg in MSM_CONFIGS {
+        set_config(g, cfg);
+        msm(g)?;
+        let st = g.last_msm_stages();
+        println!(
+            "    {} stages (device ms): scalars {:.2} | ones {:.2} | sort {:.2} | accumulate {:.2} | reduce {:.2} | total {:.2}",
+            cfg.0,
+            st.scalars_ms,
+            st.ones_ms,
+            st.sort_ms,
+            st.accumulate_ms,
+            st.reduce_ms,
+            st.total_ms()
+        );
+    }
+    g.set_msm_stage_timing(false);
+    g.set_msm_wide_accumulate(false);
     g.set_msm_kernels(MsmKernels::default());
     let med = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let [mut a, mut b] = times;
-    Ok(([med(&mut a), med(&mut b)], agree, first.expect("ran")))
+    let [mut a, mut b, mut c] = times;
+    Ok(([med(&mut a), med(&mut b), med(&mut c)], agree, first.expect("ran")))
+}
+
+/// "x ms signed | y ms signed wide | z ms unsigned (baseline) | ratios".
+fn configs_line(t: [f64; 3]) -> String {
+    format!(
+        "signed {:.1} ms ({:.2}x) | signed wide {:.1} ms ({:.2}x) | unsigned {:.1} ms (baseline)",
+        t[1],
+        t[0] / t[1],
+        t[2],
+        t[0] / t[2],
+        t[0]
+    )
 }
 
 fn ms(t: Instant) -> f64 {
@@ -251,7 +296,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         let resident = g.upload_g1_bases(&b)?;
         println!("msm 2^{log}: bases upload {:.1} ms ({} MiB)", ms(t), (n * 96) >> 20);
-        let ([base_ms, gpu_ms], agree, r) = kernels_ab(&mut g, 5, |g| g.msm_g1_resident(&resident, &s))?;
+        let (t3, agree, r) = kernels_ab(&mut g, 5, |g| g.msm_g1_resident(&resident, &s))?;
+        let gpu_ms = t3[1];
         let cpu = if log <= 24 {
             let t = Instant::now();
             let cpu = msm_g1(&b, &s);
@@ -260,8 +306,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             None
         };
         println!(
-            "msm_g1 2^{log}: gpu {gpu_ms:.1} ms signed windows | {base_ms:.1} ms unsigned (baseline, the kernels before) | {:.2}x | resident bases, scalars H2D from pageable, medians of 5 alternating | kernels agree {agree} | {}",
-            base_ms / gpu_ms,
+            "msm_g1 2^{log}: {} | resident bases, scalars H2D from pageable, medians of 5 alternating | kernels agree {agree} | {}",
+            configs_line(t3),
             match cpu {
                 Some((cpu_ms, eq)) => format!("cpu blst {cpu_ms:.0} ms, cpu/gpu {:.1}x, equal {eq}", cpu_ms / gpu_ms),
                 None => "no CPU baseline at this size".into(),
@@ -298,16 +344,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mix: Vec<[u8; 32]> = (0..n)
                 .map(|i| if i % 100 == 7 { rnd[i / 100] } else { Scalar::from((i % 2) as u64).to_bytes_le() })
                 .collect();
-            let ([base_ms, gpu_ms], agree, rm) =
-                kernels_ab(&mut g, 3, |g| g.msm_g1_resident(&resident, &mix))?;
+            let (t3, agree, rm) = kernels_ab(&mut g, 3, |g| g.msm_g1_resident(&resident, &mix))?;
             let equal = if log <= 24 {
                 format!("equal to blst {}", rm == msm_g1(&b, &mix))
             } else {
                 "no CPU baseline".into()
             };
             println!(
-                "msm_g1 2^{log} 99% 0/1 (1% random): gpu {gpu_ms:.1} ms signed | {base_ms:.1} ms unsigned (baseline) | {:.2}x | medians of 3 alternating | kernels agree {agree} | {equal}",
-                base_ms / gpu_ms
+                "msm_g1 2^{log} 99% 0/1 (1% random): {} | medians of 3 alternating | kernels agree {agree} | {equal}",
+                configs_line(t3)
             );
         }
     }
@@ -324,10 +369,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let s = common::to_bytes(&common::random_scalars(n, 99 + log as u64));
         println!("msm_g2 2^{log}: inputs made in {:.0} ms ({} distinct bases)", ms(t), made);
         let resident = g.upload_g2_bases(&b)?;
-        let ([base_ms, gpu_ms], agree, r) = kernels_ab(&mut g, 3, |g| g.msm_g2_resident(&resident, &s))?;
+        let (t3, agree, r) = kernels_ab(&mut g, 3, |g| g.msm_g2_resident(&resident, &s))?;
+        let gpu_ms = t3[1];
         let head = format!(
-            "msm_g2 2^{log}: gpu {gpu_ms:.1} ms signed windows | {base_ms:.1} ms unsigned (baseline) | {:.2}x | resident bases, medians of 3 alternating | kernels agree {agree}",
-            base_ms / gpu_ms
+            "msm_g2 2^{log}: {} | resident bases, medians of 3 alternating | kernels agree {agree}",
+            configs_line(t3)
         );
         if log <= 22 {
             let t = Instant::now();

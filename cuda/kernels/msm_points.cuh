@@ -40,8 +40,9 @@ __device__ __forceinline__ void reduce(const typename xyzz::mem_t* in, uint32_t 
     out[t] = acc;
 }
 
-// One thread per piece: the sum of its affine points.
-template<class xyzz, class affine>
+// One thread per piece: the sum of its affine points. SIGNED: bit 31 of an entry says
+// "add the negated point" (msm_sort.cu's signed digits); unsigned entries are plain indices.
+template<class xyzz, class affine, bool SIGNED>
 __device__ __forceinline__ void accumulate(const typename affine::mem_t* bases, const uint32_t* idx,
                                            const uint2* pieces, const uint32_t* npieces,
                                            typename xyzz::mem_t* partial)
@@ -53,28 +54,14 @@ __device__ __forceinline__ void accumulate(const typename affine::mem_t* bases, 
     xyzz acc;
     acc.inf();
     for (uint32_t j = pc.x; j < pc.x + pc.y; j++) {
-        affine pt = bases[idx[j]];
-        acc.add(pt);
-    }
-    partial[p] = acc;
-}
-
-// One thread per piece of signed entries (bit 31 of an index: add the negated point).
-template<class xyzz, class affine>
-__device__ __forceinline__ void accumulate_signed(const typename affine::mem_t* bases, const uint32_t* idx,
-                                                  const uint2* pieces, const uint32_t* npieces,
-                                                  typename xyzz::mem_t* partial)
-{
-    size_t p = global_tid();
-    if (p >= *npieces)
-        return;
-    const uint2 pc = pieces[p];
-    xyzz acc;
-    acc.inf();
-    for (uint32_t j = pc.x; j < pc.x + pc.y; j++) {
         const uint32_t e = idx[j];
-        affine pt = bases[e & 0x7fffffffu];
-        acc.add(pt, (e >> 31) != 0);
+        if (SIGNED) {
+            affine pt = bases[e & 0x7fffffffu];
+            acc.add(pt, (e >> 31) != 0);
+        } else {
+            affine pt = bases[e];
+            acc.add(pt);
+        }
     }
     partial[p] = acc;
 }
@@ -176,11 +163,11 @@ __device__ __forceinline__ void window_sums(const typename xyzz::mem_t* seg_out,
     {   reduce<XYZZ>(in, n, fan, out);   }                                                      \
     extern "C" __global__ void msm_accumulate_##SUFFIX(const AFFINE::mem_t* bases,              \
         const uint32_t* idx, const uint2* pieces, const uint32_t* npieces, XYZZ::mem_t* partial) \
-    {   accumulate<XYZZ, AFFINE>(bases, idx, pieces, npieces, partial);   }                     \
+    {   accumulate<XYZZ, AFFINE, false>(bases, idx, pieces, npieces, partial);   }              \
     extern "C" __global__ void __launch_bounds__(ACC_THREADS) msm_accumulate_signed_##SUFFIX(  \
         const AFFINE::mem_t* bases, const uint32_t* idx, const uint2* pieces,                   \
         const uint32_t* npieces, XYZZ::mem_t* partial)                                          \
-    {   accumulate_signed<XYZZ, AFFINE>(bases, idx, pieces, npieces, partial);   }              \
+    {   accumulate<XYZZ, AFFINE, true>(bases, idx, pieces, npieces, partial);   }               \
     extern "C" __global__ void msm_buckets_##SUFFIX(const XYZZ::mem_t* partial,                \
         const uint32_t* poffsets, uint32_t m, XYZZ::mem_t* out)                                \
     {   buckets<XYZZ>(partial, poffsets, m, out);   }                                           \

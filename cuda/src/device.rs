@@ -18,6 +18,9 @@ pub fn driver_present() -> bool {
 /// Events a pipeline can hand from the copy stream to the compute stream.
 pub(crate) const COPY_EVENTS: usize = 3;
 
+/// Stage marks one operation can record between its `timer_start` and `timer_stop`.
+pub(crate) const STAGE_MARKS: usize = 8;
+
 /// One opened device: its primary context, a compute stream, a copy stream (host-to-device
 /// uploads that overlap compute, ordered by events), the loaded kernels.
 pub(crate) struct Device {
@@ -27,6 +30,9 @@ pub(crate) struct Device {
     copy_done: [CudaEvent; COPY_EVENTS],
     /// Start and stop of an operation's device time (timing-enabled events, compute stream).
     timer: [CudaEvent; 2],
+    /// Marks between the stages of one operation (timing-enabled, compute stream), read
+    /// against `timer[0]` only when a caller asked for a stage split.
+    stage_marks: [CudaEvent; STAGE_MARKS],
     /// Every kernel, launched on `stream`.
     pub k: Kernels,
 }
@@ -61,8 +67,9 @@ impl Device {
         let copy_done = [event()?, event()?, event()?];
         let timed = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).op("cuEventCreate");
         let timer = [timed()?, timed()?];
+        let stage_marks = [timed()?, timed()?, timed()?, timed()?, timed()?, timed()?, timed()?, timed()?];
         let k = Kernels::load(&ctx, &stream)?;
-        Ok(Device { ctx, stream, copy, copy_done, timer, k })
+        Ok(Device { ctx, stream, copy, copy_done, timer, stage_marks, k })
     }
 
     /// Makes this device's context current on the calling thread.
@@ -169,5 +176,23 @@ impl Device {
         self.timer[1].synchronize().op("cuEventSynchronize")?;
         let ms = self.timer[0].elapsed_ms(&self.timer[1]).op("cuEventElapsedTime")?;
         Ok(std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+    }
+
+    /// Records stage mark `i` (< [`STAGE_MARKS`]) after the compute stream's work so far.
+    pub fn stage_mark(&self, i: usize) -> Result<()> {
+        self.stage_marks[i].record(&self.stream).op("cuEventRecord")
+    }
+
+    /// Device time from `timer_start` to each of the first `marks` stage marks (waits for
+    /// the last of them), in ms.
+    pub fn stage_marks_ms(&self, marks: usize) -> Result<Vec<f64>> {
+        let marks = &self.stage_marks[..marks.min(STAGE_MARKS)];
+        if let Some(last) = marks.last() {
+            last.synchronize().op("cuEventSynchronize")?;
+        }
+        marks
+            .iter()
+            .map(|m| Ok(f64::from(self.timer[0].elapsed_ms(m).op("cuEventElapsedTime")?.max(0.0))))
+            .collect()
     }
 }

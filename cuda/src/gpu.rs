@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::arena::{ArenaStats, DeviceArena};
 use crate::device::Device;
 use crate::error::{CudaError, DriverContext, Result};
-use crate::msm::MsmKernels;
+use crate::msm::{MsmKernels, MsmStageTimes};
 use crate::ntt::NttKernels;
 use crate::ntt_tables::NttTables;
 
@@ -32,6 +32,13 @@ pub struct Gpu {
     pub(crate) msm_kernels: MsmKernels,
     /// Device time of the last MSM or h pipeline call (GPU events).
     pub(crate) last_device: Cell<Duration>,
+    /// Whether G1's signed accumulation runs in 512-thread blocks (16 warps per SM, 128
+    /// registers) instead of 384 (12 warps, 146 registers); off by default.
+    pub(crate) msm_wide_accumulate: bool,
+    /// Whether MSMs record events between their stages (off by default: a bench's split).
+    pub(crate) msm_stage_timing: bool,
+    /// The last MSM's stage split (zero unless `msm_stage_timing`).
+    pub(crate) last_msm_stages: Cell<MsmStageTimes>,
 }
 
 // SAFETY: the driver handles inside (context, stream, functions, device pointers) may be
@@ -69,6 +76,9 @@ impl Gpu {
             ntt_kernels: NttKernels::default(),
             msm_kernels: MsmKernels::default(),
             last_device: Cell::new(Duration::ZERO),
+            msm_wide_accumulate: false,
+            msm_stage_timing: false,
+            last_msm_stages: Cell::new(MsmStageTimes::default()),
         })
     }
 
@@ -97,6 +107,26 @@ impl Gpu {
     /// plan assumes the default: another choice may need more scratch than it reserved.
     pub fn set_msm_kernels(&mut self, kernels: MsmKernels) {
         self.msm_kernels = kernels;
+    }
+
+    /// Runs G1's signed accumulation in 512-thread blocks at 128 registers (16 warps per
+    /// SM, a few registers spilled) instead of 384 at 146 (12 warps). The same point either
+    /// way; the knob exists so a bench can time both occupancies in one run.
+    pub fn set_msm_wide_accumulate(&mut self, on: bool) {
+        self.msm_wide_accumulate = on;
+    }
+
+    /// Records GPU events between an MSM's stages (off by default), so that
+    /// [`Gpu::last_msm_stages`] says where its device time went. The events add a few
+    /// microseconds per call; results are unchanged.
+    pub fn set_msm_stage_timing(&mut self, on: bool) {
+        self.msm_stage_timing = on;
+    }
+
+    /// The last MSM's device time per stage, summed over its chunks (all zero unless
+    /// [`Gpu::set_msm_stage_timing`] is on).
+    pub fn last_msm_stages(&self) -> MsmStageTimes {
+        self.last_msm_stages.get()
     }
 
     /// Device time of the last MSM or h call (`msm_*`, `h_quotient_resident`), measured by GPU

@@ -51,7 +51,7 @@ pub use gpu::Gpu;
 pub use kernels::kernels_built;
 pub use msm::{
     bucket_bits_max_for, msm_scratch_bytes, streamed_scratch_bytes, BaseSet, Bases, Curve, G1Bases, G2Bases,
-    MsmKernels, MsmPlan, BUCKET_BITS_MAX_DEFAULT, MSM_POINTS_MAX, SCALAR_BYTES,
+    MsmKernels, MsmPlan, MsmStageTimes, BUCKET_BITS_MAX_DEFAULT, MSM_POINTS_MAX, SCALAR_BYTES,
 };
 pub use ntt::{h_scratch_bytes, DeviceH, NttKernels};
 pub use ntt_tables::{ntt_tables_bytes, omega, NTT_LOG_MAX};

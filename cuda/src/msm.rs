@@ -60,6 +60,8 @@ const SORT_THREADS: (u32, u32) = (THREADS, 1024);
 /// bounds them in msm_g1.cu / msm_g2.cu (a test checks): 384 keeps G1 at 12 warps per SM
 /// under its 146 registers (256-thread blocks fit one block, 8 warps); G2 needs its 255.
 pub(crate) const SIGNED_ACC_THREADS: (u32, u32) = (384, 256);
+/// Block size of `msm_accumulate_signed_wide_g1` (its launch bound in msm_g1.cu).
+pub(crate) const SIGNED_ACC_THREADS_WIDE: u32 = 512;
 /// Signed windows: segments per window chosen so about `2^this` threads run the running
 /// sums, then fold rounds of fan-in [`ONES_FAN`] take each window's segments to one point.
 const SEGMENT_THREADS_LOG: u32 = 16;
@@ -137,6 +139,43 @@ pub enum MsmKernels {
 pub fn bucket_bits_max_for(smem_optin_bytes: usize) -> u32 {
     let words = (smem_optin_bytes / 4).max(1);
     (usize::BITS - 1 - words.leading_zeros()).clamp(3, BUCKET_BITS_MAX_DEFAULT)
+}
+
+/// Device time of each stage of the last MSM (ms, summed over its chunks), measured by
+/// events between the stages when [`Gpu::set_msm_stage_timing`] is on (kernel_bench
+/// prints it to show where an MSM's time goes).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MsmStageTimes {
+    /// The scalars to the device and the bucket counts zeroed.
+    pub scalars_ms: f64,
+    /// The 0/1 fast path's sum of the bases whose scalar is one.
+    pub ones_ms: f64,
+    /// Histograms, scan, scatter and pieces: point indices sorted into buckets.
+    pub sort_ms: f64,
+    /// Pieces' and buckets' sums of affine points.
+    pub accumulate_ms: f64,
+    /// Each window's weighted bucket sum (running sums, folds, Jacobian out).
+    pub reduce_ms: f64,
+}
+
+impl MsmStageTimes {
+    /// Marks a call records: one before its first stage and one after each.
+    const MARKS: usize = 6;
+
+    fn as_mut_array(&mut self) -> [&mut f64; 5] {
+        [
+            &mut self.scalars_ms,
+            &mut self.ones_ms,
+            &mut self.sort_ms,
+            &mut self.accumulate_ms,
+            &mut self.reduce_ms,
+        ]
+    }
+
+    /// The five stages' sum.
+    pub fn total_ms(&self) -> f64 {
+        self.scalars_ms + self.ones_ms + self.sort_ms + self.accumulate_ms + self.reduce_ms
+    }
 }
 
 /// Sizes of one MSM, chosen from `n`.
@@ -531,8 +570,16 @@ impl Gpu {
                 ones: &k.msm_ones_g1,
                 reduce: &k.msm_reduce_g1,
                 accumulate: &k.msm_accumulate_g1,
-                accumulate_signed: &k.msm_accumulate_signed_g1,
-                signed_acc_threads: SIGNED_ACC_THREADS.0,
+                accumulate_signed: if self.msm_wide_accumulate {
+                    &k.msm_accumulate_signed_wide_g1
+                } else {
+                    &k.msm_accumulate_signed_g1
+                },
+                signed_acc_threads: if self.msm_wide_accumulate {
+                    SIGNED_ACC_THREADS_WIDE
+                } else {
+                    SIGNED_ACC_THREADS.0
+                },
                 buckets: &k.msm_buckets_g1,
                 segments: &k.msm_window_segments_g1,
                 sums: &k.msm_window_sums_g1,
@@ -573,6 +620,7 @@ impl Gpu {
         self.check_bases(&bases, scalars.len(), "MSM: scalars (over its bases)")?;
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         self.dev.bind()?;
+        self.last_msm_stages.set(MsmStageTimes::default());
         self.dev.timer_start()?;
         let mut b = arena.scratch();
         let pk = self.point_kernels(curve);
@@ -734,6 +782,7 @@ impl Gpu {
             return Err(CudaError::Length { what: "MSM: scalars", got: scalars.len(), want: bases.len() });
         }
         self.dev.bind()?;
+        self.last_msm_stages.set(MsmStageTimes::default());
         self.dev.timer_start()?;
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         let mut b = arena.scratch();
@@ -844,12 +893,43 @@ impl Gpu {
         assert_eq!(std::mem::size_of::<J>(), pk.curve.jacobian_bytes(), "window sum type matches the curve");
         let p = self.msm_plan(n);
         let s = MsmSpans::take(b, &p, pk.curve)?;
+        self.msm_stage_mark(0)?;
         self.msm_stage_scalars(&s, scalars)?;
+        self.msm_stage_mark(1)?;
         self.msm_ones_or_infinity(pk, &p, &s, bases)?;
+        self.msm_stage_mark(2)?;
         self.msm_bucket_sort(&p, &s)?;
+        self.msm_stage_mark(3)?;
         self.msm_accumulate(pk, &p, &s, bases)?;
+        self.msm_stage_mark(4)?;
         self.msm_reduce_windows(pk, &p, &s)?;
-        self.msm_download(&p, &s)
+        self.msm_stage_mark(5)?;
+        let out = self.msm_download(&p, &s)?;
+        self.msm_note_stages()?;
+        Ok(out)
+    }
+
+    /// Records stage mark `i` of this MSM call when the stage split is on.
+    fn msm_stage_mark(&self, i: usize) -> Result<()> {
+        if self.msm_stage_timing {
+            self.dev.stage_mark(i)?;
+        }
+        Ok(())
+    }
+
+    /// Adds this call's stage times (the differences of its six marks) to
+    /// `last_msm_stages` when the stage split is on (after the download: the marks are done).
+    fn msm_note_stages(&self) -> Result<()> {
+        if !self.msm_stage_timing {
+            return Ok(());
+        }
+        let m = self.dev.stage_marks_ms(MsmStageTimes::MARKS)?;
+        let mut t = self.last_msm_stages.get();
+        for (sum, w) in t.as_mut_array().iter_mut().zip(m.windows(2)) {
+            **sum += w[1] - w[0];
+        }
+        self.last_msm_stages.set(t);
+        Ok(())
     }
 
     /// Puts the scalars where the layout keeps them (a host copy, a device copy, or

@@ -157,6 +157,12 @@ fn check_msm(g: &mut Gpu, bases: &[blst_p1_affine], scalars: &[[u8; 32]], what: 
             g.msm_plan(scalars.len())
         );
     }
+    // G1's signed accumulation at the other occupancy.
+    g.set_msm_kernels(MsmKernels::Signed);
+    g.set_msm_wide_accumulate(true);
+    let wide = g.msm_g1(bases, scalars).unwrap();
+    g.set_msm_wide_accumulate(false);
+    assert!(wide == cpu, "{what}: GPU MSM (Signed, wide accumulation) differs from blst");
     g.set_msm_kernels(MsmKernels::default());
 }
 
