@@ -76,34 +76,25 @@ fn ones_ab<P: PartialEq>(
     Ok((on[1], off[1], fast == plain, fast))
 }
 
-/// The MSM configurations a bench alternates: the unsigned kernels (baseline), the signed
-/// ones at 384-thread G1 accumulation, and the signed ones at 512 (`set_msm_wide_accumulate`;
-/// G2 has one signed accumulation, so its last two configurations run the same kernels).
-const MSM_CONFIGS: [(&str, MsmKernels, bool); 3] = [
-    ("unsigned", MsmKernels::Unsigned, false),
-    ("signed", MsmKernels::Signed, false),
-    ("signed wide", MsmKernels::Signed, true),
-];
+/// The MSM kernels a bench alternates: the unsigned ones (baseline, the kernels before) and
+/// the signed ones (the default).
+const MSM_CONFIGS: [(&str, MsmKernels); 2] =
+    [("unsigned", MsmKernels::Unsigned), ("signed", MsmKernels::Signed)];
 
-fn set_config(g: &mut Gpu, (_, kernels, wide): (&str, MsmKernels, bool)) {
-    g.set_msm_kernels(kernels);
-    g.set_msm_wide_accumulate(wide);
-}
-
-/// Each MSM configuration run alternately (baseline first) after one warm-up each, `reps`
-/// timed calls each: the medians, and whether every call of every configuration gave one
-/// point. Then one more call of each with the stage split on, printed.
+/// Each MSM kernel choice run alternately (baseline first) after one warm-up each, `reps`
+/// timed calls each: the medians, and whether every call of every choice gave one point.
+/// Then one more call of each with the stage split on, printed.
 fn kernels_ab<P: PartialEq>(
     g: &mut Gpu,
     reps: usize,
     mut msm: impl FnMut(&mut Gpu) -> Result<P, arenaprove_cuda::CudaError>,
-) -> Result<([f64; 3], bool, P), arenaprove_cuda::CudaError> {
-    let mut times = [Vec::new(), Vec::new(), Vec::new()];
+) -> Result<([f64; 2], bool, P), arenaprove_cuda::CudaError> {
+    let mut times = [Vec::new(), Vec::new()];
     let mut first: Option<P> = None;
     let mut agree = true;
     for rep in 0..=reps {
-        for (i, cfg) in MSM_CONFIGS.into_iter().enumerate() {
-            set_config(g, cfg);
+        for (i, (_, k)) in MSM_CONFIGS.into_iter().enumerate() {
+            g.set_msm_kernels(k);
             let t = Instant::now();
             let r = msm(g)?;
             if rep > 0 {
@@ -117,13 +108,12 @@ fn kernels_ab<P: PartialEq>(
     }
     // One more call of each configuration with the stage split on (not among the timed calls).
     g.set_msm_stage_timing(true);
-    for cfg in MSM_CONFIGS {
-        set_config(g, cfg);
+    for (name, k) in MSM_CONFIGS {
+        g.set_msm_kernels(k);
         msm(g)?;
         let st = g.last_msm_stages();
         println!(
-            "    {} stages (device ms): scalars {:.2} | ones {:.2} | sort {:.2} | accumulate {:.2} | reduce {:.2} | total {:.2}",
-            cfg.0,
+            "    {name} stages (device ms): scalars {:.2} | ones {:.2} | sort {:.2} | accumulate {:.2} | reduce {:.2} | total {:.2}",
             st.scalars_ms,
             st.ones_ms,
             st.sort_ms,
@@ -133,26 +123,18 @@ fn kernels_ab<P: PartialEq>(
         );
     }
     g.set_msm_stage_timing(false);
-    g.set_msm_wide_accumulate(false);
     g.set_msm_kernels(MsmKernels::default());
     let med = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let [mut a, mut b, mut c] = times;
-    Ok(([med(&mut a), med(&mut b), med(&mut c)], agree, first.expect("ran")))
+    let [mut a, mut b] = times;
+    Ok(([med(&mut a), med(&mut b)], agree, first.expect("ran")))
 }
 
-/// "x ms signed | y ms signed wide | z ms unsigned (baseline) | ratios".
-fn configs_line(t: [f64; 3]) -> String {
-    format!(
-        "signed {:.1} ms ({:.2}x) | signed wide {:.1} ms ({:.2}x) | unsigned {:.1} ms (baseline)",
-        t[1],
-        t[0] / t[1],
-        t[2],
-        t[0] / t[2],
-        t[0]
-    )
+/// "signed x ms (ratio) | unsigned y ms (baseline)".
+fn configs_line(t: [f64; 2]) -> String {
+    format!("signed {:.1} ms ({:.2}x) | unsigned {:.1} ms (baseline)", t[1], t[0] / t[1], t[0])
 }
 
 fn ms(t: Instant) -> f64 {

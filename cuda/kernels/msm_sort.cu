@@ -4,9 +4,9 @@
 // blst does with nbits = 255). This file is the scalar side; msm_points.cuh the rest.
 //
 // Two digit schemes (the host's `MsmKernels`): unsigned c-bit digits, 2^c buckets per
-// window (bucket d for digit d; bucket 0 unused), or signed digits (Booth-style recoding
-// with a carry: each digit in (-2^(c-1), 2^(c-1)]), 2^(c-1) buckets per window (bucket
-// |d| - 1) and the point negated for a negative digit: half the buckets for the same
+// window (bucket d for digit d; bucket 0 unused), or signed digits (Booth recoding: each
+// digit in [-2^(c-1), 2^(c-1)], from its window's bits and the bit below), 2^(c-1)
+// buckets per window (bucket |d| - 1) and the point negated for a negative digit: half the buckets for the same
 // window, so windows can be wider (fewer of them) at the same reduction cost.
 //
 // Pipeline (one window of c bits per blockIdx.y in the tile kernels):
@@ -49,10 +49,12 @@ __device__ __forceinline__ uint32_t scalar_digit_raw(const uint32_t* s, uint32_t
 // 0/1 fast path has summed already; a one has the single digit 1 in window 0 under both
 // schemes), with MSM_NEG_BIT set for a negative signed digit.
 //   unsigned: bucket d of digit d (2^c buckets, 0 unused);
-//   signed:   digits recoded from window 0 up, t = raw + carry, t > 2^(c-1) gives the
-//             digit t - 2^c and a carry into the next window; bucket |d| - 1 (2^(c-1)
-//             buckets). The host gives signed schemes floor(255 / c) + 1 windows, so the
-//             top window has at most c - 1 raw bits and never carries out.
+//   signed:   Booth recoding, O(1) per window: the carry into window w is the top bit of
+//             window w - 1 (bit w*c - 1 of s); t = raw + carry, and a raw digit with its top
+//             bit set gives t - 2^c (a carry out), so digits lie in [-2^(c-1), 2^(c-1)]:
+//             bucket |d| - 1 (2^(c-1) buckets). The host gives signed schemes
+//             floor(255 / c) + 1 windows (c never divides 255), so the top window has at
+//             most c - 1 raw bits: its top bit is clear and it never carries out.
 __device__ __forceinline__ uint32_t scalar_entry(const uint32_t* s, uint32_t w, uint32_t c,
                                                  uint32_t skip_ones, uint32_t signed_digits)
 {
@@ -65,11 +67,11 @@ __device__ __forceinline__ uint32_t scalar_entry(const uint32_t* s, uint32_t w, 
     if (skip_ones && scalar_is_one(s))
         return 0;
     const uint32_t half = 1u << (c - 1);
-    uint32_t carry = 0;
-    for (uint32_t j = 0; j < w; j++)
-        carry = scalar_digit_raw(s, j, c) + carry > half;
-    const uint32_t t = scalar_digit_raw(s, w, c) + carry;
-    if (t > half) {
+    const uint32_t raw = scalar_digit_raw(s, w, c);
+    const uint32_t below = w * c - 1; // the previous window's top bit (w > 0)
+    const uint32_t carry = w == 0 ? 0 : (s[below >> 5] >> (below & 31)) & 1;
+    const uint32_t t = raw + carry;
+    if (raw >= half) {
         const uint32_t mag = (1u << c) - t; // |t - 2^c|, 0 when t = 2^c
         return mag == 0 ? 0 : mag | MSM_NEG_BIT;
     }

@@ -28,13 +28,10 @@ pub struct Gpu {
     pub(crate) resident_chunking: (usize, usize),
     /// Which NTT kernels run (the pass kernel by default; the others to measure against).
     pub(crate) ntt_kernels: NttKernels,
-    /// Which MSM kernels run (unsigned windows by default; signed ones opt-in).
+    /// Which MSM kernels run (signed windows by default; the unsigned ones to measure against).
     pub(crate) msm_kernels: MsmKernels,
     /// Device time of the last MSM or h pipeline call (GPU events).
     pub(crate) last_device: Cell<Duration>,
-    /// Whether G1's signed accumulation runs in 512-thread blocks (16 warps per SM, 128
-    /// registers) instead of 384 (12 warps, 146 registers); off by default.
-    pub(crate) msm_wide_accumulate: bool,
     /// Whether MSMs record events between their stages (off by default: a bench's split).
     pub(crate) msm_stage_timing: bool,
     /// The last MSM's stage split (zero unless `msm_stage_timing`).
@@ -76,7 +73,6 @@ impl Gpu {
             ntt_kernels: NttKernels::default(),
             msm_kernels: MsmKernels::default(),
             last_device: Cell::new(Duration::ZERO),
-            msm_wide_accumulate: false,
             msm_stage_timing: false,
             last_msm_stages: Cell::new(MsmStageTimes::default()),
         })
@@ -102,18 +98,11 @@ impl Gpu {
         self.ntt_kernels = kernels;
     }
 
-    /// Chooses the MSM kernels ([`MsmKernels::Unsigned`] by default). Results are the same
-    /// point; the signed ones are opt-in until a GPU run has measured them. The device
+    /// Chooses the MSM kernels ([`MsmKernels::Signed`] by default). Results are the same
+    /// point; the unsigned ones exist so a bench can time them in the same run. The device
     /// plan assumes the default: another choice may need more scratch than it reserved.
     pub fn set_msm_kernels(&mut self, kernels: MsmKernels) {
         self.msm_kernels = kernels;
-    }
-
-    /// Runs G1's signed accumulation in 512-thread blocks at 128 registers (16 warps per
-    /// SM, a few registers spilled) instead of 384 at 146 (12 warps). The same point either
-    /// way; the knob exists so a bench can time both occupancies in one run.
-    pub fn set_msm_wide_accumulate(&mut self, on: bool) {
-        self.msm_wide_accumulate = on;
     }
 
     /// Records GPU events between an MSM's stages (off by default), so that

@@ -8,11 +8,12 @@
 //! more than `piece_len` points is summed as several pieces, so skewed scalars do not
 //! serialize on one thread.
 //!
-//! Two digit schemes ([`MsmKernels`]): unsigned c-bit digits (2^c buckets per window,
-//! c <= 13, the default), and signed digits (opt-in, not yet run on a GPU): each window's digit recoded into (-2^(c-1), 2^(c-1)] with a carry
-//! into the next, a negative digit adding the negated point to bucket |d| - 1. Half the
-//! buckets per window, so the windows are up to 16 bits wide: 16 windows for 255-bit
-//! scalars instead of 20 at 13 bits, a fifth fewer bucket additions at 2^24.
+//! Two digit schemes ([`MsmKernels`]): signed digits (the default): each window's digit
+//! Booth-recoded into [-2^(c-1), 2^(c-1)] from its bits and the bit below it, a negative
+//! digit adding the negated point to bucket |d| - 1. Half the buckets per window, so the
+//! windows are up to 16 bits wide: 16 windows for 255-bit scalars instead of 20 at 13 bits,
+//! a fifth fewer bucket additions at 2^24. Unsigned c-bit digits (2^c buckets per window,
+//! c <= 13) are the kernels before them, kept as the benches' baseline.
 //!
 //! The 0/1 fast path: scalars equal to one (most nonzero scalars of boolean-heavy
 //! witnesses, SHA-256's and PoRep's) never enter a bucket. A grid-stride kernel sums their
@@ -57,11 +58,11 @@ const SIGNED_TILE_POINTS: (usize, usize) = (1 << 12, 1 << 18);
 /// Threads of a tile block: unsigned (several blocks per SM), signed (one block per SM).
 const SORT_THREADS: (u32, u32) = (THREADS, 1024);
 /// Block size of the signed accumulate kernels, as `MSM_POINT_KERNELS(.., ACC_THREADS)`
-/// bounds them in msm_g1.cu / msm_g2.cu (a test checks): 384 keeps G1 at 12 warps per SM
-/// under its 146 registers (256-thread blocks fit one block, 8 warps); G2 needs its 255.
-pub(crate) const SIGNED_ACC_THREADS: (u32, u32) = (384, 256);
-/// Block size of `msm_accumulate_signed_wide_g1` (its launch bound in msm_g1.cu).
-pub(crate) const SIGNED_ACC_THREADS_WIDE: u32 = 512;
+/// bounds them in msm_g1.cu / msm_g2.cu (a test checks). G1: 512 threads hold it to 128
+/// registers (40 bytes spilled) for 16 warps per SM; measured on the H200 against 384
+/// threads at 146 registers (12 warps): accumulation 118.9 vs 124.9 ms at 2^24, 32.7 vs
+/// 34.4 ms at 2^22 (BENCHMARKS.md, eleventh session). G2 needs its 255 registers: 256.
+pub(crate) const SIGNED_ACC_THREADS: (u32, u32) = (512, 256);
 /// Signed windows: segments per window chosen so about `2^this` threads run the running
 /// sums, then fold rounds of fan-in [`ONES_FAN`] take each window's segments to one point.
 const SEGMENT_THREADS_LOG: u32 = 16;
@@ -124,13 +125,13 @@ impl Curve {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MsmKernels {
     /// Unsigned digits, `c <= 13`, one 256-thread block per SM for the accumulation, the
-    /// segments of each window summed by one thread. The default: the kernels every GPU
-    /// run so far has checked.
-    #[default]
+    /// segments of each window summed by one thread: the kernels before the signed ones,
+    /// kept as the baseline kernel_bench and peer-gpu-bench --msm time them against.
     Unsigned,
-    /// Signed digits, `c <= 16`, the accumulation at 12 warps per SM (G1), the segments
-    /// folded by rounds. Opt-in ([`Gpu::set_msm_kernels`]) until a GPU run has checked
-    /// it against blst and timed it against `Unsigned` (kernel_bench, peer-gpu-bench --msm).
+    /// Signed (Booth) digits, `c <= 16`, the G1 accumulation at 16 warps per SM, the
+    /// segments folded by rounds. The default since the H200 checked it against blst and
+    /// timed it against `Unsigned`: 1.24-1.61x on G1, 1.46-1.65x on G2 (BENCHMARKS.md).
+    #[default]
     Signed,
 }
 
@@ -457,7 +458,7 @@ pub(crate) struct MsmChoice {
 impl MsmChoice {
     /// The default kernels on an H100/H200: what the device plan assumes.
     pub const DEFAULT: MsmChoice =
-        MsmChoice { kernels: MsmKernels::Unsigned, bucket_bits_max: BUCKET_BITS_MAX_DEFAULT };
+        MsmChoice { kernels: MsmKernels::Signed, bucket_bits_max: BUCKET_BITS_MAX_DEFAULT };
 
     pub fn plan(self, n: usize) -> MsmPlan {
         MsmPlan::with(n, self.kernels, self.bucket_bits_max)
@@ -570,16 +571,8 @@ impl Gpu {
                 ones: &k.msm_ones_g1,
                 reduce: &k.msm_reduce_g1,
                 accumulate: &k.msm_accumulate_g1,
-                accumulate_signed: if self.msm_wide_accumulate {
-                    &k.msm_accumulate_signed_wide_g1
-                } else {
-                    &k.msm_accumulate_signed_g1
-                },
-                signed_acc_threads: if self.msm_wide_accumulate {
-                    SIGNED_ACC_THREADS_WIDE
-                } else {
-                    SIGNED_ACC_THREADS.0
-                },
+                accumulate_signed: &k.msm_accumulate_signed_g1,
+                signed_acc_threads: SIGNED_ACC_THREADS.0,
                 buckets: &k.msm_buckets_g1,
                 segments: &k.msm_window_segments_g1,
                 sums: &k.msm_window_sums_g1,
@@ -1197,12 +1190,10 @@ mod tests {
             ((v >> (bit & 31)) as u32) & ((1u32 << width) - 1)
         };
         let half = 1u32 << (c - 1);
-        let mut carry = 0;
-        for j in 0..w {
-            carry = (raw(j) + carry > half) as u32;
-        }
+        // Booth: the carry in is the top bit of the window below.
+        let carry = if w == 0 { 0 } else { (raw(w - 1) >> (c - 1)) & 1 };
         let t = raw(w) + carry;
-        if t > half {
+        if raw(w) >= half {
             t as i64 - (1i64 << c)
         } else {
             t as i64
@@ -1230,12 +1221,12 @@ mod tests {
                 for (i, w) in s.iter_mut().enumerate() {
                     *w = u32::from_le_bytes(bytes.as_ref()[4 * i..4 * i + 4].try_into().unwrap());
                 }
-                // sum_w d_w 2^(c w) == s, digits in (-2^(c-1), 2^(c-1)].
+                // sum_w d_w 2^(c w) == s, digits in [-2^(c-1), 2^(c-1)].
                 let mut acc = Scalar::ZERO;
                 for w in (0..windows).rev() {
                     acc *= Scalar::from(2).pow_vartime([c as u64]);
                     let d = signed_digit(&s, w, c);
-                    assert!(d > -(1i64 << (c - 1)) && d <= 1i64 << (c - 1), "c {c}: digit {d}");
+                    assert!(d >= -(1i64 << (c - 1)) && d <= 1i64 << (c - 1), "c {c}: digit {d}");
                     let m = Scalar::from(d.unsigned_abs());
                     acc += if d < 0 { -m } else { m };
                 }
@@ -1251,7 +1242,8 @@ mod tests {
         for log in 0..=27u32 {
             let n = 1usize << log;
             let p = MsmPlan::with(n, MsmKernels::Signed, BUCKET_BITS_MAX_DEFAULT);
-            let u = MsmPlan::new(n);
+            let u = MsmPlan::with(n, MsmKernels::Unsigned, BUCKET_BITS_MAX_DEFAULT);
+            assert_eq!(p, MsmPlan::new(n), "signed is the default");
             assert!(p.signed() && !u.signed());
             assert_eq!(p.bucket_bits, p.c - 1);
             assert!(p.c <= SIGNED_WINDOW_BITS_MAX && SCALAR_BITS % p.c != 0, "2^{log}: c {}", p.c);

@@ -248,10 +248,10 @@ mod tests {
         // Run 1 of the CUDA kernel bench (BENCHMARKS.md) measured a scratch high-water
         // of 1,872 MiB with 2^24 G1 MSMs and h pipelines: the plan's MSM term, laid out by
         // the same code. The 0/1 fast path added its two buffers (65,536 + 4,096 G1 xyzz
-        // points, 12.75 MiB): 1,885 MiB. (The opt-in signed windows would lay out 1,777 MiB:
-        // 16 windows' sorted indices, not 20, and 2^15 buckets per window.)
+        // points, 12.75 MiB): 1,885 MiB. The signed windows, the default since, lay out
+        // 1,777 MiB: 16 windows' sorted indices, not 20, and 2^15 buckets per window.
         let g1_only = DevicePlan::new(24, &[1 << 24], &[], 1 << 24);
-        assert_eq!(g1_only.scratch_bytes() >> 20, 1885, "{g1_only:?}");
+        assert_eq!(g1_only.scratch_bytes() >> 20, 1777, "{g1_only:?}");
         assert!(small.total_bytes() < big.total_bytes());
     }
 
