@@ -1,9 +1,9 @@
 //! `peer-gpu-bench --msm 20,22,24`: our G1 MSM against sppark's own (msm/pippenger.cuh, the
 //! MSM supraseal-c2 runs), both with resident bases, the same bases and random scalars
 //! (canonical bytes in host memory, copied in by each call), alternating in one process;
-//! both results checked against blst's CPU MSM. Ours runs twice per round, with the opt-in
-//! signed-window kernels (`MsmKernels::Signed`, "ours") and with the default unsigned ones
-//! ("before"), so the three alternate. One line per size, then one JSON object.
+//! both results checked against blst's CPU MSM. Ours runs twice per round, with the default
+//! signed-window kernels (`MsmKernels::Signed`, "ours") and with the unsigned ones before
+//! them ("before"), so the three alternate. One line per size, then one JSON object.
 
 use std::time::Instant;
 
