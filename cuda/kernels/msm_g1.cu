@@ -3,4 +3,3 @@
 #include "msm_points.cuh"
 
 MSM_POINT_KERNELS(g1, g1_xyzz_t, g1_affine_t, fp_t, 512)
-

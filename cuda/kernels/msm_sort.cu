@@ -6,8 +6,9 @@
 // Two digit schemes (the host's `MsmKernels`): unsigned c-bit digits, 2^c buckets per
 // window (bucket d for digit d; bucket 0 unused), or signed digits (Booth recoding: each
 // digit in [-2^(c-1), 2^(c-1)], from its window's bits and the bit below), 2^(c-1)
-// buckets per window (bucket |d| - 1) and the point negated for a negative digit: half the buckets for the same
-// window, so windows can be wider (fewer of them) at the same reduction cost.
+// buckets per window (bucket |d| - 1) and the point negated for a negative digit: half
+// the buckets for the same window, so windows can be wider (fewer of them) at the same
+// reduction cost.
 //
 // Pipeline (one window of c bits per blockIdx.y in the tile kernels):
 //   msm_ones_*    (0/1 fast path) grid-stride sums of the bases whose scalar is exactly one,

@@ -613,7 +613,6 @@ impl Gpu {
         self.check_bases(&bases, scalars.len(), "MSM: scalars (over its bases)")?;
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         self.dev.bind()?;
-        self.last_msm_stages.set(MsmStageTimes::default());
         self.dev.timer_start()?;
         let mut b = arena.scratch();
         let pk = self.point_kernels(curve);
@@ -681,6 +680,7 @@ impl Gpu {
         bases: BaseSet<'_, A>,
         scalars: Scalars<'_>,
     ) -> Result<Vec<(Vec<J>, u32)>> {
+        self.last_msm_stages.set(MsmStageTimes::default());
         match bases {
             BaseSet::Resident(r) => match self.resident_chunk(scalars.len()) {
                 None => Ok(vec![self.msm_run(b, pk, r.span.dev_ptr(), scalars)?]),
