@@ -4,7 +4,7 @@
 //! pageable and from registered memory.
 //!
 //!     kernel_bench [--quick] [--ntt 20,22,24] [--h 20,22,24,26,27] [--msm 20,22,24] [--g2 20,22,24]
-//!                  [--h2d-mib 1024]
+//!                  [--chunks 25,26,27] [--h2d-mib 1024]
 //!
 //! `--h`: the NTT kernels (`NttKernels`) against the kernels before them, alternating in one
 //! run: one forward NTT and the h pipeline's transforms, device only. Every kernel choice's
@@ -14,6 +14,9 @@
 //! (baseline) and the signed ones (default), alternating in one run on the same resident
 //! bases and scalars; every result equal to blst's (sizes up to 2^24) and to each other.
 //! Also 0/1 scalars, and at 2^24 and above a 99% 0/1 mix (1% random), both kernel choices.
+//!
+//! `--chunks`: at MSM sizes above 2^24, the resident MSM in chunks of each 2^k points (k at
+//! least the size: one piece) against the default 2^24 chunks, alternating.
 //!
 //! G2 sizes above 2^22 reuse the 2^22 bases four times over (inputs take long to make on
 //! the CPU) and have no CPU baseline.
@@ -148,6 +151,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let h_logs = list(&args, "--h", if quick { &[16, 18] } else { &[20, 22, 24, 26, 27] });
     let msm_logs = list(&args, "--msm", if quick { &[16] } else { &[20, 22, 24] });
     let g2_logs = list(&args, "--g2", if quick { &[14] } else { &[20, 22, 24] });
+    let chunk_logs = list(&args, "--chunks", &[]);
     let h2d_mib = list(&args, "--h2d-mib", &[if quick { 64 } else { 1024 }])[0] as usize;
     // The GPU tests' skip rule: no GPU here skips, unless ARENAPROVE_REQUIRE_GPU says
     // there must be one; any other error fails.
@@ -302,12 +306,41 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             g.msm_g1_resident(&resident, &s)?;
             pinned.push(ms(t));
         }
-        drop(reg);
         pinned.sort_by(f64::total_cmp);
         println!(
             "msm_g1 2^{log}: gpu {:.1} ms with the scalars in registered memory (median of 3)",
             pinned[1]
         );
+        if log > 24 && !chunk_logs.is_empty() {
+            // Resident chunk sizes for this MSM (the default, 2^24 chunks, first), the scalars
+            // in registered memory, alternating, medians of 3 after one warm-up each.
+            let configs: Vec<u32> =
+                std::iter::once(24).chain(chunk_logs.iter().copied().filter(|&c| c != 24)).collect();
+            let mut times = vec![Vec::new(); configs.len()];
+            let mut agree = true;
+            for rep in 0..4 {
+                for (i, &c) in configs.iter().enumerate() {
+                    g.set_resident_chunking(if c >= log { n } else { 1 << c }, 1 << c);
+                    let t = Instant::now();
+                    let out = g.msm_g1_resident(&resident, &s)?;
+                    if rep > 0 {
+                        times[i].push(ms(t));
+                    }
+                    agree &= out == r;
+                }
+            }
+            g.set_resident_chunking(1 << 25, 1 << 24);
+            let line: Vec<String> = configs
+                .iter()
+                .zip(&mut times)
+                .map(|(c, v)| {
+                    v.sort_by(f64::total_cmp);
+                    format!("chunks of 2^{c}: {:.1} ms", v[1])
+                })
+                .collect();
+            println!("msm_g1 2^{log} resident chunk sizes (registered scalars, medians of 3 alternating, baseline first): {} | equal {agree}", line.join(" | "));
+        }
+        drop(reg);
         // Boolean-heavy scalars (0/1), as SHA-256 / PoRep witnesses: the 0/1 fast path
         // against the plain bucket method (its baseline), alternating, median of 3 each.
         let s01: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 3 == 1) as u64).to_bytes_le()).collect();
