@@ -15,8 +15,9 @@
 //! bases and scalars; every result equal to blst's (sizes up to 2^24) and to each other.
 //! Also 0/1 scalars, and at 2^24 and above a 99% 0/1 mix (1% random), both kernel choices.
 //!
-//! `--chunks`: at MSM sizes above 2^24, the resident MSM in chunks of each 2^k points (k at
-//! least the size: one piece) against the default 2^24 chunks, alternating.
+//! `--chunks`: at MSM sizes the default chunking splits (above 2^25 points), the resident
+//! MSM in chunks of each 2^k points (k at least the size: one piece) against the default
+//! 2^24 chunks, alternating.
 //!
 //! G2 sizes above 2^22 reuse the 2^22 bases four times over (inputs take long to make on
 //! the CPU) and have no CPU baseline.
@@ -311,11 +312,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "msm_g1 2^{log}: gpu {:.1} ms with the scalars in registered memory (median of 3)",
             pinned[1]
         );
-        if log > 24 && !chunk_logs.is_empty() {
-            // Resident chunk sizes for this MSM (the default, 2^24 chunks, first), the scalars
-            // in registered memory, alternating, medians of 3 after one warm-up each.
-            let configs: Vec<u32> =
-                std::iter::once(24).chain(chunk_logs.iter().copied().filter(|&c| c != 24)).collect();
+        let default_chunking = g.resident_chunking();
+        if n > default_chunking.0 && !chunk_logs.is_empty() {
+            // Resident chunk sizes for this MSM (the default chunks first), the scalars in
+            // registered memory, alternating, medians of 3 after one warm-up each.
+            let default_log = default_chunking.1.trailing_zeros();
+            let configs: Vec<u32> = std::iter::once(default_log)
+                .chain(chunk_logs.iter().copied().filter(|&c| c != default_log))
+                .collect();
             let mut times = vec![Vec::new(); configs.len()];
             let mut agree = true;
             for rep in 0..4 {
@@ -329,7 +333,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     agree &= out == r;
                 }
             }
-            g.set_resident_chunking(1 << 25, 1 << 24);
+            g.set_resident_chunking(default_chunking.0, default_chunking.1);
             let line: Vec<String> = configs
                 .iter()
                 .zip(&mut times)

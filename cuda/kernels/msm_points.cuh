@@ -153,7 +153,7 @@ __device__ __forceinline__ void window_sums(const typename xyzz::mem_t* seg_out,
 }
 
 // ACC_THREADS: the block size the signed accumulate kernel is bounded for (the host
-// launches it with exactly that many threads: msm.rs, `accumulate_block`).
+// launches it with exactly that many threads: msm.rs, `SIGNED_ACC_THREADS`).
 #define MSM_POINT_KERNELS(SUFFIX, XYZZ, AFFINE, FIELD, ACC_THREADS)                             \
     extern "C" __global__ void msm_ones_##SUFFIX(const AFFINE::mem_t* bases,                    \
         const uint32_t* scalars, uint32_t n, XYZZ::mem_t* out)                                  \

@@ -92,6 +92,12 @@ impl Gpu {
         self.resident_chunking = (above, chunk.max(1));
     }
 
+    /// The resident chunking in force: `(above, chunk)` as [`Gpu::set_resident_chunking`]
+    /// takes it.
+    pub fn resident_chunking(&self) -> (usize, usize) {
+        self.resident_chunking
+    }
+
     /// Chooses the NTT kernels ([`NttKernels::Passes`] by default). Results are the same
     /// bit for bit; the others exist so a bench can time them in the same run.
     pub fn set_ntt_kernels(&mut self, kernels: NttKernels) {

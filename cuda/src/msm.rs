@@ -130,7 +130,7 @@ pub enum MsmKernels {
     Unsigned,
     /// Signed (Booth) digits, `c <= 16`, the G1 accumulation at 16 warps per SM, the
     /// segments folded by rounds. The default since the H200 checked it against blst and
-    /// timed it against `Unsigned`: 1.24-1.61x on G1, 1.46-1.65x on G2 (BENCHMARKS.md).
+    /// timed it against `Unsigned`: 1.28-1.59x on G1, 1.46-1.65x on G2 (BENCHMARKS.md).
     #[default]
     Signed,
 }
@@ -144,10 +144,14 @@ pub fn bucket_bits_max_for(smem_optin_bytes: usize) -> u32 {
 
 /// Device time of each stage of the last MSM (ms, summed over its chunks), measured by
 /// events between the stages when [`Gpu::set_msm_stage_timing`] is on (kernel_bench
-/// prints it to show where an MSM's time goes).
+/// prints it to show where an MSM's time goes). The marks cover each bucket-method run
+/// (one per chunk): work an MSM does before its first run (a chunked MSM's upload of all
+/// its scalars, a witness MSM's gather) or between chunks (waits for streamed bases) is
+/// outside them, so [`MsmStageTimes::total_ms`] can be less than the call's device time.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct MsmStageTimes {
-    /// The scalars to the device and the bucket counts zeroed.
+    /// The run's scalars into place (a host upload, or a device copy of a chunk's) and the
+    /// bucket counts zeroed.
     pub scalars_ms: f64,
     /// The 0/1 fast path's sum of the bases whose scalar is one.
     pub ones_ms: f64,
