@@ -52,32 +52,55 @@ fn register<T>(g: &Gpu, v: &[T]) -> Result<arenaprove_cuda::HostRegistration, ar
     unsafe { g.register_host(base, std::mem::size_of_val(v)) }
 }
 
-/// The 0/1 fast path (candidate) against the plain bucket method (baseline): `msm` run
-/// alternately with the path on and off after one warm-up each, medians of 3. Returns the
-/// two medians, whether the two results agree, and the fast path's result. Leaves the fast
-/// path on.
-fn ones_ab<P: PartialEq>(
+/// `msm` under each of `setups` configurations in turn (`setup(g, i)` switches to the i-th;
+/// the first is the baseline), one untimed round then `reps` timed ones: each
+/// configuration's median in ms, whether every call gave the same result, and the first
+/// call's result.
+fn alternate<P: PartialEq>(
     g: &mut Gpu,
+    reps: usize,
+    setups: usize,
+    mut setup: impl FnMut(&mut Gpu, usize),
     mut msm: impl FnMut(&mut Gpu) -> Result<P, arenaprove_cuda::CudaError>,
-) -> Result<(f64, f64, bool, P), arenaprove_cuda::CudaError> {
-    let (mut on, mut off) = (Vec::new(), Vec::new());
-    let mut results = [None, None];
-    for rep in 0..4 {
-        for (i, fast) in [true, false].into_iter().enumerate() {
-            g.set_msm_ones_fast_path(fast);
+) -> Result<(Vec<f64>, bool, P), arenaprove_cuda::CudaError> {
+    let mut times = vec![Vec::new(); setups];
+    let mut first: Option<P> = None;
+    let mut agree = true;
+    for rep in 0..=reps {
+        for (i, t_i) in times.iter_mut().enumerate() {
+            setup(g, i);
             let t = Instant::now();
             let r = msm(g)?;
             if rep > 0 {
-                [&mut on, &mut off][i].push(ms(t));
+                t_i.push(ms(t));
             }
-            results[i] = Some(r);
+            match &first {
+                None => first = Some(r),
+                Some(f) => agree &= *f == r,
+            }
         }
     }
+    let medians = times
+        .iter_mut()
+        .map(|v| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        })
+        .collect();
+    Ok((medians, agree, first.expect("ran")))
+}
+
+/// The 0/1 fast path (candidate) against the plain bucket method (baseline): `msm` run
+/// alternately with the path on and off after one warm-up each, medians of 3. Returns the
+/// two medians, whether every result agrees, and the fast path's result. Leaves the fast
+/// path on.
+fn ones_ab<P: PartialEq>(
+    g: &mut Gpu,
+    msm: impl FnMut(&mut Gpu) -> Result<P, arenaprove_cuda::CudaError>,
+) -> Result<(f64, f64, bool, P), arenaprove_cuda::CudaError> {
+    let (t, agree, fast) = alternate(g, 3, 2, |g, i| g.set_msm_ones_fast_path(i == 0), msm)?;
     g.set_msm_ones_fast_path(true);
-    on.sort_by(f64::total_cmp);
-    off.sort_by(f64::total_cmp);
-    let [fast, plain] = results.map(|r| r.expect("four reps ran"));
-    Ok((on[1], off[1], fast == plain, fast))
+    Ok((t[0], t[1], agree, fast))
 }
 
 /// The MSM kernels a bench alternates: the unsigned ones (baseline, the kernels before) and
@@ -93,23 +116,7 @@ fn kernels_ab<P: PartialEq>(
     reps: usize,
     mut msm: impl FnMut(&mut Gpu) -> Result<P, arenaprove_cuda::CudaError>,
 ) -> Result<([f64; 2], bool, P), arenaprove_cuda::CudaError> {
-    let mut times = [Vec::new(), Vec::new()];
-    let mut first: Option<P> = None;
-    let mut agree = true;
-    for rep in 0..=reps {
-        for (i, (_, k)) in MSM_CONFIGS.into_iter().enumerate() {
-            g.set_msm_kernels(k);
-            let t = Instant::now();
-            let r = msm(g)?;
-            if rep > 0 {
-                times[i].push(ms(t));
-            }
-            match &first {
-                None => first = Some(r),
-                Some(f) => agree &= *f == r,
-            }
-        }
-    }
+    let (t, agree, first) = alternate(g, reps, 2, |g, i| g.set_msm_kernels(MSM_CONFIGS[i].1), &mut msm)?;
     // One more call of each configuration with the stage split on (not among the timed calls).
     g.set_msm_stage_timing(true);
     for (name, k) in MSM_CONFIGS {
@@ -128,12 +135,7 @@ fn kernels_ab<P: PartialEq>(
     }
     g.set_msm_stage_timing(false);
     g.set_msm_kernels(MsmKernels::default());
-    let med = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let [mut a, mut b] = times;
-    Ok(([med(&mut a), med(&mut b)], agree, first.expect("ran")))
+    Ok(([t[0], t[1]], agree, first))
 }
 
 /// "signed x ms (ratio) | unsigned y ms (baseline)".
@@ -320,28 +322,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let configs: Vec<u32> = std::iter::once(default_log)
                 .chain(chunk_logs.iter().copied().filter(|&c| c != default_log))
                 .collect();
-            let mut times = vec![Vec::new(); configs.len()];
-            let mut agree = true;
-            for rep in 0..4 {
-                for (i, &c) in configs.iter().enumerate() {
-                    g.set_resident_chunking(if c >= log { n } else { 1 << c }, 1 << c);
-                    let t = Instant::now();
-                    let out = g.msm_g1_resident(&resident, &s)?;
-                    if rep > 0 {
-                        times[i].push(ms(t));
-                    }
-                    agree &= out == r;
-                }
-            }
+            let chunking = |g: &mut Gpu, i: usize| {
+                let c: u32 = configs[i];
+                g.set_resident_chunking(if c >= log { n } else { 1 << c }, 1 << c);
+            };
+            let (times, agree, out) =
+                alternate(&mut g, 3, configs.len(), chunking, |g| g.msm_g1_resident(&resident, &s))?;
+            let agree = agree && out == r;
             g.set_resident_chunking(default_chunking.0, default_chunking.1);
-            let line: Vec<String> = configs
-                .iter()
-                .zip(&mut times)
-                .map(|(c, v)| {
-                    v.sort_by(f64::total_cmp);
-                    format!("chunks of 2^{c}: {:.1} ms", v[1])
-                })
-                .collect();
+            let line: Vec<String> =
+                configs.iter().zip(&times).map(|(c, t)| format!("chunks of 2^{c}: {t:.1} ms")).collect();
             println!("msm_g1 2^{log} resident chunk sizes (registered scalars, medians of 3 alternating, baseline first): {} | equal {agree}", line.join(" | "));
         }
         drop(reg);

@@ -18,8 +18,9 @@ pub fn driver_present() -> bool {
 /// Events a pipeline can hand from the copy stream to the compute stream.
 pub(crate) const COPY_EVENTS: usize = 3;
 
-/// Stage marks one operation can record between its `timer_start` and `timer_stop`.
-pub(crate) const STAGE_MARKS: usize = 8;
+/// Stage marks one operation records: one before its first stage and one after each of
+/// its stages (an MSM's five: `msm::MsmStageTimes`).
+pub(crate) const STAGE_MARKS: usize = 6;
 
 /// One opened device: its primary context, a compute stream, a copy stream (host-to-device
 /// uploads that overlap compute, ordered by events), the loaded kernels.
@@ -30,8 +31,8 @@ pub(crate) struct Device {
     copy_done: [CudaEvent; COPY_EVENTS],
     /// Start and stop of an operation's device time (timing-enabled events, compute stream).
     timer: [CudaEvent; 2],
-    /// Marks between the stages of one operation (timing-enabled, compute stream), read
-    /// against `timer[0]` only when a caller asked for a stage split.
+    /// Marks between the stages of one operation (timing-enabled, compute stream), recorded
+    /// and read only when a caller asked for a stage split.
     stage_marks: [CudaEvent; STAGE_MARKS],
     /// Every kernel, launched on `stream`.
     pub k: Kernels,
@@ -67,7 +68,7 @@ impl Device {
         let copy_done = [event()?, event()?, event()?];
         let timed = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).op("cuEventCreate");
         let timer = [timed()?, timed()?];
-        let stage_marks = [timed()?, timed()?, timed()?, timed()?, timed()?, timed()?, timed()?, timed()?];
+        let stage_marks = [timed()?, timed()?, timed()?, timed()?, timed()?, timed()?];
         let k = Kernels::load(&ctx, &stream)?;
         Ok(Device { ctx, stream, copy, copy_done, timer, stage_marks, k })
     }
@@ -183,16 +184,14 @@ impl Device {
         self.stage_marks[i].record(&self.stream).op("cuEventRecord")
     }
 
-    /// Device time from `timer_start` to each of the first `marks` stage marks (waits for
-    /// the last of them), in ms.
-    pub fn stage_marks_ms(&self, marks: usize) -> Result<Vec<f64>> {
-        let marks = &self.stage_marks[..marks.min(STAGE_MARKS)];
-        if let Some(last) = marks.last() {
-            last.synchronize().op("cuEventSynchronize")?;
+    /// Device time between consecutive stage marks, in ms: the stages' durations (waits
+    /// for the last mark).
+    pub fn stage_ms(&self) -> Result<[f64; STAGE_MARKS - 1]> {
+        self.stage_marks[STAGE_MARKS - 1].synchronize().op("cuEventSynchronize")?;
+        let mut out = [0.0; STAGE_MARKS - 1];
+        for (o, w) in out.iter_mut().zip(self.stage_marks.windows(2)) {
+            *o = f64::from(w[0].elapsed_ms(&w[1]).op("cuEventElapsedTime")?.max(0.0));
         }
-        marks
-            .iter()
-            .map(|m| Ok(f64::from(self.timer[0].elapsed_ms(m).op("cuEventElapsedTime")?.max(0.0))))
-            .collect()
+        Ok(out)
     }
 }

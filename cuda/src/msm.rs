@@ -163,10 +163,10 @@ pub struct MsmStageTimes {
     pub reduce_ms: f64,
 }
 
-impl MsmStageTimes {
-    /// Marks a call records: one before its first stage and one after each.
-    const MARKS: usize = 6;
+// Five stages between the six marks an MSM run records.
+const _: () = assert!(crate::device::STAGE_MARKS == 6);
 
+impl MsmStageTimes {
     fn as_mut_array(&mut self) -> [&mut f64; 5] {
         [
             &mut self.scalars_ms,
@@ -914,16 +914,16 @@ impl Gpu {
         Ok(())
     }
 
-    /// Adds this call's stage times (the differences of its six marks) to
-    /// `last_msm_stages` when the stage split is on (after the download: the marks are done).
+    /// Adds this call's stage times (between its six marks) to `last_msm_stages` when the
+    /// stage split is on (after the download: the marks are done).
     fn msm_note_stages(&self) -> Result<()> {
         if !self.msm_stage_timing {
             return Ok(());
         }
-        let m = self.dev.stage_marks_ms(MsmStageTimes::MARKS)?;
+        let stages = self.dev.stage_ms()?;
         let mut t = self.last_msm_stages.get();
-        for (sum, w) in t.as_mut_array().iter_mut().zip(m.windows(2)) {
-            **sum += w[1] - w[0];
+        for (sum, ms) in t.as_mut_array().into_iter().zip(stages) {
+            *sum += ms;
         }
         self.last_msm_stages.set(t);
         Ok(())
