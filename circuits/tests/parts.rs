@@ -3,7 +3,9 @@
 //! (a, b, c, inputs, aux, densities), whether its parts replay the prologue or not, with
 //! parts that use the witness generator's bulk allocation; a part that allocates or
 //! enforces other than its share is refused naming the part, and so is a circuit whose
-//! counts do not divide among its parts.
+//! counts do not divide among its parts. Parts synthesized in pieces (each rebuilding the
+//! chain's value before it in a replay block) give the same bytes, and a misbehaving piece
+//! is refused naming its part and piece.
 use std::sync::Arc;
 
 use arenaprove_arena::{Ledger, RegionConfig};
@@ -28,6 +30,8 @@ struct Toy {
     parts: usize,
     len: usize,
     replay: bool,
+    /// Pieces each part is synthesized in by the parallel witness (the chain cut evenly).
+    pieces: usize,
     /// Part that misbehaves by one extra aux (tests).
     rogue: Option<usize>,
 }
@@ -46,39 +50,62 @@ impl Toy {
         Ok(Prologue { x, y })
     }
 
+    /// Part `i`'s steps `steps` of its chain (0 the start, 1..=len the multiplications,
+    /// len + 1 the public output and the bulk allocation), continuing from `v` (the value
+    /// after the step before `steps`).
     fn part<CS: ConstraintSystem<Scalar>>(
         &self,
         i: usize,
         p: &Prologue,
         cs: &mut CS,
+        steps: std::ops::Range<usize>,
+        mut v: Option<AllocatedNum<Scalar>>,
     ) -> Result<(), SynthesisError> {
         let k = Scalar::from(i as u64 + 1);
-        let start = p.x.get_value().zip(p.y.get_value()).map(|(x, y)| x * y * k);
-        let mut v =
-            AllocatedNum::alloc(cs.namespace(|| "start"), || start.ok_or(SynthesisError::AssignmentMissing))?;
-        cs.enforce(
-            || "start",
-            |lc| lc + p.x.get_variable(),
-            |lc| lc + (k, p.y.get_variable()),
-            |lc| lc + v.get_variable(),
-        );
-        for j in 0..self.len {
-            v = v.mul(cs.namespace(|| format!("m{j}")), &p.x)?;
-        }
-        v.inputize(cs.namespace(|| "out"))?;
-        let values: Vec<Scalar> =
-            (0..3).map(|t| v.get_value().unwrap_or(Scalar::ZERO) + Scalar::from(t)).collect();
-        if cs.is_witness_generator() {
-            cs.allocate_empty_aux(3).copy_from_slice(&values);
-        } else {
-            for (t, value) in values.into_iter().enumerate() {
-                cs.alloc(|| format!("bulk {t}"), || Ok(value))?;
+        for step in steps {
+            if step == 0 {
+                let start = self.start(i, p);
+                let s = AllocatedNum::alloc(cs.namespace(|| "start"), || {
+                    start.ok_or(SynthesisError::AssignmentMissing)
+                })?;
+                cs.enforce(
+                    || "start",
+                    |lc| lc + p.x.get_variable(),
+                    |lc| lc + (k, p.y.get_variable()),
+                    |lc| lc + s.get_variable(),
+                );
+                v = Some(s);
+                continue;
+            }
+            let cur = v.take().ok_or(SynthesisError::AssignmentMissing)?;
+            if step <= self.len {
+                v = Some(cur.mul(cs.namespace(|| format!("m{step}")), &p.x)?);
+                continue;
+            }
+            cur.inputize(cs.namespace(|| "out"))?;
+            let values: Vec<Scalar> =
+                (0..3).map(|t| cur.get_value().unwrap_or(Scalar::ZERO) + Scalar::from(t)).collect();
+            if cs.is_witness_generator() {
+                cs.allocate_empty_aux(3).copy_from_slice(&values);
+            } else {
+                for (t, value) in values.into_iter().enumerate() {
+                    cs.alloc(|| format!("bulk {t}"), || Ok(value))?;
+                }
+            }
+            if self.rogue == Some(i) {
+                cs.alloc(|| "rogue", || Ok(Scalar::ONE))?;
             }
         }
-        if self.rogue == Some(i) {
-            cs.alloc(|| "rogue", || Ok(Scalar::ONE))?;
-        }
         Ok(())
+    }
+
+    fn start(&self, i: usize, p: &Prologue) -> Option<Scalar> {
+        p.x.get_value().zip(p.y.get_value()).map(|(x, y)| x * y * Scalar::from(i as u64 + 1))
+    }
+
+    /// Steps of the chain in all (see [`Toy::part`]).
+    fn steps(&self) -> usize {
+        self.len + 2
     }
 }
 
@@ -86,7 +113,7 @@ impl Circuit<Scalar> for Toy {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         let p = self.prologue(cs)?;
         for i in 0..self.parts {
-            self.part(i, &p, &mut cs.namespace(|| format!("part {i}")))?;
+            self.part(i, &p, &mut cs.namespace(|| format!("part {i}")), 0..self.steps(), None)?;
         }
         Ok(())
     }
@@ -99,18 +126,24 @@ impl PartedCircuit for Toy {
     fn parts(&self) -> usize {
         self.parts
     }
-    fn part(&self, i: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
-        if self.replay {
-            // As storage-proofs' StackedCircuit: the prologue again, then the part.
-            let p = Toy::prologue(self, cs)?;
-            Toy::part(self, i, &p, cs)
-        } else {
-            // The prologue's values, re-derived without allocating (a circuit that can).
-            let x = self.seed.ok_or(SynthesisError::AssignmentMissing)?;
-            let mut scratch = bellpepper_core::test_cs::TestConstraintSystem::<Scalar>::new();
-            let p = Toy::prologue(&Toy { seed: Some(x), ..self.clone() }, &mut scratch)?;
-            Toy::part(self, i, &p, cs)
-        }
+    fn pieces(&self) -> usize {
+        self.pieces
+    }
+    fn part(&self, i: usize, piece: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
+        // As storage-proofs' StackedCircuit: the prologue again, counted as its replay; or
+        // its values rebuilt in a replay block (a circuit that can).
+        let p = if self.replay { Toy::prologue(self, cs)? } else { cs.replay(|cs| Toy::prologue(self, cs))? };
+        let cut = |j: usize| j * self.steps() / self.pieces;
+        let steps = cut(piece)..cut(piece + 1);
+        // The chain's value before this piece, rebuilt (x * y * (i + 1) * x^(m - 1) after m steps).
+        let v = match steps.start {
+            0 => None,
+            m => {
+                let value = self.start(i, &p).zip(p.x.get_value()).map(|(s, x)| s * x.pow_vartime([m as u64 - 1]));
+                Some(cs.replay(|cs| AllocatedNum::alloc(cs, || value.ok_or(SynthesisError::AssignmentMissing)))?)
+            }
+        };
+        Toy::part(self, i, &p, cs, steps, v)
     }
     fn replays_prologue(&self) -> bool {
         self.replay
@@ -134,22 +167,23 @@ fn assert_identical(what: &str, want: &ArenaAssignment, got: &ArenaAssignment) {
 }
 
 fn toy(replay: bool) -> Toy {
-    Toy { seed: Some(Scalar::from(7u64)), parts: 9, len: 40, replay, rogue: None }
+    Toy { seed: Some(Scalar::from(7u64)), parts: 9, len: 40, replay, pieces: 1, rogue: None }
 }
 
 #[test]
 fn parallel_witness_is_byte_identical_to_serial_synthesis() {
-    for replay in [false, true] {
-        let circuit = toy(replay);
+    for (replay, pieces) in [(false, 1), (true, 1), (false, 5), (true, 5)] {
+        let circuit = Toy { pieces, ..toy(replay) };
         let shape = shape_of(circuit.clone()).unwrap();
         let pc = record(Toy { seed: None, ..circuit.clone() }, "toy").unwrap();
         let (ledger, pools) = pools(&shape);
+        // The first seed measures the pieces, the others reuse the measurement.
         for seed in [3u64, 11, 12345] {
             let c = Toy { seed: Some(Scalar::from(seed)), ..circuit.clone() };
             let want = synthesize_arena(c.clone(), &pools, &shape).unwrap();
             let got = synthesize_precompiled_parts(&c, &pc, &pools, &shape).unwrap();
             assert!(got.aux_assignment().iter().any(|v| !bool::from(v.is_zero())));
-            assert_identical(&format!("replay {replay}, seed {seed}"), &want, &got);
+            assert_identical(&format!("replay {replay}, {pieces} pieces, seed {seed}"), &want, &got);
         }
         assert_eq!(pools.outstanding(), 0);
         assert!(ledger.snapshot().balanced());
@@ -158,18 +192,20 @@ fn parallel_witness_is_byte_identical_to_serial_synthesis() {
 
 #[test]
 fn a_part_off_its_share_is_refused_by_index() {
-    for replay in [false, true] {
-        let circuit = toy(replay);
+    for (replay, pieces) in [(false, 1), (true, 1), (false, 5), (true, 5)] {
+        let circuit = Toy { pieces, ..toy(replay) };
         let shape = shape_of(circuit.clone()).unwrap();
         let pc = record(Toy { seed: None, ..circuit.clone() }, "toy").unwrap();
         let (_ledger, pools) = pools(&shape);
-        // An extra aux in part 4 overruns its window: refused naming part 4 (over the
-        // shape by one in all, but caught at the part before the shape).
+        // An extra aux in part 4 overruns its window: refused naming part 4 (and its last
+        // piece), over the shape by one in all but caught at the part before the shape.
         let rogue = Toy { rogue: Some(4), ..circuit.clone() };
         let err = synthesize_precompiled_parts(&rogue, &pc, &pools, &shape).unwrap_err();
+        let last = (pieces > 1).then_some(pieces - 1);
         match err {
-            CircuitError::Precompiled(PrecompiledError::Parts { part: Some(4), .. }) => {}
-            other => panic!("replay {replay}: expected part 4 refused, got {other}"),
+            CircuitError::Precompiled(PrecompiledError::Parts { part: Some(4), piece, .. })
+                if piece == last.or(Some(0)) => {}
+            other => panic!("replay {replay}, {pieces} pieces: expected part 4 refused, got {other}"),
         }
         assert_eq!(pools.outstanding(), 0);
         // A circuit that says it has one part fewer: the counts do not divide.
@@ -181,8 +217,11 @@ fn a_part_off_its_share_is_refused_by_index() {
             fn parts(&self) -> usize {
                 self.0.parts - 1
             }
-            fn part(&self, i: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
-                PartedCircuit::part(&self.0, i, cs)
+            fn pieces(&self) -> usize {
+                self.0.pieces
+            }
+            fn part(&self, i: usize, piece: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
+                PartedCircuit::part(&self.0, i, piece, cs)
             }
             fn replays_prologue(&self) -> bool {
                 self.0.replay
@@ -195,4 +234,27 @@ fn a_part_off_its_share_is_refused_by_index() {
         );
         assert!(err.to_string().contains("parallel witness"), "{err}");
     }
+}
+
+#[test]
+fn pieces_that_do_not_add_up_to_a_part_are_refused_when_measured() {
+    // Part 0 misbehaves, so the pieces measured on it do not add up to a part's share:
+    // refused before anything is written, naming part 0 and no piece; the slabs go back.
+    let circuit = Toy { pieces: 4, rogue: Some(0), ..toy(false) };
+    let shape = shape_of(Toy { rogue: None, ..circuit.clone() }).unwrap();
+    let pc = record(Toy { seed: None, rogue: None, ..circuit.clone() }, "toy").unwrap();
+    let (_ledger, pools) = pools(&shape);
+    let err = synthesize_precompiled_parts(&circuit, &pc, &pools, &shape).unwrap_err();
+    match &err {
+        CircuitError::Precompiled(PrecompiledError::Parts { part: Some(0), piece: None, what, .. }) => {
+            assert!(what.contains("measured"), "{err}")
+        }
+        other => panic!("expected the measurement refused, got {other}"),
+    }
+    assert_eq!(pools.outstanding(), 0);
+    // The recording is not spoiled: the honest circuit then proves through it.
+    let honest = Toy { rogue: None, ..circuit };
+    let want = synthesize_arena(honest.clone(), &pools, &shape).unwrap();
+    let got = synthesize_precompiled_parts(&honest, &pc, &pools, &shape).unwrap();
+    assert_identical("after a refused measurement", &want, &got);
 }

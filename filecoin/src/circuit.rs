@@ -28,6 +28,7 @@ use arenaprove_circuits::Shape;
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 
 use crate::api::{C1Output, RegisteredSealProof, ShapedC1};
+use crate::challenge::{self, Publics};
 use crate::error::FilecoinError;
 use crate::tree::{each_shape, with_tree, SealTree};
 
@@ -95,66 +96,57 @@ pub enum Challenges {
 
 /// One partition's circuit for the parallel witness ([`PartedCircuit`]): the prologue
 /// (replica id, comm_d, comm_r as inputs, comm_r = H(comm_c, comm_r_last)) and then one
-/// part per challenge, in the order `StackedCircuit` synthesizes them.
+/// part per challenge, in the order `StackedCircuit` synthesizes them, each in pieces
+/// ([`crate::challenge`]: its comm_d path level by level, each label two SHA-256 blocks at
+/// a time, ...), so that a partition of two challenges fills every core.
 ///
-/// storage-proofs' only public entry point into the circuit is
-/// `StackedCircuit::synthesize(cs, replica_id, .., proofs)`, which runs the prologue and
-/// then the proofs given. So the prologue is that call with no proofs, and part `i` is
-/// that call with challenge `i`'s proof alone: each part replays the prologue (a few
-/// hundred constraints against hundreds of thousands per challenge) into scratch
-/// ([`PartedCircuit::replays_prologue`]). The circuit code is storage-proofs' own, unchanged.
+/// The prologue is storage-proofs' own `StackedCircuit::synthesize` with no challenges. A
+/// challenge's pieces call storage-proofs', bellperson's and neptune's gadgets as
+/// storage-proofs' per-challenge `Proof::synthesize` does; [`crate::challenge`] says how
+/// each piece starts mid-chain, and the precompiled witness checks every piece against the
+/// recording.
 pub struct SealParts {
-    replica_id: PoseidonDomain,
-    comm_d: DefaultPieceDomain,
-    comm_r: PoseidonDomain,
-    comm_r_last: PoseidonDomain,
-    comm_c: PoseidonDomain,
+    publics: Publics,
     challenges: Challenges,
-}
-
-impl SealParts {
-    fn synthesize<CS: ConstraintSystem<Scalar>>(
-        &self,
-        cs: &mut CS,
-        challenge: Option<usize>,
-    ) -> Result<(), SynthesisError> {
-        each_shape!(&self.challenges, Challenges, proofs => self.synthesize_tree(cs, proofs, challenge))
-    }
-
-    fn synthesize_tree<Tree: SealTree, CS: ConstraintSystem<Scalar>>(
-        &self,
-        cs: &mut CS,
-        proofs: &[VanillaSealProof<Tree>],
-        challenge: Option<usize>,
-    ) -> Result<(), SynthesisError> {
-        let proofs = match challenge {
-            None => Vec::new(),
-            Some(i) => vec![proofs[i].clone().into()],
-        };
-        StackedCircuit::<Tree, G>::synthesize(
-            cs,
-            Some(self.replica_id),
-            Some(self.comm_d),
-            Some(self.comm_r),
-            Some(self.comm_r_last),
-            Some(self.comm_c),
-            proofs,
-        )
-    }
 }
 
 impl PartedCircuit for SealParts {
     fn prologue(&self, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
-        self.synthesize(cs, None)
+        each_shape!(&self.challenges, Challenges, proofs => self.prologue_of(cs, proofs))
     }
     fn parts(&self) -> usize {
         each_shape!(&self.challenges, Challenges, proofs => proofs.len())
     }
-    fn part(&self, i: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
-        self.synthesize(cs, Some(i))
+    fn pieces(&self) -> usize {
+        each_shape!(&self.challenges, Challenges, proofs => proofs.first().map_or(1, challenge::pieces))
+    }
+    fn part(&self, i: usize, piece: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
+        each_shape!(&self.challenges, Challenges, proofs => {
+            let proof = proofs.get(i).ok_or(SynthesisError::AssignmentMissing)?;
+            challenge::synthesize_piece(cs, &self.publics, proof, piece)
+        })
     }
     fn replays_prologue(&self) -> bool {
-        true
+        false
+    }
+}
+
+impl SealParts {
+    fn prologue_of<Tree: SealTree>(
+        &self,
+        cs: &mut WitnessCs<'_>,
+        _: &[VanillaSealProof<Tree>],
+    ) -> Result<(), SynthesisError> {
+        let p = &self.publics;
+        StackedCircuit::<Tree, G>::synthesize(
+            cs,
+            Some(p.replica_id),
+            Some(p.comm_d),
+            Some(p.comm_r),
+            Some(p.comm_r_last),
+            Some(p.comm_c),
+            Vec::new(),
+        )
     }
 }
 
@@ -240,11 +232,13 @@ impl<'a, Tree: SealTree> JobOf<'a, Tree> {
         }
         let tau = self.public_inputs.tau.as_ref().ok_or_else(|| build("no comm_d, comm_r"))?;
         Ok(SealParts {
-            replica_id: self.public_inputs.replica_id,
-            comm_d: tau.comm_d,
-            comm_r: tau.comm_r,
-            comm_r_last,
-            comm_c,
+            publics: Publics {
+                replica_id: self.public_inputs.replica_id,
+                comm_d: tau.comm_d,
+                comm_r: tau.comm_r,
+                comm_r_last,
+                comm_c,
+            },
             challenges: Tree::challenges(vanilla.clone()),
         })
     }

@@ -53,6 +53,7 @@
 
 pub mod api;
 pub mod c2;
+mod challenge;
 pub mod circuit;
 pub mod error;
 pub mod params;

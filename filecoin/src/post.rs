@@ -267,7 +267,7 @@ impl PartedCircuit for PostParts {
     fn parts(&self) -> usize {
         each_shape!(&self.0, FallbackCircuit, c => c.sectors.len())
     }
-    fn part(&self, i: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
+    fn part(&self, i: usize, _piece: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
         each_shape!(&self.0, FallbackCircuit, c => {
             let sector = c.sectors.get(i).ok_or(SynthesisError::AssignmentMissing)?;
             Circuit::synthesize(sector, &mut cs.namespace(|| format!("sector_{i}")))

@@ -77,6 +77,9 @@ pub struct Precompiled {
     a_aux: Vec<u64>,
     b_input: Vec<u64>,
     b_aux: Vec<u64>,
+    /// The windows of a parted circuit's pieces, measured on first use
+    /// ([`Precompiled::witness_parts`]).
+    pieces: std::sync::Mutex<Option<Vec<parts::Counts>>>,
 }
 
 impl std::fmt::Debug for Precompiled {
@@ -289,7 +292,18 @@ impl Precompiled {
         };
         let (a_aux, b_input, b_aux) =
             (density(S_A_AUX, aux)?, density(S_B_INPUT, inputs)?, density(S_B_AUX, aux)?);
-        let pc = Precompiled { source, header, stream, blocks, coeffs, a_aux, b_input, b_aux, storage };
+        let pc = Precompiled {
+            source,
+            header,
+            stream,
+            blocks,
+            coeffs,
+            a_aux,
+            b_input,
+            b_aux,
+            storage,
+            pieces: Default::default(),
+        };
         pc.validate()?;
         Ok(pc)
     }

@@ -16,6 +16,15 @@
 //! synthesizes the prologue before each part, as storage-proofs' `StackedCircuit` does):
 //! [`PartCs`] then discards the first `prologue` allocations and constraints, whose values
 //! already are in the assignment, into a scratch buffer.
+//!
+//! A part may also be split into [`PartedCircuit::pieces`] pieces (a PoRep challenge: its
+//! merkle paths level by level, each label's SHA-256 block by block), so that a partition
+//! of few parts still fills the machine. Piece `j` of every part has one shape; the pieces'
+//! windows are measured once per recording (piece by piece on part 0, in parallel, values
+//! included, nothing written) and kept with the [`Precompiled`]. A piece rebuilds what it
+//! needs from earlier pieces inside [`PartCs::replay`], whose allocations and constraints go
+//! to scratch and are not the piece's own; its own then must be exactly its window, or the
+//! partition fails naming the part and the piece.
 
 use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
@@ -27,7 +36,7 @@ use crate::{ArenaAssignment, CircuitError};
 
 /// Counts of one piece of witness synthesis: inputs (ONE excluded), aux and constraints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Counts {
+pub(crate) struct Counts {
     inputs: usize,
     aux: usize,
     constraints: usize,
@@ -40,8 +49,15 @@ pub trait PartedCircuit: Send + Sync {
     fn prologue(&self, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError>;
     /// How many parts follow the prologue.
     fn parts(&self) -> usize;
-    /// Synthesizes part `i` (after the prologue again, if [`PartedCircuit::replays_prologue`]).
-    fn part(&self, i: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError>;
+    /// How many pieces each part is synthesized in (1: the part at once). Piece `j` of every
+    /// part must have one shape; the pieces of a part, in order, are the part.
+    fn pieces(&self) -> usize {
+        1
+    }
+    /// Synthesizes piece `piece` of part `i` (after the prologue again, if
+    /// [`PartedCircuit::replays_prologue`]); what it needs from earlier pieces it rebuilds
+    /// inside [`PartCs::replay`].
+    fn part(&self, i: usize, piece: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError>;
     /// Whether [`PartedCircuit::part`] synthesizes the prologue before the part.
     fn replays_prologue(&self) -> bool;
 }
@@ -56,6 +72,8 @@ struct Stream<'a> {
     prologue_base: usize,
     replay: usize,
     seen: usize,
+    /// Measuring a piece's shape: everything goes to scratch, counted.
+    measuring: bool,
     scratch: Vec<Scalar>,
 }
 
@@ -67,7 +85,14 @@ impl<'a> Stream<'a> {
         prologue_base: usize,
         replay: usize,
     ) -> Self {
-        Stream { what, window, base, prologue_base, replay, seen: 0, scratch: Vec::new() }
+        Stream { what, window, base, prologue_base, replay, seen: 0, measuring: false, scratch: Vec::new() }
+    }
+
+    /// `n` slots of scratch, zeroed.
+    fn scratch(&mut self, n: usize) -> &mut [Scalar] {
+        self.scratch.clear();
+        self.scratch.resize(n, Scalar::ZERO);
+        &mut self.scratch[..]
     }
 
     /// All this part allocates, replay included.
@@ -82,12 +107,13 @@ impl<'a> Stream<'a> {
     fn take(&mut self, n: usize) -> (&mut [Scalar], Option<(usize, usize)>) {
         let at = self.seen;
         self.seen += n;
+        if self.measuring {
+            return (self.scratch(n), None);
+        }
         let overrun = at < self.replay && at + n > self.replay || at + n > self.expected();
         if at + n <= self.replay || overrun {
-            self.scratch.clear();
-            self.scratch.resize(n, Scalar::ZERO);
             let report = overrun.then(|| (at + n, self.expected()));
-            return (&mut self.scratch[..], report);
+            return (self.scratch(n), report);
         }
         let from = at - self.replay;
         (&mut self.window[from..from + n], None)
@@ -113,15 +139,18 @@ pub struct PartCs<'a> {
     /// Constraints seen (replay included) and the replay's share of them.
     constraints: usize,
     replay_constraints: usize,
+    /// Depth of [`PartCs::replay`] blocks open: their work goes to scratch, uncounted.
+    replaying: usize,
     sticky: Option<PrecompiledError>,
     part: usize,
+    piece: usize,
     identity: &'a str,
 }
 
 impl<'a> PartCs<'a> {
     fn new(
         identity: &'a str,
-        part: usize,
+        (part, piece): (usize, usize),
         windows: (&'a mut [Scalar], &'a mut [Scalar]),
         bases: (usize, usize),
         replay: Counts,
@@ -129,51 +158,89 @@ impl<'a> PartCs<'a> {
         let (inputs, aux) = windows;
         PartCs {
             // The prologue's aux start at 0 and its inputs at 1, after ONE.
-            aux: Stream::new("aux (replay included)", aux, bases.1, 0, replay.aux),
-            inputs: Stream::new("inputs (replay included)", inputs, bases.0, 1, replay.inputs),
+            aux: Stream::new("aux (replayed prologue included)", aux, bases.1, 0, replay.aux),
+            inputs: Stream::new("inputs (replayed prologue included)", inputs, bases.0, 1, replay.inputs),
             constraints: 0,
             replay_constraints: replay.constraints,
+            replaying: 0,
             sticky: None,
             part,
+            piece,
             identity,
         }
     }
 
-    fn error(
-        identity: &str,
-        part: usize,
-        what: &'static str,
-        synthesized: usize,
-        expected: usize,
-    ) -> PrecompiledError {
+    /// A piece run only to count its own allocations and constraints (nothing written).
+    fn measuring(identity: &'a str, piece: usize, replay: Counts) -> Self {
+        let mut cs = PartCs::new(identity, (0, piece), (&mut [], &mut []), (0, 0), replay);
+        cs.aux.measuring = true;
+        cs.inputs.measuring = true;
+        cs
+    }
+
+    /// Runs `f` with its allocations and constraints sent to scratch: the values a piece
+    /// rebuilds from earlier pieces (or the prologue) to synthesize its own. The variables it
+    /// returns are witness-only stand-ins (their indices are not the serial synthesis's),
+    /// which is all a witness needs: values.
+    pub fn replay<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<T, SynthesisError>,
+    ) -> Result<T, SynthesisError> {
+        self.replaying += 1;
+        let result = f(self);
+        self.replaying -= 1;
+        result
+    }
+
+    fn error(&self, what: &'static str, synthesized: usize, expected: usize) -> PrecompiledError {
         PrecompiledError::Parts {
-            identity: identity.to_string(),
-            part: Some(part),
+            identity: self.identity.to_string(),
+            part: Some(self.part),
+            piece: Some(self.piece),
             what,
             synthesized,
             expected,
         }
     }
 
-    /// The part's result: its first error, or a count that is not exactly its share.
-    fn finish(self, result: Result<(), SynthesisError>, rows: usize) -> Result<(), CircuitError> {
+    /// What the piece synthesized of its own after the replayed prologue, or its first error.
+    fn own(self, result: Result<(), SynthesisError>) -> Result<Counts, CircuitError> {
         if let Some(e) = self.sticky {
             return Err(CircuitError::Precompiled(e));
         }
         result.map_err(CircuitError::Synthesis)?;
+        let mut own = Counts::default();
+        for (what, got, replay, out) in [
+            (self.inputs.what, self.inputs.seen, self.inputs.replay, &mut own.inputs),
+            (self.aux.what, self.aux.seen, self.aux.replay, &mut own.aux),
+            ("constraints (replayed prologue included)", self.constraints, self.replay_constraints, &mut own.constraints),
+        ] {
+            if got < replay {
+                return Err(CircuitError::Precompiled(self.error(what, got, replay)));
+            }
+            *out = got - replay;
+        }
+        Ok(own)
+    }
+
+    /// The piece's result: its first error, or a count that is not exactly its window.
+    fn finish(self, result: Result<(), SynthesisError>, want: Counts) -> Result<(), CircuitError> {
+        let (identity, part, piece) = (self.identity, self.part, self.piece);
+        let got = self.own(result)?;
         for (what, got, expected) in [
-            (self.inputs.what, self.inputs.seen, self.inputs.expected()),
-            (self.aux.what, self.aux.seen, self.aux.expected()),
-            ("constraints (replay included)", self.constraints, self.replay_constraints + rows),
+            ("inputs", got.inputs, want.inputs),
+            ("aux", got.aux, want.aux),
+            ("constraints", got.constraints, want.constraints),
         ] {
             if got != expected {
-                return Err(CircuitError::Precompiled(Self::error(
-                    self.identity,
-                    self.part,
+                return Err(CircuitError::Precompiled(PrecompiledError::Parts {
+                    identity: identity.to_string(),
+                    part: Some(part),
+                    piece: Some(piece),
                     what,
-                    got,
+                    synthesized: got,
                     expected,
-                )));
+                }));
             }
         }
         Ok(())
@@ -215,7 +282,9 @@ impl ConstraintSystem<Scalar> for PartCs<'_> {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        self.constraints += 1;
+        if self.replaying == 0 {
+            self.constraints += 1;
+        }
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -244,12 +313,22 @@ impl ConstraintSystem<Scalar> for PartCs<'_> {
     }
 
     fn allocate_empty(&mut self, aux_n: usize, inputs_n: usize) -> (&mut [Scalar], &mut [Scalar]) {
+        if self.replaying > 0 {
+            return (self.aux.scratch(aux_n), self.inputs.scratch(inputs_n));
+        }
         let (aux_what, inputs_what) = (self.aux.what, self.inputs.what);
         let (aux, aux_overrun) = self.aux.take(aux_n);
         let (inputs, inputs_overrun) = self.inputs.take(inputs_n);
         let overrun = aux_overrun.map(|o| (aux_what, o)).or(inputs_overrun.map(|o| (inputs_what, o)));
         if let (Some((what, (got, want))), None) = (overrun, &self.sticky) {
-            self.sticky = Some(Self::error(self.identity, self.part, what, got, want));
+            self.sticky = Some(PrecompiledError::Parts {
+                identity: self.identity.to_string(),
+                part: Some(self.part),
+                piece: Some(self.piece),
+                what,
+                synthesized: got,
+                expected: want,
+            });
         }
         (aux, inputs)
     }
@@ -301,6 +380,7 @@ impl Precompiled {
                 return Err(CircuitError::Precompiled(PrecompiledError::Parts {
                     identity: h.identity.clone(),
                     part: None,
+                    piece: None,
                     what,
                     synthesized: total,
                     expected: parts,
@@ -313,35 +393,87 @@ impl Precompiled {
             aux: share("aux after the prologue, shared by the parts", remaining.aux)?,
             constraints: share("constraints after the prologue, shared by the parts", remaining.constraints)?,
         };
+        let replay = if circuit.replays_prologue() { prologue } else { Counts::default() };
+        let layout = self.piece_layout(circuit, replay, each)?;
         let (input_base, aux_base) = (inputs.len(), aux.len());
         let (aux_w, input_w) = cs.extend_witness(remaining.aux, remaining.inputs)?;
-        let replay = if circuit.replays_prologue() { prologue } else { Counts::default() };
         let identity = h.identity.as_str();
-        let results: Vec<Result<(), CircuitError>> = chunks(input_w, each.inputs, parts)
+        // Every (part, piece) with its windows and the serial indices of their first values.
+        let mut work = Vec::with_capacity(parts * layout.len());
+        let (mut input_rest, mut aux_rest) = (input_w, aux_w);
+        let (mut input_at, mut aux_at) = (input_base, aux_base);
+        for i in 0..parts {
+            for (j, want) in layout.iter().enumerate() {
+                let (inputs, tail) = std::mem::take(&mut input_rest).split_at_mut(want.inputs);
+                input_rest = tail;
+                let (aux, tail) = std::mem::take(&mut aux_rest).split_at_mut(want.aux);
+                aux_rest = tail;
+                work.push(((i, j), (inputs, aux), (input_at, aux_at), *want));
+                input_at += want.inputs;
+                aux_at += want.aux;
+            }
+        }
+        let results: Vec<Result<(), CircuitError>> = work
             .into_par_iter()
-            .zip(chunks(aux_w, each.aux, parts))
-            .enumerate()
-            .map(|(i, (inputs, aux))| {
-                let bases = (input_base + i * each.inputs, aux_base + i * each.aux);
-                let mut pcs = PartCs::new(identity, i, (inputs, aux), bases, replay);
-                let result = circuit.part(i, &mut pcs);
-                pcs.finish(result, each.constraints)
+            .map(|((i, j), windows, bases, want)| {
+                let mut pcs = PartCs::new(identity, (i, j), windows, bases, replay);
+                let result = circuit.part(i, j, &mut pcs);
+                pcs.finish(result, want)
             })
             .collect();
         results.into_iter().collect()
     }
-}
 
-/// `parts` consecutive windows of `each` values (`each` may be 0).
-fn chunks(slice: &mut [Scalar], each: usize, parts: usize) -> Vec<&mut [Scalar]> {
-    let mut out = Vec::with_capacity(parts);
-    let mut rest = slice;
-    for _ in 0..parts {
-        let (head, tail) = rest.split_at_mut(each);
-        out.push(head);
-        rest = tail;
+    /// The windows of one part's pieces: `[each]` for a part in one piece; otherwise
+    /// measured on part 0 (each piece once, in parallel, nothing written), checked to add
+    /// up to the part's share, and kept for the next partition of this recording.
+    fn piece_layout<P: PartedCircuit + ?Sized>(
+        &self,
+        circuit: &P,
+        replay: Counts,
+        each: Counts,
+    ) -> Result<Vec<Counts>, CircuitError> {
+        let pieces = circuit.pieces();
+        if pieces <= 1 {
+            return Ok(vec![each]);
+        }
+        let kept = self.pieces.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(kept) = kept.filter(|k| k.len() == pieces) {
+            return Ok(kept);
+        }
+        let identity = self.header.identity.as_str();
+        let measured: Vec<Counts> = (0..pieces)
+            .into_par_iter()
+            .map(|j| {
+                let mut pcs = PartCs::measuring(identity, j, replay);
+                let result = circuit.part(0, j, &mut pcs);
+                pcs.own(result)
+            })
+            .collect::<Result<_, _>>()?;
+        let sum = measured.iter().fold(Counts::default(), |s, c| Counts {
+            inputs: s.inputs + c.inputs,
+            aux: s.aux + c.aux,
+            constraints: s.constraints + c.constraints,
+        });
+        for (what, got, expected) in [
+            ("inputs of part 0's pieces, measured", sum.inputs, each.inputs),
+            ("aux of part 0's pieces, measured", sum.aux, each.aux),
+            ("constraints of part 0's pieces, measured", sum.constraints, each.constraints),
+        ] {
+            if got != expected {
+                return Err(CircuitError::Precompiled(PrecompiledError::Parts {
+                    identity: identity.to_string(),
+                    part: Some(0),
+                    piece: None,
+                    what,
+                    synthesized: got,
+                    expected,
+                }));
+            }
+        }
+        *self.pieces.lock().unwrap_or_else(|e| e.into_inner()) = Some(measured.clone());
+        Ok(measured)
     }
-    out
 }
 
 /// [`super::synthesize_precompiled`] with the parallel witness: ONE, the prologue, the
