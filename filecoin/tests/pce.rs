@@ -2,7 +2,7 @@
 //! to `ArenaAssignment`'s through the bellpepper trait (a, b, c, inputs, aux, densities) for
 //! two different sectors, recorded once from the blank circuit; the recording is saved
 //! beside the parameters and mapped by the next load; a recording of another sector size is
-//! refused by name; the parallel witness (challenges in parallel) is byte-identical too. (Proofs from precompiled synthesis are checked by `tests/c2.rs`, whose
+//! refused by name; the parallel witness (challenges in pieces, in parallel) is byte-identical too. (Proofs from precompiled synthesis are checked by `tests/c2.rs`, whose
 //! provers use it by default.) 8 MiB: `--ignored`.
 use std::sync::Arc;
 
@@ -63,9 +63,10 @@ fn check(size: SectorSize, seeds: [u64; 2]) {
             assert_identical(&format!("{size} sector seed {seed} partition {k}"), &want, &got);
             assert_eq!(got.input_assignment()[1..], job.public_inputs(k).unwrap()[..]);
             drop(got);
-            // The parallel witness (one part per challenge) equals both.
+            // The parallel witness (one part per challenge, each in pieces) equals both.
             let parts = job.parts(k).unwrap();
             assert!(parts.parts() >= 2, "{size}: {} challenges", parts.parts());
+            assert!(parts.pieces() >= 30, "{size}: {} pieces per challenge", parts.pieces());
             let got = synthesize_precompiled_parts(&parts, &pc, &pools, &shape).unwrap();
             assert_identical(
                 &format!("{size} sector seed {seed} partition {k}, parallel witness"),

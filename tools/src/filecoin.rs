@@ -82,7 +82,7 @@ enum Cmd {
     /// filecoin-proofs' generate_empty_sector_update_proof_with_vanilla, both verified.
     SnapBench(crate::filecoin_post::SnapBenchArgs),
     /// Witness generation of one partition: the serial witness (baseline) against the
-    /// parallel one (challenges in parallel), alternating, on a freshly sealed sector (or a
+    /// parallel one (challenges in pieces, in parallel), alternating, on a freshly sealed sector (or a
     /// random C1 of the real shape); byte identity checked every run; the ratio printed.
     Witness(WitnessArgs),
 }
@@ -579,7 +579,7 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
     let (mut serial, mut parallel, mut products) = (Vec::new(), Vec::new(), Vec::new());
     let mut device = if a.device_products { Some(DeviceProducts::open(&pc.row_stream())?) } else { None };
     let mut device_times = Vec::new();
-    let mut parts = 0;
+    let (mut parts, mut pieces) = (0, 0);
     for run in 0..a.runs {
         let mut want = ArenaAssignment::new(&pools, &shape)?;
         want.alloc_one()?;
@@ -592,6 +592,7 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
         got.alloc_one()?;
         let circuit = job.parts(0)?;
         parts = arenaprove::circuits::precompiled::PartedCircuit::parts(&circuit);
+        pieces = arenaprove::circuits::precompiled::PartedCircuit::pieces(&circuit);
         let started = Instant::now();
         pc.witness_parts(&circuit, &mut got)?;
         parallel.push(started.elapsed().as_secs_f64());
@@ -609,8 +610,11 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
             device_times.push((kernel_s, total_s));
         }
         eprintln!(
-            "run {run}: serial {:.3} s, parallel {:.3} s ({parts} parts); then products {:.3} s",
-            serial[run], parallel[run], products[run]
+            "run {run}: serial {:.3} s, parallel {:.3} s ({parts} parts x {pieces} pieces{}); then products {:.3} s",
+            serial[run],
+            parallel[run],
+            if run == 0 && pieces > 1 { ", the pieces measured first" } else { "" },
+            products[run]
         );
     }
     let (serial_s, parallel_s) =
@@ -625,7 +629,7 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
     if a.json {
         let obj = serde_json::json!({
             "sector_size": size.name(), "c1": if a.random { "random (timing only)" } else { "sealed" },
-            "constraints": shape.constraints, "aux": shape.aux, "parts": parts,
+            "constraints": shape.constraints, "aux": shape.aux, "parts": parts, "pieces_per_part": pieces,
             "threads": threads, "runs": a.runs, "serial_s_median": serial_s, "parallel_s_median": parallel_s,
             "speedup": serial_s / parallel_s, "identical": true, "products_s_median": products_s,
             "device_products_kernel_s_median": device_s.map(|d| d.0),
@@ -635,7 +639,7 @@ fn witness(a: WitnessArgs, cache: &Path) -> Result<()> {
     } else {
         println!(
             "{size} witness, one partition ({} constraints, {} aux): serial {serial_s:.3} s, parallel {parallel_s:.3} s \
-             ({parts} parts on {threads} threads), speedup {:.2}x (median of {}; byte-identical every run); products \
+             ({parts} parts x {pieces} pieces on {threads} threads), speedup {:.2}x (median of {}; byte-identical every run); products \
              {products_s:.3} s",
             shape.constraints,
             shape.aux,
