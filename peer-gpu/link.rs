@@ -1,6 +1,6 @@
 // supraseal-c2 links `cudart_static`; point the linker at the toolkit's libraries (the
 // pinned nvcc wheels keep them in `$CUDA_HOME/lib`, which nothing else adds). The build
-// script of the baseline's workspace (baseline/), and part of peer-gpu's (build.rs).
+// script of the baselines' workspaces (baseline/, filecoin-baseline/), and part of peer-gpu's (build.rs).
 #[allow(dead_code)]
 pub fn main() {
     link_cudart();

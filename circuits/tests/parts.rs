@@ -139,8 +139,11 @@ impl PartedCircuit for Toy {
         let v = match steps.start {
             0 => None,
             m => {
-                let value = self.start(i, &p).zip(p.x.get_value()).map(|(s, x)| s * x.pow_vartime([m as u64 - 1]));
-                Some(cs.replay(|cs| AllocatedNum::alloc(cs, || value.ok_or(SynthesisError::AssignmentMissing)))?)
+                let value =
+                    self.start(i, &p).zip(p.x.get_value()).map(|(s, x)| s * x.pow_vartime([m as u64 - 1]));
+                Some(cs.replay(|cs| {
+                    AllocatedNum::alloc(cs, || value.ok_or(SynthesisError::AssignmentMissing))
+                })?)
             }
         };
         Toy::part(self, i, &p, cs, steps, v)

@@ -38,12 +38,14 @@ use filecoin_hashers::sha256::{Sha256Domain, Sha256Hasher};
 use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
 use filecoin_proofs::constants::DefaultPieceDomain;
 use filecoin_proofs::types::VanillaSealProof;
-use typenum::{U11, U2};
 use storage_proofs_core::gadgets::por::PoRCircuit;
-use storage_proofs_core::gadgets::{constraint, encode::encode, insertion::insert, uint64::UInt64, variables::Root};
+use storage_proofs_core::gadgets::{
+    constraint, encode::encode, insertion::insert, uint64::UInt64, variables::Root,
+};
 use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::{StackedCircuit, TOTAL_PARENTS};
+use typenum::{U11, U2};
 
 use arenaprove_circuits::precompiled::PartCs;
 
@@ -98,7 +100,8 @@ fn layout(levels: usize, layers: usize) -> Vec<Piece> {
     for layer in 1..=layers {
         pieces.push(Piece::ParentBits { layer });
         for first in (0..LABEL_BLOCKS).step_by(BLOCKS_PER_PIECE) {
-            pieces.push(Piece::Label { layer, blocks: (first, (first + BLOCKS_PER_PIECE).min(LABEL_BLOCKS)) });
+            pieces
+                .push(Piece::Label { layer, blocks: (first, (first + BLOCKS_PER_PIECE).min(LABEL_BLOCKS)) });
         }
     }
     pieces.extend([Piece::Encoding, Piece::ColumnHash]);
@@ -124,13 +127,19 @@ fn missing() -> SynthesisError {
     SynthesisError::AssignmentMissing
 }
 
-fn alloc<CS: ConstraintSystem<Scalar>>(cs: &mut CS, value: Option<Scalar>) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+fn alloc<CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    value: Option<Scalar>,
+) -> Result<AllocatedNum<Scalar>, SynthesisError> {
     AllocatedNum::alloc(cs.namespace(|| "replayed"), || value.ok_or_else(missing))
 }
 
 /// The prologue's values, allocated as `StackedCircuit::synthesize` allocates them (its
 /// comm_r = H(comm_c, comm_r_last) check allocates nothing a piece uses, so it is left out).
-fn prologue<CS: ConstraintSystem<Scalar>>(cs: &mut CS, publics: &Publics) -> Result<Prologue, SynthesisError> {
+fn prologue<CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    publics: &Publics,
+) -> Result<Prologue, SynthesisError> {
     let replica_id = alloc(cs, Some(publics.replica_id.into()))?;
     replica_id.inputize(cs.namespace(|| "replica_id_input"))?;
     let replica_id_bits = reverse_bit_numbering(replica_id.to_bits_le(cs.namespace(|| "replica_id_bits"))?);
@@ -157,16 +166,17 @@ pub(crate) fn synthesize_piece<Tree: SealTree>(
     let p = cs.replay(|cs| prologue(cs, publics))?;
     // The parents' columns, as `Proof::synthesize` allocates them (values from the proof),
     // row by row (row l - 1 is layer l).
-    let columns = |cs: &mut PartCs<'_>, exp: bool| -> Result<Vec<Vec<AllocatedNum<Scalar>>>, SynthesisError> {
-        let parents = if exp { &proof.exp_parents_proofs } else { &proof.drg_parents_proofs };
-        parents
-            .iter()
-            .map(|c| {
-                let (column, _) = c.clone().alloc(cs.namespace(|| "column"))?;
-                Ok((1..=layers).map(|l| column.get_value(l).clone()).collect())
-            })
-            .collect()
-    };
+    let columns =
+        |cs: &mut PartCs<'_>, exp: bool| -> Result<Vec<Vec<AllocatedNum<Scalar>>>, SynthesisError> {
+            let parents = if exp { &proof.exp_parents_proofs } else { &proof.drg_parents_proofs };
+            parents
+                .iter()
+                .map(|c| {
+                    let (column, _) = c.clone().alloc(cs.namespace(|| "column"))?;
+                    Ok((1..=layers).map(|l| column.get_value(l).clone()).collect())
+                })
+                .collect()
+        };
     // The input of `layer`'s label SHA-256, rebuilt (to be replayed).
     let label_message = |cs: &mut PartCs<'_>, layer: usize| -> Result<Vec<Boolean>, SynthesisError> {
         let challenge = UInt64::alloc(cs.namespace(|| "challenge"), proof.challenge)?;
@@ -186,14 +196,21 @@ pub(crate) fn synthesize_piece<Tree: SealTree>(
             // The node below this level (the leaf at 0), natively.
             let mut node: Scalar = proof.data_leaf.ok_or_else(missing)?;
             let mut bits = Vec::with_capacity(levels.len());
-            for (hashes, index) in &levels[..level] {
-                let (sibling, index) = (hashes.first().copied().flatten().ok_or_else(missing)?, index.ok_or_else(missing)?);
+            for (hashes, index) in levels.get(..level).ok_or_else(missing)? {
+                let (sibling, index) =
+                    (hashes.first().copied().flatten().ok_or_else(missing)?, index.ok_or_else(missing)?);
                 let (left, right) = if index & 1 == 0 { (node, sibling) } else { (sibling, node) };
-                node = <Sha256Hasher as Hasher>::Function::hash2(&Sha256Domain::from(left), &Sha256Domain::from(right)).into();
+                node = <Sha256Hasher as Hasher>::Function::hash2(
+                    &Sha256Domain::from(left),
+                    &Sha256Domain::from(right),
+                )
+                .into();
                 bits.push(index & 1 == 1);
             }
             let mut bits = cs.replay(|cs| {
-                bits.iter().map(|b| AllocatedBit::alloc(cs.namespace(|| "index bit"), Some(*b)).map(Boolean::from)).collect::<Result<Vec<_>, _>>()
+                bits.iter()
+                    .map(|b| AllocatedBit::alloc(cs.namespace(|| "index bit"), Some(*b)).map(Boolean::from))
+                    .collect::<Result<Vec<_>, _>>()
             })?;
             let cur = if level == 0 {
                 AllocatedNum::alloc(cs.namespace(|| "data_leaf"), || proof.data_leaf.ok_or_else(missing))?
@@ -202,7 +219,14 @@ pub(crate) fn synthesize_piece<Tree: SealTree>(
             };
             // storage-proofs-core's `SubPath::synthesize`, one level (arity 2: one index bit).
             let (hashes, index) = levels.get(level).ok_or_else(missing)?;
-            let bit = Boolean::from(AllocatedBit::alloc(cs.namespace(|| "index bit 0"), index.map(|i| i & 1 == 1))?);
+            if hashes.len() != 1 {
+                // Tree D is binary: one sibling per level (`insert` would assert it).
+                return Err(SynthesisError::Unsatisfiable);
+            }
+            let bit = Boolean::from(AllocatedBit::alloc(
+                cs.namespace(|| "index bit 0"),
+                index.map(|i| i & 1 == 1),
+            )?);
             bits.push(bit.clone());
             let siblings = hashes
                 .iter()
@@ -243,17 +267,27 @@ pub(crate) fn synthesize_piece<Tree: SealTree>(
         }
         Piece::Encoding => {
             let key = label(cs, layers)?;
-            let (data_leaf, key) = cs.replay(|cs| Ok((alloc(cs, proof.data_leaf)?, alloc(cs, Some(key))?)))?;
+            let (data_leaf, key) =
+                cs.replay(|cs| Ok((alloc(cs, proof.data_leaf)?, alloc(cs, Some(key))?)))?;
             let encoded = encode(cs.namespace(|| "encode_node"), &key, &data_leaf)?;
             inclusion::<Tree>(cs, encoded, proof.comm_r_last_path.clone(), &p.comm_r_last)?;
         }
         Piece::ColumnHash => {
             let values = (1..=layers).map(|l| label(cs, l)).collect::<Result<Vec<_>, _>>()?;
-            let labels = cs.replay(|cs| values.iter().map(|&v| alloc(cs, Some(v))).collect::<Result<Vec<_>, _>>())?;
+            let labels =
+                cs.replay(|cs| values.iter().map(|&v| alloc(cs, Some(v))).collect::<Result<Vec<_>, _>>())?;
             // storage-proofs-porep's `hash_single_column` (a private module), as it is.
             let hash = match labels.len() {
-                2 => neptune::circuit::poseidon_hash::<_, Scalar, U2>(cs.namespace(|| "c_x_column_hash"), labels, &POSEIDON_CONSTANTS_2),
-                11 => neptune::circuit::poseidon_hash::<_, Scalar, U11>(cs.namespace(|| "c_x_column_hash"), labels, &POSEIDON_CONSTANTS_11),
+                2 => neptune::circuit::poseidon_hash::<_, Scalar, U2>(
+                    cs.namespace(|| "c_x_column_hash"),
+                    labels,
+                    &POSEIDON_CONSTANTS_2,
+                ),
+                11 => neptune::circuit::poseidon_hash::<_, Scalar, U11>(
+                    cs.namespace(|| "c_x_column_hash"),
+                    labels,
+                    &POSEIDON_CONSTANTS_11,
+                ),
                 _ => return Err(SynthesisError::Unsatisfiable),
             }?;
             inclusion::<Tree>(cs, hash, proof.comm_c_path.clone(), &p.comm_c)?;
@@ -266,10 +300,21 @@ pub(crate) fn synthesize_piece<Tree: SealTree>(
 fn inclusion<Tree: SealTree>(
     cs: &mut PartCs<'_>,
     leaf: AllocatedNum<Scalar>,
-    path: storage_proofs_core::gadgets::por::AuthPath<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>,
+    path: storage_proofs_core::gadgets::por::AuthPath<
+        Tree::Hasher,
+        Tree::Arity,
+        Tree::SubTreeArity,
+        Tree::TopTreeArity,
+    >,
     root: &AllocatedNum<Scalar>,
 ) -> Result<(), SynthesisError> {
-    PoRCircuit::<Tree>::synthesize(cs.namespace(|| "inclusion"), Root::Var(leaf), path, Root::Var(root.clone()), true)
+    PoRCircuit::<Tree>::synthesize(
+        cs.namespace(|| "inclusion"),
+        Root::Var(leaf),
+        path,
+        Root::Var(root.clone()),
+        true,
+    )
 }
 
 /// The parents' bits of `layer`'s label, as `Proof::synthesize` allocates them: the DRG
@@ -280,7 +325,8 @@ fn parent_bits<CS: ConstraintSystem<Scalar>>(
     drg: &[Vec<AllocatedNum<Scalar>>],
     exp: &[Vec<AllocatedNum<Scalar>>],
 ) -> Result<Vec<Vec<Boolean>>, SynthesisError> {
-    let mut values: Vec<&AllocatedNum<Scalar>> = drg.iter().map(|c| c.get(layer - 1)).collect::<Option<_>>().ok_or_else(missing)?;
+    let mut values: Vec<&AllocatedNum<Scalar>> =
+        drg.iter().map(|c| c.get(layer - 1)).collect::<Option<_>>().ok_or_else(missing)?;
     if layer > 1 {
         let exp: Vec<_> = exp.iter().map(|c| c.get(layer - 2)).collect::<Option<_>>().ok_or_else(missing)?;
         values.extend(exp);
@@ -293,7 +339,12 @@ fn parent_bits<CS: ConstraintSystem<Scalar>>(
 
 /// The input of a label's SHA-256, as `create_label_circuit` lays it out: replica id, layer
 /// and node, then the parents repeated to 37 (`Proof::synthesize`'s expansion), 32 bytes each.
-fn label_input(replica_id: &[Boolean], layer: usize, node: &UInt64, parents: Vec<Vec<Boolean>>) -> Vec<Boolean> {
+fn label_input(
+    replica_id: &[Boolean],
+    layer: usize,
+    node: &UInt64,
+    parents: Vec<Vec<Boolean>>,
+) -> Vec<Boolean> {
     let mut expanded = parents.clone();
     if layer > 1 {
         expanded.extend_from_slice(&parents);

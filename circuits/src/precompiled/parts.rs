@@ -213,7 +213,12 @@ impl<'a> PartCs<'a> {
         for (what, got, replay, out) in [
             (self.inputs.what, self.inputs.seen, self.inputs.replay, &mut own.inputs),
             (self.aux.what, self.aux.seen, self.aux.replay, &mut own.aux),
-            ("constraints (replayed prologue included)", self.constraints, self.replay_constraints, &mut own.constraints),
+            (
+                "constraints (replayed prologue included)",
+                self.constraints,
+                self.replay_constraints,
+                &mut own.constraints,
+            ),
         ] {
             if got < replay {
                 return Err(CircuitError::Precompiled(self.error(what, got, replay)));
