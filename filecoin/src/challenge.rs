@@ -113,13 +113,14 @@ pub(crate) fn pieces<Tree: SealTree>(proof: &VanillaSealProof<Tree>) -> usize {
     layout(proof.comm_d_proofs.as_options().len(), proof.labeling_proofs.len()).len()
 }
 
+/// The shape of `StackedCircuit::synthesize`: a constraint system, five commitments, the
+/// per-challenge proofs.
+type SynthesizeFn<CS, A, B, C, D, E, P> = fn(CS, A, B, C, D, E, Vec<P>) -> Result<(), SynthesisError>;
+
 /// storage-proofs' per-challenge circuit `Proof` lives in a private module; its type is
 /// taken from `StackedCircuit::synthesize`'s signature (its fields are public), and the
 /// value made by its `From<vanilla Proof>`, as `StackedCompound::circuit` makes it.
-fn typed<P, CS, A, B, C, D, E>(
-    _: fn(CS, A, B, C, D, E, Vec<P>) -> Result<(), SynthesisError>,
-    vanilla: impl Into<P>,
-) -> P {
+fn typed<P, CS, A, B, C, D, E>(_: SynthesizeFn<CS, A, B, C, D, E, P>, vanilla: impl Into<P>) -> P {
     vanilla.into()
 }
 
