@@ -207,7 +207,7 @@ fn a_part_off_its_share_is_refused_by_index() {
         let last = (pieces > 1).then_some(pieces - 1);
         match err {
             CircuitError::Precompiled(PrecompiledError::Parts { part: Some(4), piece, .. })
-                if piece == last.or(Some(0)) => {}
+                if piece == last => {}
             other => panic!("replay {replay}, {pieces} pieces: expected part 4 refused, got {other}"),
         }
         assert_eq!(pools.outstanding(), 0);
@@ -260,4 +260,49 @@ fn pieces_that_do_not_add_up_to_a_part_are_refused_when_measured() {
     let want = synthesize_arena(honest.clone(), &pools, &shape).unwrap();
     let got = synthesize_precompiled_parts(&honest, &pc, &pools, &shape).unwrap();
     assert_identical("after a refused measurement", &want, &got);
+}
+
+#[test]
+fn kept_piece_windows_serve_only_parts_of_their_share() {
+    // Windows measured for the 9-part circuit are kept; a circuit that claims 3 parts on
+    // the same recording (so a share three times as large, which divides) must not reuse
+    // them: it is measured again, and its pieces do not add up to its share: refused.
+    let circuit = Toy { pieces: 5, ..toy(false) };
+    let shape = shape_of(circuit.clone()).unwrap();
+    let pc = record(Toy { seed: None, ..circuit.clone() }, "toy").unwrap();
+    let (_ledger, pools) = pools(&shape);
+    let want = synthesize_arena(circuit.clone(), &pools, &shape).unwrap();
+    let got = synthesize_precompiled_parts(&circuit, &pc, &pools, &shape).unwrap();
+    assert_identical("first, measured", &want, &got);
+    drop(got);
+    struct Claims(Toy, usize);
+    impl PartedCircuit for Claims {
+        fn prologue(&self, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
+            PartedCircuit::prologue(&self.0, cs)
+        }
+        fn parts(&self) -> usize {
+            self.1
+        }
+        fn pieces(&self) -> usize {
+            self.0.pieces
+        }
+        fn part(&self, i: usize, piece: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
+            PartedCircuit::part(&self.0, i, piece, cs)
+        }
+        fn replays_prologue(&self) -> bool {
+            self.0.replay
+        }
+    }
+    let held = pools.outstanding(); // `want`'s slabs
+    let err = synthesize_precompiled_parts(&Claims(circuit.clone(), 3), &pc, &pools, &shape).unwrap_err();
+    match &err {
+        CircuitError::Precompiled(PrecompiledError::Parts { part: Some(0), piece: None, what, .. }) => {
+            assert!(what.contains("measured"), "{err}")
+        }
+        other => panic!("expected the 3-part claim refused, got {other}"),
+    }
+    assert_eq!(pools.outstanding(), held, "the refused partition's slabs went back");
+    // The honest circuit still proves through the windows kept for it.
+    let got = synthesize_precompiled_parts(&circuit, &pc, &pools, &shape).unwrap();
+    assert_identical("after the refused claim", &want, &got);
 }

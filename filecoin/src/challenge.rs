@@ -117,6 +117,46 @@ pub(crate) fn pieces<Tree: SealTree>(proof: &VanillaSealProof<Tree>) -> usize {
 /// per-challenge proofs.
 type SynthesizeFn<CS, A, B, C, D, E, P> = fn(CS, A, B, C, D, E, Vec<P>) -> Result<(), SynthesisError>;
 
+/// The expander (`exp`) or DRG parents' column proofs of a circuit `Proof` (whose type cannot
+/// be named here: see [`typed`]).
+macro_rules! parents {
+    ($proof:expr, $exp:expr) => {
+        if $exp {
+            &$proof.exp_parents_proofs
+        } else {
+            &$proof.drg_parents_proofs
+        }
+    };
+}
+
+/// Checks that `vanilla` has the shape the pieces assume: a binary comm_d path, parents of
+/// both kinds, and every parent's column one row per layer (one labeling proof per layer).
+/// storage-proofs' own synthesis asserts as much; this says it as an error instead.
+pub(crate) fn check_shape<Tree: SealTree>(vanilla: &VanillaSealProof<Tree>) -> Result<(), String> {
+    if vanilla.comm_d_proofs.as_options().iter().any(|(hashes, _)| hashes.len() != 1) {
+        return Err("a comm_d path level of other than one sibling".into());
+    }
+    let layers = vanilla.labeling_proofs.len();
+    let proof = typed(StackedCircuit::<Tree, G>::synthesize::<&mut PartCs<'_>>, vanilla.clone());
+    for exp in [false, true] {
+        let parents = parents!(proof, exp);
+        if parents.is_empty() {
+            return Err(format!("no {} parents", if exp { "expander" } else { "DRG" }));
+        }
+        for column in parents {
+            let mut rows = bellpepper_core::test_cs::TestConstraintSystem::<Scalar>::new();
+            column.clone().alloc(&mut rows).map_err(|e| format!("a parent's column: {e}"))?;
+            if rows.scalar_aux().len() != layers {
+                return Err(format!(
+                    "a parent's column of {} rows, {layers} labeling proofs",
+                    rows.scalar_aux().len()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// storage-proofs' per-challenge circuit `Proof` lives in a private module; its type is
 /// taken from `StackedCircuit::synthesize`'s signature (its fields are public), and the
 /// value made by its `From<vanilla Proof>`, as `StackedCompound::circuit` makes it.
@@ -124,8 +164,14 @@ fn typed<P, CS, A, B, C, D, E>(_: SynthesizeFn<CS, A, B, C, D, E, P>, vanilla: i
     vanilla.into()
 }
 
+/// A value the proof does not have.
 fn missing() -> SynthesisError {
     SynthesisError::AssignmentMissing
+}
+
+/// A proof of another shape than the partition's first challenge (or than its own columns).
+fn misshapen() -> SynthesisError {
+    SynthesisError::Unsatisfiable
 }
 
 fn alloc<CS: ConstraintSystem<Scalar>>(
@@ -162,15 +208,14 @@ pub(crate) fn synthesize_piece<Tree: SealTree>(
 ) -> Result<(), SynthesisError> {
     let levels = vanilla.comm_d_proofs.as_options();
     let layers = vanilla.labeling_proofs.len();
-    let what = *layout(levels.len(), layers).get(piece).ok_or_else(missing)?;
+    let what = *layout(levels.len(), layers).get(piece).ok_or_else(misshapen)?;
     let proof = typed(StackedCircuit::<Tree, G>::synthesize::<&mut PartCs<'_>>, vanilla.clone());
     let p = cs.replay(|cs| prologue(cs, publics))?;
     // The parents' columns, as `Proof::synthesize` allocates them (values from the proof),
     // row by row (row l - 1 is layer l).
     let columns =
         |cs: &mut PartCs<'_>, exp: bool| -> Result<Vec<Vec<AllocatedNum<Scalar>>>, SynthesisError> {
-            let parents = if exp { &proof.exp_parents_proofs } else { &proof.drg_parents_proofs };
-            parents
+            parents!(proof, exp)
                 .iter()
                 .map(|c| {
                     let (column, _) = c.clone().alloc(cs.namespace(|| "column"))?;
@@ -197,7 +242,7 @@ pub(crate) fn synthesize_piece<Tree: SealTree>(
             // The node below this level (the leaf at 0), natively.
             let mut node: Scalar = proof.data_leaf.ok_or_else(missing)?;
             let mut bits = Vec::with_capacity(levels.len());
-            for (hashes, index) in levels.get(..level).ok_or_else(missing)? {
+            for (hashes, index) in levels.get(..level).ok_or_else(misshapen)? {
                 let (sibling, index) =
                     (hashes.first().copied().flatten().ok_or_else(missing)?, index.ok_or_else(missing)?);
                 let (left, right) = if index & 1 == 0 { (node, sibling) } else { (sibling, node) };
@@ -219,10 +264,10 @@ pub(crate) fn synthesize_piece<Tree: SealTree>(
                 cs.replay(|cs| alloc(cs, Some(node)))?
             };
             // storage-proofs-core's `SubPath::synthesize`, one level (arity 2: one index bit).
-            let (hashes, index) = levels.get(level).ok_or_else(missing)?;
+            let (hashes, index) = levels.get(level).ok_or_else(misshapen)?;
             if hashes.len() != 1 {
                 // Tree D is binary: one sibling per level (`insert` would assert it).
-                return Err(SynthesisError::Unsatisfiable);
+                return Err(misshapen());
             }
             let bit = Boolean::from(AllocatedBit::alloc(
                 cs.namespace(|| "index bit 0"),
@@ -246,9 +291,7 @@ pub(crate) fn synthesize_piece<Tree: SealTree>(
             }
         }
         Piece::DrgParents | Piece::ExpParents => {
-            let parents =
-                if what == Piece::ExpParents { &proof.exp_parents_proofs } else { &proof.drg_parents_proofs };
-            for parent in parents {
+            for parent in parents!(proof, what == Piece::ExpParents) {
                 let (column, path) = parent.clone().alloc(cs.namespace(|| "parent_num"))?;
                 let hash = column.hash(cs.namespace(|| "parent_constraint"))?;
                 inclusion::<Tree>(cs, hash, path, &p.comm_c)?;
@@ -327,9 +370,10 @@ fn parent_bits<CS: ConstraintSystem<Scalar>>(
     exp: &[Vec<AllocatedNum<Scalar>>],
 ) -> Result<Vec<Vec<Boolean>>, SynthesisError> {
     let mut values: Vec<&AllocatedNum<Scalar>> =
-        drg.iter().map(|c| c.get(layer - 1)).collect::<Option<_>>().ok_or_else(missing)?;
+        drg.iter().map(|c| c.get(layer - 1)).collect::<Option<_>>().ok_or_else(misshapen)?;
     if layer > 1 {
-        let exp: Vec<_> = exp.iter().map(|c| c.get(layer - 2)).collect::<Option<_>>().ok_or_else(missing)?;
+        let exp: Vec<_> =
+            exp.iter().map(|c| c.get(layer - 2)).collect::<Option<_>>().ok_or_else(misshapen)?;
         values.extend(exp);
     }
     values
@@ -382,7 +426,7 @@ fn pad(input: &[Boolean]) -> Vec<Boolean> {
 /// The SHA-256 state after the padded message's first `blocks` blocks, natively.
 fn midstate(padded: &[Boolean], blocks: usize) -> Result<[u32; 8], SynthesisError> {
     let mut state = SHA256_IV;
-    for block in padded.get(..blocks * 512).ok_or(SynthesisError::Unsatisfiable)?.chunks(512) {
+    for block in padded.get(..blocks * 512).ok_or_else(misshapen)?.chunks(512) {
         let mut bytes = [0u8; 64];
         for (byte, bits) in bytes.iter_mut().zip(block.chunks(8)) {
             for bit in bits {
@@ -404,7 +448,7 @@ fn label_of(padded: &[Boolean]) -> Result<Scalar, SynthesisError> {
         repr[4 * i..4 * i + 4].copy_from_slice(&word.to_be_bytes());
     }
     repr[31] &= 0b0011_1111;
-    Option::from(Scalar::from_bytes_le(&repr)).ok_or(SynthesisError::Unsatisfiable)
+    Option::from(Scalar::from_bytes_le(&repr)).ok_or_else(misshapen)
 }
 
 /// Blocks `blocks` of the SHA-256 of `input` (bellperson's `sha256`: its padding, one
@@ -413,7 +457,7 @@ fn label_of(padded: &[Boolean]) -> Result<Scalar, SynthesisError> {
 /// `create_label_circuit` does.
 fn label_blocks(cs: &mut PartCs<'_>, input: &[Boolean], blocks: Range<usize>) -> Result<(), SynthesisError> {
     if input.len() != LABEL_INPUT_BITS {
-        return Err(SynthesisError::Unsatisfiable);
+        return Err(misshapen());
     }
     let padded = pad(input);
     let mut cur: Vec<UInt32> = if blocks.start == 0 {
@@ -423,7 +467,7 @@ fn label_blocks(cs: &mut PartCs<'_>, input: &[Boolean], blocks: Range<usize>) ->
         cs.replay(|cs| state.iter().map(|&w| UInt32::alloc(cs.namespace(|| "midstate"), Some(w))).collect())?
     };
     for block in blocks.clone() {
-        let bits = padded.get(block * 512..(block + 1) * 512).ok_or(SynthesisError::Unsatisfiable)?;
+        let bits = padded.get(block * 512..(block + 1) * 512).ok_or_else(misshapen)?;
         cur = sha256_compression_function(cs.namespace(|| "block"), bits, &cur)?;
     }
     if blocks.end * 512 == padded.len() {

@@ -230,6 +230,12 @@ impl<'a, Tree: SealTree> JobOf<'a, Tree> {
         if vanilla.iter().any(|p| p.comm_c() != comm_c) {
             return Err(build("inconsistent comm_cs"));
         }
+        for proof in vanilla {
+            challenge::check_shape(proof).map_err(|reason| build(&reason))?;
+        }
+        if vanilla.iter().any(|p| challenge::pieces(p) != challenge::pieces(first)) {
+            return Err(build("challenges of different shapes"));
+        }
         let tau = self.public_inputs.tau.as_ref().ok_or_else(|| build("no comm_d, comm_r"))?;
         Ok(SealParts {
             publics: Publics {

@@ -161,7 +161,7 @@ impl Synthesis {
     }
 
     /// Partition `k` of `job` as the engine takes it: the circuit through the bellpepper
-    /// trait, or its challenges in parallel against the recording.
+    /// trait, or its challenges in pieces, in parallel, against the recording.
     pub fn partition(
         &self,
         job: &SectorJob<'_>,

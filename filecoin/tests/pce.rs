@@ -188,3 +188,22 @@ fn recording_is_saved_beside_the_params_mapped_next_time_and_foreign_files_are_r
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
     let _: Arc<Precompiled> = third.matrices;
 }
+
+/// A challenge whose labeling proofs do not match its columns' rows (one layer dropped)
+/// is refused when the partition's parts are built, naming the partition and the reason:
+/// the pieces never meet it (storage-proofs' own synthesis would assert).
+#[test]
+fn a_misshapen_challenge_is_refused_before_the_parallel_witness() {
+    let mut c1 = sealed(SectorSize::Kib2, 9).c1;
+    match &mut c1.shaped {
+        arenaprove_filecoin::api::ShapedC1::Base(out) => {
+            out.vanilla_proofs[0][1].labeling_proofs.pop();
+        }
+        _ => unreachable!("2 KiB is the base tree shape"),
+    }
+    let job = SectorJob::new(&c1).unwrap();
+    let err = job.parts(0).err().expect("refused");
+    let text = err.to_string();
+    assert!(text.contains("partition 0"), "{text}");
+    assert!(format!("{err:?}").contains("rows"), "{err:?}");
+}

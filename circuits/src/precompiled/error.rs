@@ -33,8 +33,10 @@ pub enum PrecompiledError {
     Mismatch { identity: String, what: &'static str, synthesized: usize, recorded: usize },
     /// A parallel witness ([`crate::precompiled::PartedCircuit`]) did not split as
     /// recorded: a part (`Some(index)`; and the piece, where parts are synthesized in
-    /// pieces) allocated or enforced other than its share, or the counts after the prologue
-    /// do not divide among the parts (`None`; `expected` is the number of parts).
+    /// pieces) allocated or enforced other than its share; part 0's pieces, measured, do not
+    /// add up to a part's share (`part: Some(0)`, `piece: None`); or the counts after the
+    /// prologue do not divide among the parts (`part: None`; `expected` is the number of
+    /// parts).
     #[error("circuit does not match precompiled '{identity}' in parallel witness{}{}: {what}: synthesized {synthesized}, expected {expected}", part.map(|p| format!(" (part {p})")).unwrap_or_default(), piece.map(|p| format!(" (piece {p})")).unwrap_or_default())]
     Parts {
         identity: String,

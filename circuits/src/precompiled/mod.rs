@@ -77,9 +77,9 @@ pub struct Precompiled {
     a_aux: Vec<u64>,
     b_input: Vec<u64>,
     b_aux: Vec<u64>,
-    /// The windows of a parted circuit's pieces, measured on first use
-    /// ([`Precompiled::witness_parts`]).
-    pieces: std::sync::Mutex<Option<Vec<parts::Counts>>>,
+    /// The windows of a parted circuit's pieces, as last measured
+    /// ([`Precompiled::witness_parts`]; kept for parts of the same share).
+    pieces: std::sync::Mutex<Option<parts::PieceLayout>>,
 }
 
 impl std::fmt::Debug for Precompiled {

@@ -1,6 +1,6 @@
 //! Parallel witness generation for circuits made of a prologue and independent parts of
 //! one shape (a PoRep partition: replica id and commitments, then one sub-circuit per
-//! challenge).
+//! challenge), each part possibly in pieces.
 //!
 //! The serial witness of such a circuit is the prologue's values followed by part 0's,
 //! part 1's, ... in order. [`Precompiled::witness_parts`] runs the prologue once into the
@@ -13,18 +13,20 @@
 //! so the result is the serial witness byte for byte or an error.
 //!
 //! A part may *replay* the prologue first (a circuit whose only public entry point
-//! synthesizes the prologue before each part, as storage-proofs' `StackedCircuit` does):
-//! [`PartCs`] then discards the first `prologue` allocations and constraints, whose values
-//! already are in the assignment, into a scratch buffer.
+//! synthesizes the prologue before each part, as storage-proofs' `StackedCircuit::synthesize`
+//! does when handed one challenge): [`PartCs`] then discards the first `prologue`
+//! allocations and constraints, whose values already are in the assignment, into a scratch
+//! buffer.
 //!
 //! A part may also be split into [`PartedCircuit::pieces`] pieces (a PoRep challenge: its
 //! merkle paths level by level, each label's SHA-256 block by block), so that a partition
 //! of few parts still fills the machine. Piece `j` of every part has one shape; the pieces'
-//! windows are measured once per recording (piece by piece on part 0, in parallel, values
-//! included, nothing written) and kept with the [`Precompiled`]. A piece rebuilds what it
-//! needs from earlier pieces inside [`PartCs::replay`], whose allocations and constraints go
-//! to scratch and are not the piece's own; its own then must be exactly its window, or the
-//! partition fails naming the part and the piece.
+//! windows are measured on part 0 (piece by piece, in parallel, values included, nothing
+//! written), checked to add up to a part's share, and kept with the [`Precompiled`] for
+//! the next partition with the same share and piece count (another share or count measures
+//! again). A piece rebuilds what it needs from earlier pieces inside [`PartCs::replay`],
+//! whose allocations and constraints go to scratch and are not the piece's own; its own
+//! then must be exactly its window, or the partition fails naming the part and the piece.
 
 use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
@@ -40,6 +42,71 @@ pub(crate) struct Counts {
     inputs: usize,
     aux: usize,
     constraints: usize,
+}
+
+impl std::ops::Add for Counts {
+    type Output = Counts;
+    fn add(self, o: Counts) -> Counts {
+        Counts {
+            inputs: self.inputs + o.inputs,
+            aux: self.aux + o.aux,
+            constraints: self.constraints + o.constraints,
+        }
+    }
+}
+
+impl std::iter::Sum for Counts {
+    fn sum<I: Iterator<Item = Counts>>(iter: I) -> Counts {
+        iter.fold(Counts::default(), |a, b| a + b)
+    }
+}
+
+/// The windows of a part's pieces, measured for parts of share `each` (kept by
+/// [`Precompiled`]).
+#[derive(Clone, Debug)]
+pub(crate) struct PieceLayout {
+    each: Counts,
+    pieces: Vec<Counts>,
+}
+
+/// What [`mismatch`] calls the counts of one piece, and of part 0's pieces measured.
+const OWN: [&str; 3] = ["inputs", "aux", "constraints"];
+const MEASURED: [&str; 3] = [
+    "inputs of part 0's pieces, measured",
+    "aux of part 0's pieces, measured",
+    "constraints of part 0's pieces, measured",
+];
+
+/// `Ok` where `got` is `want`, else the first count that differs as a
+/// [`PrecompiledError::Parts`] at `at`, named from `names` ([`OWN`], [`MEASURED`]).
+fn mismatch(
+    identity: &str,
+    at: (Option<usize>, Option<usize>),
+    names: [&'static str; 3],
+    got: Counts,
+    want: Counts,
+) -> Result<(), CircuitError> {
+    for (what, got, expected) in [
+        (names[0], got.inputs, want.inputs),
+        (names[1], got.aux, want.aux),
+        (names[2], got.constraints, want.constraints),
+    ] {
+        if got != expected {
+            return Err(CircuitError::Precompiled(parts_error(identity, at, what, got, expected)));
+        }
+    }
+    Ok(())
+}
+
+/// [`PrecompiledError::Parts`]: `part`, `piece` (where the part is in pieces) or neither.
+fn parts_error(
+    identity: &str,
+    (part, piece): (Option<usize>, Option<usize>),
+    what: &'static str,
+    synthesized: usize,
+    expected: usize,
+) -> PrecompiledError {
+    PrecompiledError::Parts { identity: identity.to_string(), part, piece, what, synthesized, expected }
 }
 
 /// A circuit whose witness is a prologue followed by [`PartedCircuit::parts`] parts of one
@@ -62,15 +129,17 @@ pub trait PartedCircuit: Send + Sync {
     fn replays_prologue(&self) -> bool;
 }
 
-/// One slab's side of a part (aux, or inputs): its window, what replaying discards first,
-/// and how many values the part has allocated so far (replay included).
+/// One slab's side of a piece (aux, or inputs): its window, what replaying the prologue
+/// discards first, and how many values the piece has allocated so far outside
+/// [`PartCs::replay`] blocks (the replayed prologue included).
 struct Stream<'a> {
     what: &'static str,
     window: &'a mut [Scalar],
     /// Index the serial synthesis gives this part's first value, and the prologue's first.
     base: usize,
     prologue_base: usize,
-    replay: usize,
+    /// Values of the replayed prologue (0 when the circuit does not replay it).
+    prologue: usize,
     seen: usize,
     /// Measuring a piece's shape: everything goes to scratch, counted.
     measuring: bool,
@@ -83,9 +152,9 @@ impl<'a> Stream<'a> {
         window: &'a mut [Scalar],
         base: usize,
         prologue_base: usize,
-        replay: usize,
+        prologue: usize,
     ) -> Self {
-        Stream { what, window, base, prologue_base, replay, seen: 0, measuring: false, scratch: Vec::new() }
+        Stream { what, window, base, prologue_base, prologue, seen: 0, measuring: false, scratch: Vec::new() }
     }
 
     /// `n` slots of scratch, zeroed.
@@ -97,7 +166,7 @@ impl<'a> Stream<'a> {
 
     /// All this part allocates, replay included.
     fn expected(&self) -> usize {
-        self.replay + self.window.len()
+        self.prologue + self.window.len()
     }
 
     /// Slots for the next `n` values: scratch while replaying, the window after. A run
@@ -110,29 +179,30 @@ impl<'a> Stream<'a> {
         if self.measuring {
             return (self.scratch(n), None);
         }
-        let overrun = at < self.replay && at + n > self.replay || at + n > self.expected();
-        if at + n <= self.replay || overrun {
+        let overrun = at < self.prologue && at + n > self.prologue || at + n > self.expected();
+        if at + n <= self.prologue || overrun {
             let report = overrun.then(|| (at + n, self.expected()));
             return (self.scratch(n), report);
         }
-        let from = at - self.replay;
+        let from = at - self.prologue;
         (&mut self.window[from..from + n], None)
     }
 
     /// The variable the serial synthesis gives the value at position `at` (replay included).
     fn index(&self, at: usize) -> usize {
-        if at < self.replay {
+        if at < self.prologue {
             self.prologue_base + at
         } else {
-            self.base + at - self.replay
+            self.base + at - self.prologue
         }
     }
 }
 
-/// The witness-only constraint system of one part: allocations go into the part's window
-/// of the assignment's input and aux slabs (after the replayed prologue's, which are
-/// discarded), with the variable indices the serial synthesis gives them; `enforce` only
-/// counts.
+/// The witness-only constraint system of one piece of a part (the whole part where it is
+/// not in pieces): allocations go into the piece's window of the assignment's input and aux
+/// slabs (after the replayed prologue's, and apart from [`PartCs::replay`] blocks', which
+/// go to scratch), with the variable indices the serial synthesis gives them; `enforce`
+/// only counts.
 pub struct PartCs<'a> {
     aux: Stream<'a>,
     inputs: Stream<'a>,
@@ -143,23 +213,30 @@ pub struct PartCs<'a> {
     replaying: usize,
     sticky: Option<PrecompiledError>,
     part: usize,
-    piece: usize,
+    /// `None` where the part is not in pieces.
+    piece: Option<usize>,
     identity: &'a str,
 }
 
 impl<'a> PartCs<'a> {
     fn new(
         identity: &'a str,
-        (part, piece): (usize, usize),
+        (part, piece): (usize, Option<usize>),
         windows: (&'a mut [Scalar], &'a mut [Scalar]),
         bases: (usize, usize),
         replay: Counts,
     ) -> Self {
         let (inputs, aux) = windows;
+        let replays = replay != Counts::default();
+        let (aux_what, inputs_what) = if replays {
+            ("aux (replayed prologue included)", "inputs (replayed prologue included)")
+        } else {
+            ("aux", "inputs")
+        };
         PartCs {
             // The prologue's aux start at 0 and its inputs at 1, after ONE.
-            aux: Stream::new("aux (replayed prologue included)", aux, bases.1, 0, replay.aux),
-            inputs: Stream::new("inputs (replayed prologue included)", inputs, bases.0, 1, replay.inputs),
+            aux: Stream::new(aux_what, aux, bases.1, 0, replay.aux),
+            inputs: Stream::new(inputs_what, inputs, bases.0, 1, replay.inputs),
             constraints: 0,
             replay_constraints: replay.constraints,
             replaying: 0,
@@ -172,7 +249,7 @@ impl<'a> PartCs<'a> {
 
     /// A piece run only to count its own allocations and constraints (nothing written).
     fn measuring(identity: &'a str, piece: usize, replay: Counts) -> Self {
-        let mut cs = PartCs::new(identity, (0, piece), (&mut [], &mut []), (0, 0), replay);
+        let mut cs = PartCs::new(identity, (0, Some(piece)), (&mut [], &mut []), (0, 0), replay);
         cs.aux.measuring = true;
         cs.inputs.measuring = true;
         cs
@@ -193,14 +270,7 @@ impl<'a> PartCs<'a> {
     }
 
     fn error(&self, what: &'static str, synthesized: usize, expected: usize) -> PrecompiledError {
-        PrecompiledError::Parts {
-            identity: self.identity.to_string(),
-            part: Some(self.part),
-            piece: Some(self.piece),
-            what,
-            synthesized,
-            expected,
-        }
+        parts_error(self.identity, (Some(self.part), self.piece), what, synthesized, expected)
     }
 
     /// What the piece synthesized of its own after the replayed prologue, or its first error.
@@ -211,8 +281,8 @@ impl<'a> PartCs<'a> {
         result.map_err(CircuitError::Synthesis)?;
         let mut own = Counts::default();
         for (what, got, replay, out) in [
-            (self.inputs.what, self.inputs.seen, self.inputs.replay, &mut own.inputs),
-            (self.aux.what, self.aux.seen, self.aux.replay, &mut own.aux),
+            (self.inputs.what, self.inputs.seen, self.inputs.prologue, &mut own.inputs),
+            (self.aux.what, self.aux.seen, self.aux.prologue, &mut own.aux),
             (
                 "constraints (replayed prologue included)",
                 self.constraints,
@@ -230,25 +300,9 @@ impl<'a> PartCs<'a> {
 
     /// The piece's result: its first error, or a count that is not exactly its window.
     fn finish(self, result: Result<(), SynthesisError>, want: Counts) -> Result<(), CircuitError> {
-        let (identity, part, piece) = (self.identity, self.part, self.piece);
+        let (identity, at) = (self.identity, (Some(self.part), self.piece));
         let got = self.own(result)?;
-        for (what, got, expected) in [
-            ("inputs", got.inputs, want.inputs),
-            ("aux", got.aux, want.aux),
-            ("constraints", got.constraints, want.constraints),
-        ] {
-            if got != expected {
-                return Err(CircuitError::Precompiled(PrecompiledError::Parts {
-                    identity: identity.to_string(),
-                    part: Some(part),
-                    piece: Some(piece),
-                    what,
-                    synthesized: got,
-                    expected,
-                }));
-            }
-        }
-        Ok(())
+        mismatch(identity, at, OWN, got, want)
     }
 }
 
@@ -326,14 +380,7 @@ impl ConstraintSystem<Scalar> for PartCs<'_> {
         let (inputs, inputs_overrun) = self.inputs.take(inputs_n);
         let overrun = aux_overrun.map(|o| (aux_what, o)).or(inputs_overrun.map(|o| (inputs_what, o)));
         if let (Some((what, (got, want))), None) = (overrun, &self.sticky) {
-            self.sticky = Some(PrecompiledError::Parts {
-                identity: self.identity.to_string(),
-                part: Some(self.part),
-                piece: Some(self.piece),
-                what,
-                synthesized: got,
-                expected: want,
-            });
+            self.sticky = Some(parts_error(self.identity, (Some(self.part), self.piece), what, got, want));
         }
         (aux, inputs)
     }
@@ -346,16 +393,17 @@ impl ConstraintSystem<Scalar> for PartCs<'_> {
         self.allocate_empty(n, 0).0
     }
 
-    /// This part's inputs so far (not the whole assignment's: parts run concurrently).
+    /// This piece's own inputs so far (not the whole assignment's: pieces run concurrently;
+    /// nor a [`PartCs::replay`] block's, which go to scratch).
     fn inputs_slice(&self) -> &[Scalar] {
         let s = &self.inputs;
-        &s.window[..s.seen.saturating_sub(s.replay).min(s.window.len())]
+        &s.window[..s.seen.saturating_sub(s.prologue).min(s.window.len())]
     }
 
-    /// This part's aux so far (not the whole assignment's: parts run concurrently).
+    /// This piece's own aux so far (see [`PartCs::inputs_slice`]).
     fn aux_slice(&self) -> &[Scalar] {
         let s = &self.aux;
-        &s.window[..s.seen.saturating_sub(s.replay).min(s.window.len())]
+        &s.window[..s.seen.saturating_sub(s.prologue).min(s.window.len())]
     }
 }
 
@@ -382,14 +430,13 @@ impl Precompiled {
         };
         let share = |what: &'static str, total: usize| -> Result<usize, CircuitError> {
             if parts == 0 || total % parts != 0 {
-                return Err(CircuitError::Precompiled(PrecompiledError::Parts {
-                    identity: h.identity.clone(),
-                    part: None,
-                    piece: None,
+                return Err(CircuitError::Precompiled(parts_error(
+                    &h.identity,
+                    (None, None),
                     what,
-                    synthesized: total,
-                    expected: parts,
-                }));
+                    total,
+                    parts,
+                )));
             }
             Ok(total / parts)
         };
@@ -418,10 +465,11 @@ impl Precompiled {
                 aux_at += want.aux;
             }
         }
+        let in_pieces = layout.len() > 1;
         let results: Vec<Result<(), CircuitError>> = work
             .into_par_iter()
             .map(|((i, j), windows, bases, want)| {
-                let mut pcs = PartCs::new(identity, (i, j), windows, bases, replay);
+                let mut pcs = PartCs::new(identity, (i, in_pieces.then_some(j)), windows, bases, replay);
                 let result = circuit.part(i, j, &mut pcs);
                 pcs.finish(result, want)
             })
@@ -429,9 +477,10 @@ impl Precompiled {
         results.into_iter().collect()
     }
 
-    /// The windows of one part's pieces: `[each]` for a part in one piece; otherwise
-    /// measured on part 0 (each piece once, in parallel, nothing written), checked to add
-    /// up to the part's share, and kept for the next partition of this recording.
+    /// The windows of one part's pieces: `[each]` for a part in one piece; otherwise kept
+    /// from an earlier partition with the same share and piece count, or measured on part 0
+    /// (each piece once, in parallel, nothing written), checked to add up to the share, and
+    /// kept.
     fn piece_layout<P: PartedCircuit + ?Sized>(
         &self,
         circuit: &P,
@@ -443,8 +492,8 @@ impl Precompiled {
             return Ok(vec![each]);
         }
         let kept = self.pieces.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some(kept) = kept.filter(|k| k.len() == pieces) {
-            return Ok(kept);
+        if let Some(kept) = kept.filter(|k| k.each == each && k.pieces.len() == pieces) {
+            return Ok(kept.pieces);
         }
         let identity = self.header.identity.as_str();
         let measured: Vec<Counts> = (0..pieces)
@@ -455,28 +504,9 @@ impl Precompiled {
                 pcs.own(result)
             })
             .collect::<Result<_, _>>()?;
-        let sum = measured.iter().fold(Counts::default(), |s, c| Counts {
-            inputs: s.inputs + c.inputs,
-            aux: s.aux + c.aux,
-            constraints: s.constraints + c.constraints,
-        });
-        for (what, got, expected) in [
-            ("inputs of part 0's pieces, measured", sum.inputs, each.inputs),
-            ("aux of part 0's pieces, measured", sum.aux, each.aux),
-            ("constraints of part 0's pieces, measured", sum.constraints, each.constraints),
-        ] {
-            if got != expected {
-                return Err(CircuitError::Precompiled(PrecompiledError::Parts {
-                    identity: identity.to_string(),
-                    part: Some(0),
-                    piece: None,
-                    what,
-                    synthesized: got,
-                    expected,
-                }));
-            }
-        }
-        *self.pieces.lock().unwrap_or_else(|e| e.into_inner()) = Some(measured.clone());
+        mismatch(identity, (Some(0), None), MEASURED, measured.iter().copied().sum(), each)?;
+        *self.pieces.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(PieceLayout { each, pieces: measured.clone() });
         Ok(measured)
     }
 }
