@@ -153,6 +153,27 @@ impl PartedCircuit for Toy {
     }
 }
 
+/// The toy, claiming `.1` parts (a circuit that miscounts its parts).
+struct Claims(Toy, usize);
+
+impl PartedCircuit for Claims {
+    fn prologue(&self, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
+        PartedCircuit::prologue(&self.0, cs)
+    }
+    fn parts(&self) -> usize {
+        self.1
+    }
+    fn pieces(&self) -> usize {
+        self.0.pieces
+    }
+    fn part(&self, i: usize, piece: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
+        PartedCircuit::part(&self.0, i, piece, cs)
+    }
+    fn replays_prologue(&self) -> bool {
+        self.0.replay
+    }
+}
+
 fn pools(shape: &arenaprove_circuits::Shape) -> (Arc<Ledger>, AssignmentPools) {
     let ledger = Ledger::unlimited();
     let pools = AssignmentPools::for_shape(shape, 2, &ledger, RegionConfig::heap()).unwrap();
@@ -212,25 +233,9 @@ fn a_part_off_its_share_is_refused_by_index() {
         }
         assert_eq!(pools.outstanding(), 0);
         // A circuit that says it has one part fewer: the counts do not divide.
-        struct Fewer(Toy);
-        impl PartedCircuit for Fewer {
-            fn prologue(&self, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
-                PartedCircuit::prologue(&self.0, cs)
-            }
-            fn parts(&self) -> usize {
-                self.0.parts - 1
-            }
-            fn pieces(&self) -> usize {
-                self.0.pieces
-            }
-            fn part(&self, i: usize, piece: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
-                PartedCircuit::part(&self.0, i, piece, cs)
-            }
-            fn replays_prologue(&self) -> bool {
-                self.0.replay
-            }
-        }
-        let err = synthesize_precompiled_parts(&Fewer(circuit.clone()), &pc, &pools, &shape).unwrap_err();
+        let err =
+            synthesize_precompiled_parts(&Claims(circuit.clone(), circuit.parts - 1), &pc, &pools, &shape)
+                .unwrap_err();
         assert!(
             matches!(&err, CircuitError::Precompiled(PrecompiledError::Parts { part: None, .. })),
             "replay {replay}: {err}"
@@ -275,24 +280,6 @@ fn kept_piece_windows_serve_only_parts_of_their_share() {
     let got = synthesize_precompiled_parts(&circuit, &pc, &pools, &shape).unwrap();
     assert_identical("first, measured", &want, &got);
     drop(got);
-    struct Claims(Toy, usize);
-    impl PartedCircuit for Claims {
-        fn prologue(&self, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
-            PartedCircuit::prologue(&self.0, cs)
-        }
-        fn parts(&self) -> usize {
-            self.1
-        }
-        fn pieces(&self) -> usize {
-            self.0.pieces
-        }
-        fn part(&self, i: usize, piece: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
-            PartedCircuit::part(&self.0, i, piece, cs)
-        }
-        fn replays_prologue(&self) -> bool {
-            self.0.replay
-        }
-    }
     let held = pools.outstanding(); // `want`'s slabs
     let err = synthesize_precompiled_parts(&Claims(circuit.clone(), 3), &pc, &pools, &shape).unwrap_err();
     match &err {
