@@ -293,3 +293,43 @@ fn kept_piece_windows_serve_only_parts_of_their_share() {
     let got = synthesize_precompiled_parts(&circuit, &pc, &pools, &shape).unwrap();
     assert_identical("after the refused claim", &want, &got);
 }
+
+#[test]
+fn a_piece_that_fails_is_named_with_its_error_and_the_slabs_go_back() {
+    struct Fails(Toy);
+    impl PartedCircuit for Fails {
+        fn prologue(&self, cs: &mut WitnessCs<'_>) -> Result<(), SynthesisError> {
+            PartedCircuit::prologue(&self.0, cs)
+        }
+        fn parts(&self) -> usize {
+            self.0.parts
+        }
+        fn pieces(&self) -> usize {
+            self.0.pieces
+        }
+        fn part(&self, i: usize, piece: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
+            if (i, piece) == (3, 2) {
+                return Err(SynthesisError::AssignmentMissing);
+            }
+            PartedCircuit::part(&self.0, i, piece, cs)
+        }
+        fn replays_prologue(&self) -> bool {
+            self.0.replay
+        }
+    }
+    let circuit = Toy { pieces: 5, ..toy(false) };
+    let shape = shape_of(circuit.clone()).unwrap();
+    let pc = record(Toy { seed: None, ..circuit.clone() }, "toy").unwrap();
+    let (_ledger, pools) = pools(&shape);
+    let err = synthesize_precompiled_parts(&Fails(circuit), &pc, &pools, &shape).unwrap_err();
+    match &err {
+        CircuitError::Precompiled(PrecompiledError::PartFailed {
+            part: 3,
+            piece: Some(2),
+            source: SynthesisError::AssignmentMissing,
+            ..
+        }) => assert!(err.to_string().contains("part 3, piece 2"), "{err}"),
+        other => panic!("expected part 3 piece 2 named, got {other}"),
+    }
+    assert_eq!(pools.outstanding(), 0);
+}

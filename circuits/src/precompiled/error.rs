@@ -46,4 +46,13 @@ pub enum PrecompiledError {
         synthesized: usize,
         expected: usize,
     },
+    /// A part of a parallel witness (or a piece of one) failed to synthesize: the
+    /// circuit's own error, with where.
+    #[error("parallel witness of '{identity}', part {part}{}: {source}", piece.map(|p| format!(", piece {p}")).unwrap_or_default())]
+    PartFailed {
+        identity: String,
+        part: usize,
+        piece: Option<usize>,
+        source: bellpepper_core::SynthesisError,
+    },
 }

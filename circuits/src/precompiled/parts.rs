@@ -278,7 +278,14 @@ impl<'a> PartCs<'a> {
         if let Some(e) = self.sticky {
             return Err(CircuitError::Precompiled(e));
         }
-        result.map_err(CircuitError::Synthesis)?;
+        result.map_err(|source| {
+            CircuitError::Precompiled(PrecompiledError::PartFailed {
+                identity: self.identity.to_string(),
+                part: self.part,
+                piece: self.piece,
+                source,
+            })
+        })?;
         let mut own = Counts::default();
         for (what, got, replay, out) in [
             (self.inputs.what, self.inputs.seen, self.inputs.prologue, &mut own.inputs),
