@@ -265,10 +265,7 @@ pub(crate) fn synthesize_piece<Tree: SealTree>(
             };
             // storage-proofs-core's `SubPath::synthesize`, one level (arity 2: one index bit).
             let (hashes, index) = levels.get(level).ok_or_else(misshapen)?;
-            if hashes.len() != 1 {
-                // Tree D is binary: one sibling per level (`insert` would assert it).
-                return Err(misshapen());
-            }
+            // Tree D is binary: one sibling per level (`check_shape`, when the parts are built).
             let bit = Boolean::from(AllocatedBit::alloc(
                 cs.namespace(|| "index bit 0"),
                 index.map(|i| i & 1 == 1),

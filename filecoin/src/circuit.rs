@@ -233,7 +233,8 @@ impl<'a, Tree: SealTree> JobOf<'a, Tree> {
         for proof in vanilla {
             challenge::check_shape(proof).map_err(|reason| build(&reason))?;
         }
-        if vanilla.iter().any(|p| challenge::pieces(p) != challenge::pieces(first)) {
+        let pieces = challenge::pieces(first);
+        if vanilla.iter().any(|p| challenge::pieces(p) != pieces) {
             return Err(build("challenges of different shapes"));
         }
         let tau = self.public_inputs.tau.as_ref().ok_or_else(|| build("no comm_d, comm_r"))?;
