@@ -4,7 +4,7 @@
 //! pageable and from registered memory.
 //!
 //!     kernel_bench [--quick] [--ntt 20,22,24] [--h 20,22,24,26,27] [--msm 20,22,24] [--g2 20,22,24]
-//!                  [--chunks 25,26,27] [--h2d-mib 1024]
+//!                  [--chunks 25,26,27] [--sparse 24,27] [--h2d-mib 1024]
 //!
 //! `--h`: the NTT kernels (`NttKernels`) against the kernels before them, alternating in one
 //! run: one forward NTT and the h pipeline's transforms, device only. Every kernel choice's
@@ -18,6 +18,12 @@
 //! `--chunks`: at MSM sizes the default chunking splits (above 2^25 points), the resident
 //! MSM in chunks of each 2^k points (k at least the size: one piece) against the default
 //! 2^24 chunks, alternating.
+//!
+//! `--sparse`: at those of the `--msm` sizes, the sparse sort (the default: the 0/1 kernel
+//! lists the scalars neither 0 nor 1 and the bucket sort reads only those) against the sort
+//! over every scalar (baseline), alternating, the scalars in registered memory, on mixes of
+//! 0/1 scalars with 0.1%, 1% and 10% others, then each choice's stage split; results equal
+//! to each other and (up to 2^24) to blst.
 //!
 //! G2 sizes above 2^22 reuse the 2^22 bases four times over (inputs take long to make on
 //! the CPU) and have no CPU baseline.
@@ -143,6 +149,56 @@ fn configs_line(t: [f64; 2]) -> String {
     format!("signed {:.1} ms ({:.2}x) | unsigned {:.1} ms (baseline)", t[1], t[0] / t[1], t[0])
 }
 
+/// The sparse sort against the sort over every scalar (`--sparse`), on 0/1 mixes with one
+/// other scalar in `every` (random, as PoRep's A, B and L: ~99% zeros and ones).
+fn sparse_ab(
+    g: &mut Gpu,
+    log: u32,
+    b: &[blst::blst_p1_affine],
+    resident: &arenaprove_cuda::G1Bases,
+) -> Result<(), arenaprove_cuda::CudaError> {
+    let n = 1usize << log;
+    for every in [1000usize, 100, 10] {
+        let rnd = common::to_bytes(&common::random_scalars(n / every + 1, 900 + every as u64));
+        let mix: Vec<[u8; 32]> = (0..n)
+            .map(|i| if i % every == 7 { rnd[i / every] } else { Scalar::from((i % 2) as u64).to_bytes_le() })
+            .collect();
+        let reg = register(g, &mix)?;
+        let (t, agree, r) =
+            alternate(g, 5, 2, |g, i| g.set_msm_sparse_sort(i == 1), |g| g.msm_g1_resident(resident, &mix))?;
+        let equal = if log <= 24 {
+            format!("equal to blst {}", r == msm_g1(b, &mix))
+        } else {
+            "no CPU baseline".into()
+        };
+        println!(
+            "msm_g1 2^{log} 0/1 with 1 in {every} random: sparse sort {:.1} ms ({:.2}x) | every scalar sorted {:.1} ms (baseline) | registered scalars, medians of 5 alternating | agree {agree} | {equal}",
+            t[1],
+            t[0] / t[1],
+            t[0]
+        );
+        g.set_msm_stage_timing(true);
+        for (name, on) in [("every scalar", false), ("sparse", true)] {
+            g.set_msm_sparse_sort(on);
+            g.msm_g1_resident(resident, &mix)?;
+            let st = g.last_msm_stages();
+            println!(
+                "    {name} stages (device ms): scalars {:.2} | ones {:.2} | sort {:.2} | accumulate {:.2} | reduce {:.2} | total {:.2}",
+                st.scalars_ms,
+                st.ones_ms,
+                st.sort_ms,
+                st.accumulate_ms,
+                st.reduce_ms,
+                st.total_ms()
+            );
+        }
+        g.set_msm_stage_timing(false);
+        g.set_msm_sparse_sort(true);
+        drop(reg);
+    }
+    Ok(())
+}
+
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
@@ -155,6 +211,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let msm_logs = list(&args, "--msm", if quick { &[16] } else { &[20, 22, 24] });
     let g2_logs = list(&args, "--g2", if quick { &[14] } else { &[20, 22, 24] });
     let chunk_logs = list(&args, "--chunks", &[]);
+    let sparse_logs = list(&args, "--sparse", &[]);
     let h2d_mib = list(&args, "--h2d-mib", &[if quick { 64 } else { 1024 }])[0] as usize;
     // The GPU tests' skip rule: no GPU here skips, unless ARENAPROVE_REQUIRE_GPU says
     // there must be one; any other error fails.
@@ -347,6 +404,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ms(t),
             equal && c01.map_or(true, |c| r01 == c)
         );
+        if sparse_logs.contains(&log) {
+            sparse_ab(&mut g, log, &b, &resident)?;
+        }
         if log >= 24 {
             // PoRep's A, B and L: 99% zeros and ones, 1% random.
             let rnd = common::to_bytes(&common::random_scalars(n / 100 + 1, 500 + log as u64));

@@ -22,6 +22,58 @@ __device__ __forceinline__ void ones(const typename affine::mem_t* bases, const 
     out[t] = acc;
 }
 
+// Whether the scalar (8 words) is zero.
+__device__ __forceinline__ bool scalar_is_zero(const uint32_t* s)
+{
+    uint32_t any = 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        any |= s[k];
+    return any == 0;
+}
+
+// The 0/1 fast path of the sparse sort: as `ones`, and the indices of the scalars that are
+// neither zero nor one appended to rest[0 .. cap) (their count, even past cap, in *nrest;
+// the sort reads rest only when *nrest <= cap). A warp walks 32 consecutive scalars at a
+// time, so every lane is present at the ballot, and one lane takes the warp's slots.
+// The order of rest depends on the warps' timing; the buckets' sums do not.
+template<class xyzz, class affine>
+__device__ __forceinline__ void ones_compact(const typename affine::mem_t* bases,
+                                             const uint32_t* scalars, uint32_t n,
+                                             typename xyzz::mem_t* out, uint32_t* rest,
+                                             uint32_t* nrest, uint32_t cap)
+{
+    const size_t t = global_tid(), stride = (size_t)gridDim.x * blockDim.x;
+    const uint32_t lane = threadIdx.x & 31;
+    xyzz acc;
+    acc.inf();
+    for (size_t i = t; i - lane < n; i += stride) {
+        bool other = false;
+        if (i < n) {
+            const uint4* q = reinterpret_cast<const uint4*>(scalars + 8 * i);
+            const uint4 a = q[0], b = q[1];
+            const uint32_t s[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+            if (scalar_is_one(s)) {
+                affine pt = bases[i];
+                acc.add(pt);
+            } else {
+                other = !scalar_is_zero(s);
+            }
+        }
+        const uint32_t mask = __ballot_sync(0xffffffffu, other);
+        if (mask == 0)
+            continue;
+        uint32_t first = 0;
+        if (lane == 0)
+            first = atomicAdd(nrest, (uint32_t)__popc(mask));
+        first = __shfl_sync(0xffffffffu, first, 0);
+        const uint32_t slot = first + __popc(mask & ((1u << lane) - 1));
+        if (other && slot < cap)
+            rest[slot] = (uint32_t)i;
+    }
+    out[t] = acc;
+}
+
 // One thread per group of `fan` points: out[t] = sum in[t * fan .. min((t + 1) * fan, n)).
 template<class xyzz>
 __device__ __forceinline__ void reduce(const typename xyzz::mem_t* in, uint32_t n, uint32_t fan,
@@ -152,12 +204,17 @@ __device__ __forceinline__ void window_sums(const typename xyzz::mem_t* seg_out,
     out[3 * w + 2] = ZZ;
 }
 
-// ACC_THREADS: the block size the signed accumulate kernel is bounded for (the host
-// launches it with exactly that many threads: msm.rs, `SIGNED_ACC_THREADS`).
+// ACC_THREADS: the block size the signed accumulate and the compacting 0/1 kernels are
+// bounded for (the host launches them with exactly that many threads: msm.rs,
+// `SIGNED_ACC_THREADS`).
 #define MSM_POINT_KERNELS(SUFFIX, XYZZ, AFFINE, FIELD, ACC_THREADS)                             \
     extern "C" __global__ void msm_ones_##SUFFIX(const AFFINE::mem_t* bases,                    \
         const uint32_t* scalars, uint32_t n, XYZZ::mem_t* out)                                  \
     {   ones<XYZZ, AFFINE>(bases, scalars, n, out);   }                                         \
+    extern "C" __global__ void __launch_bounds__(ACC_THREADS) msm_ones_compact_##SUFFIX(        \
+        const AFFINE::mem_t* bases, const uint32_t* scalars, uint32_t n, XYZZ::mem_t* out,      \
+        uint32_t* rest, uint32_t* nrest, uint32_t cap)                                          \
+    {   ones_compact<XYZZ, AFFINE>(bases, scalars, n, out, rest, nrest, cap);   }               \
     extern "C" __global__ void msm_reduce_##SUFFIX(const XYZZ::mem_t* in, uint32_t n,           \
         uint32_t fan, XYZZ::mem_t* out)                                                         \
     {   reduce<XYZZ>(in, n, fan, out);   }                                                      \

@@ -13,6 +13,9 @@
 // Pipeline (one window of c bits per blockIdx.y in the tile kernels):
 //   msm_ones_*    (0/1 fast path) grid-stride sums of the bases whose scalar is exactly one,
 //                 then msm_reduce_* rounds down to one point; those scalars are skipped below
+//                 (msm_ones_compact_*, the sparse sort: the same sums, and the indices of
+//                 the scalars neither 0 nor 1 listed, so that the sort below reads only those
+//                 while they are at most a quarter of the scalars)
 //   msm_hist      per-tile histograms of buckets in shared memory, summed into counts[w][b]
 //   msm_scan      offsets = exclusive scan of counts; piece offsets = scan of
 //                 ceil(count / piece_len) (large buckets are split into pieces)
@@ -97,20 +100,52 @@ struct scalar_words {
     }
 };
 
+// The entries one tile block sorts: scalars [lo, hi) in their own order (dense), or the
+// sparse sort's: entries [lo, hi) of the list `rest` of the scalars that are neither zero
+// nor one (msm_ones_compact_*), split evenly over the grid's blocks. A null `rest`, or a
+// list that overflowed its `cap` (the scalars are not 0/1-heavy), sorts densely.
+struct tile_range {
+    size_t lo, hi;
+    const uint32_t* rest;
+
+    // The point index of entry j.
+    __device__ __forceinline__ uint32_t point(size_t j) const
+    {
+        return rest != nullptr ? rest[j] : (uint32_t)j;
+    }
+};
+
+__device__ __forceinline__ tile_range tile_of(uint32_t n, uint32_t tile, const uint32_t* rest,
+                                              const uint32_t* nrest, uint32_t cap)
+{
+    if (rest != nullptr) {
+        const size_t count = *nrest;
+        if (count <= cap) {
+            const size_t per = (count + gridDim.x - 1) / gridDim.x;
+            const size_t lo = min((size_t)blockIdx.x * per, count);
+            return {lo, min(lo + per, count), rest};
+        }
+    }
+    const size_t lo = (size_t)blockIdx.x * tile;
+    return {lo, min(lo + tile, (size_t)n), nullptr};
+}
+
 // Buckets per window: 2^c unsigned, 2^(c-1) signed (the shared histogram's length).
 extern "C" __global__ void msm_hist(const uint32_t* scalars, uint32_t n, uint32_t c,
                                     uint32_t tile, uint32_t skip_ones, uint32_t signed_digits,
+                                    const uint32_t* rest, const uint32_t* nrest, uint32_t cap,
                                     uint32_t* counts)
 {
     extern __shared__ uint32_t hist[];
+    const tile_range r = tile_of(n, tile, rest, nrest, cap);
+    if (r.lo >= r.hi)
+        return;
     const uint32_t w = blockIdx.y, nb = 1u << (c - (signed_digits ? 1 : 0));
     for (uint32_t k = threadIdx.x; k < nb; k += blockDim.x)
         hist[k] = 0;
     __syncthreads();
-    const size_t lo = (size_t)blockIdx.x * tile;
-    const size_t hi = min(lo + tile, (size_t)n);
-    for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        const scalar_words sw(scalars + 8 * i);
+    for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x) {
+        const scalar_words sw(scalars + 8 * (size_t)r.point(j));
         const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, signed_digits);
         if (e != 0)
             atomicAdd(&hist[entry_bucket(e)], 1u);
@@ -166,17 +201,19 @@ msm_scan(const uint32_t* counts, uint32_t m, uint32_t piece_len, uint32_t* offse
 
 extern "C" __global__ void msm_scatter(const uint32_t* scalars, uint32_t n, uint32_t c,
                                        uint32_t tile, uint32_t skip_ones, uint32_t signed_digits,
+                                       const uint32_t* rest, const uint32_t* nrest, uint32_t cap,
                                        uint32_t* cursor, uint32_t* idx)
 {
     extern __shared__ uint32_t slot[];
+    const tile_range r = tile_of(n, tile, rest, nrest, cap);
+    if (r.lo >= r.hi)
+        return;
     const uint32_t w = blockIdx.y, nb = 1u << (c - (signed_digits ? 1 : 0));
     for (uint32_t k = threadIdx.x; k < nb; k += blockDim.x)
         slot[k] = 0;
     __syncthreads();
-    const size_t lo = (size_t)blockIdx.x * tile;
-    const size_t hi = min(lo + tile, (size_t)n);
-    for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        const scalar_words sw(scalars + 8 * i);
+    for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x) {
+        const scalar_words sw(scalars + 8 * (size_t)r.point(j));
         const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, signed_digits);
         if (e != 0)
             atomicAdd(&slot[entry_bucket(e)], 1u);
@@ -186,11 +223,12 @@ extern "C" __global__ void msm_scatter(const uint32_t* scalars, uint32_t n, uint
         if (slot[k] != 0)
             slot[k] = atomicAdd(&cursor[(size_t)w * nb + k], slot[k]);
     __syncthreads();
-    for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        const scalar_words sw(scalars + 8 * i);
+    for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x) {
+        const uint32_t i = r.point(j);
+        const scalar_words sw(scalars + 8 * (size_t)i);
         const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, signed_digits);
         if (e != 0)
-            idx[atomicAdd(&slot[entry_bucket(e)], 1u)] = (uint32_t)i | (e & MSM_NEG_BIT);
+            idx[atomicAdd(&slot[entry_bucket(e)], 1u)] = i | (e & MSM_NEG_BIT);
     }
 }
 

@@ -23,6 +23,9 @@ pub struct Gpu {
     /// The MSM's 0/1 fast path (on by default; off only to measure it against the plain
     /// bucket method, `kernel_bench`).
     pub(crate) msm_ones: bool,
+    /// The 0/1 fast path's sparse sort (on by default; off only to measure it against the
+    /// sort over every scalar, `kernel_bench`).
+    pub(crate) msm_sparse: bool,
     /// Resident MSMs of more than `.0` points run in chunks of `.1` (the defaults:
     /// `msm::RESIDENT_CHUNK_ABOVE`, `msm::RESIDENT_CHUNK`, which the device plan assumes).
     pub(crate) resident_chunking: (usize, usize),
@@ -69,6 +72,7 @@ impl Gpu {
             ordinal,
             name,
             msm_ones: true,
+            msm_sparse: true,
             resident_chunking: crate::msm::RESIDENT_CHUNKING,
             ntt_kernels: NttKernels::default(),
             msm_kernels: MsmKernels::default(),
@@ -82,6 +86,15 @@ impl Gpu {
     /// way; off exists so a bench can time the plain bucket method in the same run.
     pub fn set_msm_ones_fast_path(&mut self, on: bool) {
         self.msm_ones = on;
+    }
+
+    /// Turns the sparse sort on (the default) or off. With the 0/1 fast path on, the kernel
+    /// that sums the ones also lists the scalars that are neither zero nor one, and while
+    /// they are at most a quarter of the call the bucket sort reads only those (PoRep's A,
+    /// B and L are ~99% zeros and ones) instead of every scalar once per window. Results
+    /// are the same point; off runs the kernels before it, for a bench's baseline.
+    pub fn set_msm_sparse_sort(&mut self, on: bool) {
+        self.msm_sparse = on;
     }
 
     /// Resident MSMs of more than `above` points run as MSMs of `chunk` points each (the

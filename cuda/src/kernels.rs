@@ -280,7 +280,19 @@ kernels! {
 
     // msm_sort.cu
     /// Per-tile bucket histograms summed into `counts[w][b]` (unsigned or signed digits).
-    MsmHist: msm_hist(scalars: DevPtr, n: u32, c: u32, tile: u32, skip_ones: u32, signed_digits: u32, counts: DevPtr);
+    /// Sparse sort: only the entries of `rest` (point indices) while `*nrest <= cap`.
+    MsmHist: msm_hist(
+        scalars: DevPtr,
+        n: u32,
+        c: u32,
+        tile: u32,
+        skip_ones: u32,
+        signed_digits: u32,
+        rest: DevPtr,
+        nrest: DevPtr,
+        cap: u32,
+        counts: DevPtr,
+    );
     /// Bucket and piece offsets (one block).
     MsmScan: msm_scan(
         counts: DevPtr,
@@ -298,6 +310,9 @@ kernels! {
         tile: u32,
         skip_ones: u32,
         signed_digits: u32,
+        rest: DevPtr,
+        nrest: DevPtr,
+        cap: u32,
         cursor: DevPtr,
         idx: DevPtr,
     );
@@ -332,6 +347,17 @@ kernels! {
     // msm_points.cuh, instantiated for G1 (msm_g1.cu) and G2 (msm_g2.cu)
     /// 0/1 fast path: per-thread sums of the bases whose scalar is one.
     MsmOnes: msm_ones_g1, msm_ones_g2(bases: DevPtr, scalars: DevPtr, n: u32, out: DevPtr);
+    /// 0/1 fast path of the sparse sort: the same sums, and the indices of the scalars
+    /// neither 0 nor 1 appended to `rest` (at most `cap` kept, all counted in `*nrest`).
+    MsmOnesCompact: msm_ones_compact_g1, msm_ones_compact_g2(
+        bases: DevPtr,
+        scalars: DevPtr,
+        n: u32,
+        out: DevPtr,
+        rest: DevPtr,
+        nrest: DevPtr,
+        cap: u32,
+    );
     /// 0/1 fast path: one fan-in round over the partial sums.
     MsmReduce: msm_reduce_g1, msm_reduce_g2(src: DevPtr, n: u32, fan: u32, out: DevPtr);
     /// One thread per piece: the sum of its points (signed: bit 31 of an index negates).

@@ -31,7 +31,9 @@ use group::Group;
 use crate::arena::{Bump, DevPtr, DevSpan};
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
-use crate::kernels::{Dims, MsmAccumulate, MsmBuckets, MsmOnes, MsmReduce, MsmWindowSegments, MsmWindowSums};
+use crate::kernels::{
+    Dims, MsmAccumulate, MsmBuckets, MsmOnes, MsmOnesCompact, MsmReduce, MsmWindowSegments, MsmWindowSums,
+};
 
 /// Bytes of one scalar.
 pub const SCALAR_BYTES: usize = 32;
@@ -77,11 +79,20 @@ const THREADS: u32 = 256;
 /// (G1 2^24 378 vs 157 ms: one thread summed 21,800 pieces), so sqrt(n) stays until the
 /// pieces of a large bucket are summed by a parallel tree.
 const PIECE_POINTS_MIN: u32 = 64;
-/// 0/1 fast path: points one `msm_ones` thread scans at least, most of its blocks, and the
-/// fan-in of each `msm_reduce` round.
+/// 0/1 fast path: points one `msm_ones` thread scans at least, the unit of its thread count
+/// (the G1 block of the compacting kernel, [`SIGNED_ACC_THREADS`]), most threads, and the
+/// fan-in of each `msm_reduce` round. The kernel before the sparse sort (`msm_ones_*`, 146
+/// registers unbounded: 8 warps per SM) runs 256-thread blocks and at most
+/// [`ONES_THREADS_BEFORE`] threads, as it always did; the compacting kernel runs the
+/// accumulation's block size (G1: 512 threads, 128 registers, 16 warps per SM).
 const ONES_POINTS_PER_THREAD: usize = 8;
-const ONES_BLOCKS_MAX: usize = 256;
+const ONES_UNIT: usize = 512;
+const ONES_THREADS_MAX: usize = 256 * ONES_UNIT;
+const ONES_THREADS_BEFORE: usize = 256 * THREADS as usize;
 const ONES_FAN: u32 = 16;
+/// The sparse sort lists at most `ceil(n / REST_SHARE)` scalars that are neither 0 nor 1;
+/// with more, the sort reads every scalar (the list would cost more than it saves).
+const REST_SHARE: usize = 4;
 
 const _: () = assert!(std::mem::size_of::<blst_p1_affine>() == 2 * FP_BYTES);
 const _: () = assert!(std::mem::size_of::<blst_p1>() == 3 * FP_BYTES);
@@ -200,8 +211,11 @@ pub struct MsmPlan {
     pub pieces_max: usize,
     /// log2 of buckets per reduction segment.
     pub seg_log: u32,
-    /// Threads of the 0/1 fast path's `msm_ones` kernel (a multiple of the block size).
+    /// Threads of the 0/1 fast path's `msm_ones` kernel (a multiple of every block size it
+    /// runs with).
     pub ones_threads: usize,
+    /// Most scalars neither 0 nor 1 the sparse sort lists (`ceil(n / 4)`).
+    pub rest_cap: usize,
     /// Points per block of the hist and scatter kernels, and their block size.
     pub tile: usize,
     pub sort_threads: u32,
@@ -253,8 +267,11 @@ impl MsmPlan {
             piece_len,
             pieces_max: buckets + entries.div_ceil(piece_len as usize) + 1,
             seg_log,
-            ones_threads: n.div_ceil(THREADS as usize * ONES_POINTS_PER_THREAD).clamp(1, ONES_BLOCKS_MAX)
-                * THREADS as usize,
+            ones_threads: n
+                .div_ceil(ONES_UNIT * ONES_POINTS_PER_THREAD)
+                .clamp(1, ONES_THREADS_MAX / ONES_UNIT)
+                * ONES_UNIT,
+            rest_cap: n.div_ceil(REST_SHARE).max(1),
             tile,
             sort_threads,
         }
@@ -300,6 +317,8 @@ fn signed_window_bits(n: usize, c_max: u32) -> u32 {
 /// The scratch spans of one MSM, in the order they are taken from the arena.
 struct MsmSpans {
     scalars: DevSpan,
+    /// The bucket counts, then one more word: the sparse sort's count of listed scalars
+    /// (zeroed with the counts).
     counts: DevSpan,
     offsets: DevSpan,
     cursor: DevSpan,
@@ -311,7 +330,15 @@ struct MsmSpans {
     segs: DevSpan,
     ones: DevSpan,
     ones_folded: DevSpan,
+    rest: DevSpan,
     out: DevSpan,
+}
+
+impl MsmSpans {
+    /// The sparse sort's count of listed scalars: the word after the bucket counts.
+    fn nrest(&self) -> DevPtr {
+        self.counts.at(self.counts.len_bytes - 4)
+    }
 }
 
 impl MsmSpans {
@@ -320,7 +347,7 @@ impl MsmSpans {
         let nseg = 1usize << (p.bucket_bits - p.seg_log);
         Ok(MsmSpans {
             scalars: b.take("msm: scalars", p.n * SCALAR_BYTES)?,
-            counts: b.take("msm: bucket counts", 4 * m)?,
+            counts: b.take("msm: bucket counts", 4 * (m + 1))?,
             offsets: b.take("msm: bucket offsets", 4 * (m + 1))?,
             cursor: b.take("msm: bucket cursors", 4 * m)?,
             poffsets: b.take("msm: piece offsets", 4 * (m + 1))?,
@@ -334,6 +361,7 @@ impl MsmSpans {
                 "msm: folded sums of the ones",
                 xyzz_bytes * p.ones_threads.div_ceil(ONES_FAN as usize),
             )?,
+            rest: b.take("msm: scalars neither 0 nor 1", 4 * p.rest_cap)?,
             // One Jacobian point per window, then the sum of the ones.
             out: b.take("msm: window sums", curve.jacobian_bytes() * (p.windows as usize + 1))?,
         })
@@ -556,6 +584,7 @@ impl Scalars<'_> {
 pub(crate) struct PointKernels<'k> {
     curve: Curve,
     ones: &'k MsmOnes,
+    ones_compact: &'k MsmOnesCompact,
     reduce: &'k MsmReduce,
     accumulate: &'k MsmAccumulate,
     accumulate_signed: &'k MsmAccumulate,
@@ -573,6 +602,7 @@ impl Gpu {
             Curve::G1 => PointKernels {
                 curve,
                 ones: &k.msm_ones_g1,
+                ones_compact: &k.msm_ones_compact_g1,
                 reduce: &k.msm_reduce_g1,
                 accumulate: &k.msm_accumulate_g1,
                 accumulate_signed: &k.msm_accumulate_signed_g1,
@@ -584,6 +614,7 @@ impl Gpu {
             Curve::G2 => PointKernels {
                 curve,
                 ones: &k.msm_ones_g2,
+                ones_compact: &k.msm_ones_compact_g2,
                 reduce: &k.msm_reduce_g2,
                 accumulate: &k.msm_accumulate_g2,
                 accumulate_signed: &k.msm_accumulate_signed_g2,
@@ -965,32 +996,46 @@ impl Gpu {
     ) -> Result<()> {
         let ones_out = s.out.at(pk.curve.jacobian_bytes() * p.windows as usize);
         if self.msm_ones {
-            self.msm_sum_ones(
-                pk,
-                p,
-                bases,
-                s.scalars.dev_ptr(),
-                [s.ones.dev_ptr(), s.ones_folded.dev_ptr()],
-                ones_out,
-            )
+            self.msm_sum_ones(pk, p, s, bases, ones_out)
         } else {
             // SAFETY: the last Jacobian point of `out`; all-zero bytes are infinity (Z = 0).
             unsafe { self.dev.zero(ones_out.addr(), pk.curve.jacobian_bytes()) }
         }
     }
 
+    /// Whether this GPU's MSMs run the sparse sort (the 0/1 fast path and the sort both on).
+    fn msm_sparse(&self) -> bool {
+        self.msm_ones && self.msm_sparse
+    }
+
     /// Sorts point indices into buckets: digit histograms per (tile, window), offsets by
     /// a scan, indices scattered to their bucket's slots, then each bucket cut into
-    /// pieces of at most `piece_len` points.
+    /// pieces of at most `piece_len` points. Under the sparse sort the histograms and the
+    /// scatter read only the listed scalars that are neither 0 nor 1 (while the list did
+    /// not overflow: the kernels read its count).
     fn msm_bucket_sort(&self, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
         let k = &self.dev.k;
         let (n, m) = (p.n as u32, p.buckets as u32);
         let (skip_ones, signed) = (self.msm_ones as u32, p.signed() as u32);
+        let rest = if self.msm_sparse() { s.rest.dev_ptr() } else { DevPtr::NULL };
+        let (nrest, cap) = (s.nrest(), p.rest_cap as u32);
         let tiles = Dims::blocks_2d((p.n.div_ceil(p.tile) as u32, p.windows), p.sort_threads)
             .smem(p.tile_smem_bytes() as u32);
         let tile = p.tile as u32;
         let scalars = s.scalars.dev_ptr();
-        k.msm_hist.launch(tiles, scalars, n, p.c, tile, skip_ones, signed, s.counts.dev_ptr())?;
+        k.msm_hist.launch(
+            tiles,
+            scalars,
+            n,
+            p.c,
+            tile,
+            skip_ones,
+            signed,
+            rest,
+            nrest,
+            cap,
+            s.counts.dev_ptr(),
+        )?;
         k.msm_scan.launch(
             Dims::blocks(1, 1024),
             s.counts.dev_ptr(),
@@ -1008,6 +1053,9 @@ impl Gpu {
             tile,
             skip_ones,
             signed,
+            rest,
+            nrest,
+            cap,
             s.cursor.dev_ptr(),
             s.idx.dev_ptr(),
         )?;
@@ -1099,20 +1147,43 @@ impl Gpu {
 
     /// The 0/1 fast path: the sum of the bases whose scalar is one, written as one
     /// Jacobian point at `out` (the hist and scatter kernels then skip those scalars).
-    /// `msm_ones` leaves one partial sum per thread in `bufs[0]`; `msm_reduce` rounds of
-    /// fan-in [`ONES_FAN`] fold them, alternating between the two buffers.
+    /// `msm_ones` leaves one partial sum per thread in `s.ones`; `msm_reduce` rounds of
+    /// fan-in [`ONES_FAN`] fold them, alternating with `s.ones_folded`. Under the sparse
+    /// sort the compacting kernel does the same and lists the other nonzero scalars.
     fn msm_sum_ones(
         &self,
         pk: &PointKernels<'_>,
         p: &MsmPlan,
+        s: &MsmSpans,
         bases: DevPtr,
-        scalars: DevPtr,
-        bufs: [DevPtr; 2],
         out: DevPtr,
     ) -> Result<()> {
-        let ones_blocks = (p.ones_threads / THREADS as usize) as u32;
-        pk.ones.launch(Dims::blocks(ones_blocks, THREADS), bases, scalars, p.n as u32, bufs[0])?;
-        let (mut src, mut dst, mut count) = (bufs[0], bufs[1], p.ones_threads);
+        let (scalars, bufs) = (s.scalars.dev_ptr(), [s.ones.dev_ptr(), s.ones_folded.dev_ptr()]);
+        let threads = if self.msm_sparse() {
+            let block = pk.signed_acc_threads as usize;
+            pk.ones_compact.launch(
+                Dims::blocks((p.ones_threads / block) as u32, block as u32),
+                bases,
+                scalars,
+                p.n as u32,
+                bufs[0],
+                s.rest.dev_ptr(),
+                s.nrest(),
+                p.rest_cap as u32,
+            )?;
+            p.ones_threads
+        } else {
+            let threads = p.ones_threads.min(ONES_THREADS_BEFORE);
+            pk.ones.launch(
+                Dims::blocks((threads / THREADS as usize) as u32, THREADS),
+                bases,
+                scalars,
+                p.n as u32,
+                bufs[0],
+            )?;
+            threads
+        };
+        let (mut src, mut dst, mut count) = (bufs[0], bufs[1], threads);
         while count > 1 {
             let next = count.div_ceil(ONES_FAN as usize);
             pk.reduce.launch(Dims::per_item(next, THREADS), src, count as u32, ONES_FAN, dst)?;

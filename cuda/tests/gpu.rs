@@ -264,6 +264,64 @@ fn msm_g1_edge_cases_match_blst() {
     g.set_msm_kernels(MsmKernels::default());
 }
 
+/// `n` scalars, zeros and ones but for `k` others spread through them (random, and every
+/// seventh a small value: 2, 3, ..), seeded by `seed`.
+fn mostly_01(n: usize, k: usize, seed: u64) -> Vec<[u8; 32]> {
+    let random = random_scalars(k, seed);
+    let mut s: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 2) as u64).to_bytes_le()).collect();
+    for (j, r) in random.iter().enumerate() {
+        let i = (j * n) / k.max(1);
+        s[i] = if j % 7 == 0 { Scalar::from(2 + j as u64) } else { *r }.to_bytes_le();
+    }
+    s
+}
+
+/// The sparse sort (the 0/1 kernel lists the scalars neither 0 nor 1, the sort reads only
+/// those while they are at most a quarter of the call) against blst and against the sort
+/// over every scalar: no other scalar, one, a few, exactly the list's capacity, one more
+/// (the list overflows: the sort reads every scalar), all; G1 and G2, and chunked.
+#[test]
+fn sparse_sort_matches_blst_at_and_around_its_capacity() {
+    use arenaprove_cuda::BaseSet;
+    let Some(mut g) = gpu(1) else { return };
+    let n = 1 << 14;
+    let cap = g.msm_plan(n).rest_cap;
+    assert_eq!(cap, n / 4);
+    let b = bases(n, 31);
+    for k in [0, 1, 163, cap - 1, cap, cap + 1, n / 2, n] {
+        let s = mostly_01(n, k, 32 + k as u64);
+        let cpu = msm_g1(&b, &s);
+        for sparse in [true, false] {
+            g.set_msm_sparse_sort(sparse);
+            for kernels in MSM_KERNELS {
+                g.set_msm_kernels(kernels);
+                let dev = g.msm_g1(&b, &s).unwrap();
+                assert!(
+                    dev == cpu,
+                    "G1, {k} scalars not 0/1 of {n}, sparse {sparse}, {kernels:?}: differs from blst"
+                );
+            }
+        }
+    }
+    g.set_msm_sparse_sort(true);
+    g.set_msm_kernels(MsmKernels::default());
+    // G2, under the list's capacity and over it.
+    let m = 1 << 12;
+    let b2 = bases_g2(m, 33);
+    for k in [m / 100, m / 4 + 1] {
+        let s = mostly_01(m, k, 34);
+        assert!(g.msm_g2(&b2, &s).unwrap() == msm_g2(&b2, &s), "G2, {k} scalars not 0/1 of {m}");
+    }
+    // Resident bases in chunks: each chunk lists its own scalars (1%, and a chunk over its cap).
+    let resident = g.upload_g1_bases(&b).unwrap();
+    g.set_resident_chunking(1 << 12, 1 << 12);
+    let mut s = mostly_01(n, n / 100, 35);
+    s[..(1 << 12)].copy_from_slice(&to_bytes(&random_scalars(1 << 12, 36)));
+    let got = g.msm_g1_over(BaseSet::Resident(&resident), &s).unwrap();
+    g.set_resident_chunking(1 << 25, 1 << 24);
+    assert!(got == msm_g1(&b, &s), "G1 resident in chunks, sparse sort, differs from blst");
+}
+
 #[test]
 fn msm_g2_matches_blst() {
     let Some(mut g) = gpu(1) else { return };
