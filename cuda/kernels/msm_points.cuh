@@ -118,16 +118,20 @@ __device__ __forceinline__ void accumulate(const typename affine::mem_t* bases, 
     partial[p] = acc;
 }
 
-// One thread per bucket: the sum of its pieces.
+// One thread per bucket: the sum of its pieces, written to out[b] or (add: a chunked
+// MSM's later chunk) added to what out[b] holds.
 template<class xyzz>
 __device__ __forceinline__ void buckets(const typename xyzz::mem_t* partial, const uint32_t* poffsets,
-                                        uint32_t m, typename xyzz::mem_t* out)
+                                        uint32_t m, uint32_t add, typename xyzz::mem_t* out)
 {
     size_t b = global_tid();
     if (b >= m)
         return;
     xyzz acc;
-    acc.inf();
+    if (add)
+        acc = out[b];
+    else
+        acc.inf();
     for (uint32_t p = poffsets[b]; p < poffsets[b + 1]; p++) {
         xyzz q = partial[p];
         acc.add(q);
@@ -226,8 +230,8 @@ __device__ __forceinline__ void window_sums(const typename xyzz::mem_t* seg_out,
         const uint32_t* npieces, XYZZ::mem_t* partial)                                          \
     {   accumulate<XYZZ, AFFINE, true>(bases, idx, pieces, npieces, partial);   }               \
     extern "C" __global__ void msm_buckets_##SUFFIX(const XYZZ::mem_t* partial,                \
-        const uint32_t* poffsets, uint32_t m, XYZZ::mem_t* out)                                \
-    {   buckets<XYZZ>(partial, poffsets, m, out);   }                                           \
+        const uint32_t* poffsets, uint32_t m, uint32_t add, XYZZ::mem_t* out)                  \
+    {   buckets<XYZZ>(partial, poffsets, m, add, out);   }                                      \
     extern "C" __global__ void msm_window_segments_##SUFFIX(const XYZZ::mem_t* bkts,            \
         uint32_t c, uint32_t nwin, uint32_t seg_log, uint32_t base, XYZZ::mem_t* seg_out)      \
     {   window_segments<XYZZ>(bkts, c, nwin, seg_log, base, seg_out);   }                       \

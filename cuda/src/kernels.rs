@@ -368,8 +368,8 @@ kernels! {
         npieces: DevPtr,
         partial: DevPtr,
     );
-    /// One thread per bucket: the sum of its pieces.
-    MsmBuckets: msm_buckets_g1, msm_buckets_g2(partial: DevPtr, poffsets: DevPtr, m: u32, out: DevPtr);
+    /// One thread per bucket: the sum of its pieces (`add`: added to the bucket's value).
+    MsmBuckets: msm_buckets_g1, msm_buckets_g2(partial: DevPtr, poffsets: DevPtr, m: u32, add: u32, out: DevPtr);
     /// Running sums over segments of each window's buckets.
     MsmWindowSegments: msm_window_segments_g1, msm_window_segments_g2(
         bkts: DevPtr,

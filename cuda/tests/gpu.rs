@@ -312,14 +312,25 @@ fn sparse_sort_matches_blst_at_and_around_its_capacity() {
         let s = mostly_01(m, k, 34);
         assert!(g.msm_g2(&b2, &s).unwrap() == msm_g2(&b2, &s), "G2, {k} scalars not 0/1 of {m}");
     }
-    // Resident bases in chunks: each chunk lists its own scalars (1%, and a chunk over its cap).
+    // Resident bases in chunks (which share one set of buckets, reduced by the last):
+    // each chunk lists its own scalars (1%, and a chunk over its cap); the last chunk
+    // shorter; under both kernel choices and both sorts.
     let resident = g.upload_g1_bases(&b).unwrap();
-    g.set_resident_chunking(1 << 12, 1 << 12);
+    g.set_resident_chunking(1 << 12, 3000);
     let mut s = mostly_01(n, n / 100, 35);
-    s[..(1 << 12)].copy_from_slice(&to_bytes(&random_scalars(1 << 12, 36)));
-    let got = g.msm_g1_over(BaseSet::Resident(&resident), &s).unwrap();
+    s[..3000].copy_from_slice(&to_bytes(&random_scalars(3000, 36)));
+    let cpu = msm_g1(&b, &s);
+    for kernels in MSM_KERNELS {
+        g.set_msm_kernels(kernels);
+        for sparse in [true, false] {
+            g.set_msm_sparse_sort(sparse);
+            let got = g.msm_g1_over(BaseSet::Resident(&resident), &s).unwrap();
+            assert!(got == cpu, "G1 resident in chunks, {kernels:?}, sparse {sparse}: differs from blst");
+        }
+    }
+    g.set_msm_sparse_sort(true);
+    g.set_msm_kernels(MsmKernels::default());
     g.set_resident_chunking(1 << 25, 1 << 24);
-    assert!(got == msm_g1(&b, &s), "G1 resident in chunks, sparse sort, differs from blst");
 }
 
 #[test]
