@@ -128,16 +128,7 @@ fn kernels_ab<P: PartialEq>(
     for (name, k) in MSM_CONFIGS {
         g.set_msm_kernels(k);
         msm(g)?;
-        let st = g.last_msm_stages();
-        println!(
-            "    {name} stages (device ms): scalars {:.2} | ones {:.2} | sort {:.2} | accumulate {:.2} | reduce {:.2} | total {:.2}",
-            st.scalars_ms,
-            st.ones_ms,
-            st.sort_ms,
-            st.accumulate_ms,
-            st.reduce_ms,
-            st.total_ms()
-        );
+        print_stages(name, g.last_msm_stages());
     }
     g.set_msm_stage_timing(false);
     g.set_msm_kernels(MsmKernels::default());
@@ -181,22 +172,63 @@ fn sparse_ab(
         for (name, on) in [("every scalar", false), ("sparse", true)] {
             g.set_msm_sparse_sort(on);
             g.msm_g1_resident(resident, &mix)?;
-            let st = g.last_msm_stages();
-            println!(
-                "    {name} stages (device ms): scalars {:.2} | ones {:.2} | sort {:.2} | accumulate {:.2} | reduce {:.2} | total {:.2}",
-                st.scalars_ms,
-                st.ones_ms,
-                st.sort_ms,
-                st.accumulate_ms,
-                st.reduce_ms,
-                st.total_ms()
-            );
+            print_stages(name, g.last_msm_stages());
         }
         g.set_msm_stage_timing(false);
         g.set_msm_sparse_sort(true);
         drop(reg);
     }
     Ok(())
+}
+
+/// At a chunked size: the chunks' shared buckets (one reduction) against each chunk
+/// reducing its own windows (baseline), alternating, scalars registered, on the random
+/// scalars `s` and on a 0/1 mix with 1% random; then each choice's stage split.
+fn shared_ab(
+    g: &mut Gpu,
+    log: u32,
+    s: &[[u8; 32]],
+    resident: &arenaprove_cuda::G1Bases,
+) -> Result<(), arenaprove_cuda::CudaError> {
+    let n = 1usize << log;
+    let rnd = common::to_bytes(&common::random_scalars(n / 100 + 1, 1200));
+    let mix: Vec<[u8; 32]> = (0..n)
+        .map(|i| if i % 100 == 7 { rnd[i / 100] } else { Scalar::from((i % 2) as u64).to_bytes_le() })
+        .collect();
+    for (what, sc) in [("random", s), ("0/1 with 1 in 100 random", &mix[..])] {
+        let reg = register(g, sc)?;
+        let (t, agree, _) =
+            alternate(g, 3, 2, |g, i| g.set_msm_shared_buckets(i == 1), |g| g.msm_g1_resident(resident, sc))?;
+        println!(
+            "msm_g1 2^{log} {what}, chunked: shared buckets {:.1} ms ({:.2}x) | each chunk reduced {:.1} ms (baseline) | registered scalars, medians of 3 alternating | agree {agree}",
+            t[1],
+            t[0] / t[1],
+            t[0]
+        );
+        g.set_msm_stage_timing(true);
+        for (name, on) in [("each chunk reduced", false), ("shared buckets", true)] {
+            g.set_msm_shared_buckets(on);
+            g.msm_g1_resident(resident, sc)?;
+            print_stages(name, g.last_msm_stages());
+        }
+        g.set_msm_stage_timing(false);
+        g.set_msm_shared_buckets(true);
+        drop(reg);
+    }
+    Ok(())
+}
+
+/// One configuration's MSM stage split, as every MSM bench prints it.
+fn print_stages(name: &str, st: arenaprove_cuda::MsmStageTimes) {
+    println!(
+        "    {name} stages (device ms): scalars {:.2} | ones {:.2} | sort {:.2} | accumulate {:.2} | reduce {:.2} | total {:.2}",
+        st.scalars_ms,
+        st.ones_ms,
+        st.sort_ms,
+        st.accumulate_ms,
+        st.reduce_ms,
+        st.total_ms()
+    );
 }
 
 fn ms(t: Instant) -> f64 {
@@ -406,6 +438,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         if sparse_logs.contains(&log) {
             sparse_ab(&mut g, log, &b, &resident)?;
+            if n > g.resident_chunking().0 {
+                shared_ab(&mut g, log, &s, &resident)?;
+            }
         }
         if log >= 24 {
             // PoRep's A, B and L: 99% zeros and ones, 1% random.

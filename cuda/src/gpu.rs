@@ -26,6 +26,9 @@ pub struct Gpu {
     /// The 0/1 fast path's sparse sort (on by default; off only to measure it against the
     /// sort over every scalar, `kernel_bench`).
     pub(crate) msm_sparse: bool,
+    /// A chunked MSM's chunks add into one set of buckets that the last reduces (on by
+    /// default; off: each chunk reduces its own windows, the code before, for a bench).
+    pub(crate) msm_shared_buckets: bool,
     /// Resident MSMs of more than `.0` points run in chunks of `.1` (the defaults:
     /// `msm::RESIDENT_CHUNK_ABOVE`, `msm::RESIDENT_CHUNK`, which the device plan assumes).
     pub(crate) resident_chunking: (usize, usize),
@@ -73,6 +76,7 @@ impl Gpu {
             name,
             msm_ones: true,
             msm_sparse: true,
+            msm_shared_buckets: true,
             resident_chunking: crate::msm::RESIDENT_CHUNKING,
             ntt_kernels: NttKernels::default(),
             msm_kernels: MsmKernels::default(),
@@ -95,6 +99,13 @@ impl Gpu {
     /// are the same point; off runs the kernels before it, for a bench's baseline.
     pub fn set_msm_sparse_sort(&mut self, on: bool) {
         self.msm_sparse = on;
+    }
+
+    /// Turns the chunked MSM's shared buckets on (the default) or off (each chunk then
+    /// reduces its own windows and the host adds the chunks' sums, as before). Results are
+    /// the same point; off exists so a bench can time the two in the same run.
+    pub fn set_msm_shared_buckets(&mut self, on: bool) {
+        self.msm_shared_buckets = on;
     }
 
     /// Resident MSMs of more than `above` points run as MSMs of `chunk` points each (the

@@ -810,7 +810,11 @@ impl Gpu {
             };
             let mut cb = b.clone();
             let chunk_scalars = Scalars::Device { ptr: all_scalars.at(r.start * SCALAR_BYTES), n: r.len() };
-            let part = MsmPart { plan: plan.for_chunk(r.len()), first: j == 0, last: j + 1 == ranges.len() };
+            let part = if self.msm_shared_buckets {
+                MsmPart { plan: plan.for_chunk(r.len()), first: j == 0, last: j + 1 == ranges.len() }
+            } else {
+                MsmPart { plan: self.msm_plan(r.len()), first: true, last: true }
+            };
             out.push(self.msm_run_part(&mut cb, pk, chunk_bases, chunk_scalars, part)?);
             device += self.last_device.get();
             if high.as_ref().map_or(true, |h| h.used_bytes() < cb.used_bytes()) {

@@ -322,13 +322,18 @@ fn sparse_sort_matches_blst_at_and_around_its_capacity() {
     let cpu = msm_g1(&b, &s);
     for kernels in MSM_KERNELS {
         g.set_msm_kernels(kernels);
-        for sparse in [true, false] {
+        for (sparse, shared) in [(true, true), (false, true), (true, false)] {
             g.set_msm_sparse_sort(sparse);
+            g.set_msm_shared_buckets(shared);
             let got = g.msm_g1_over(BaseSet::Resident(&resident), &s).unwrap();
-            assert!(got == cpu, "G1 resident in chunks, {kernels:?}, sparse {sparse}: differs from blst");
+            assert!(
+                got == cpu,
+                "G1 resident in chunks, {kernels:?}, sparse {sparse}, shared buckets {shared}: differs from blst"
+            );
         }
     }
     g.set_msm_sparse_sort(true);
+    g.set_msm_shared_buckets(true);
     g.set_msm_kernels(MsmKernels::default());
     g.set_resident_chunking(1 << 25, 1 << 24);
 }
