@@ -32,10 +32,15 @@ __device__ __forceinline__ bool scalar_is_zero(const uint32_t* s)
     return any == 0;
 }
 
+// Most warps in a block of the compacting 0/1 kernel (1024 threads).
+#define ONES_QUEUE_WARPS 32
+
 // The 0/1 fast path of the sparse sort: as `ones`, and the indices of the scalars that are
 // neither zero nor one appended to rest[0 .. cap) (their count, even past cap, in *nrest;
 // the sort reads rest only when *nrest <= cap). A warp walks 32 consecutive scalars at a
-// time, so every lane is present at the ballot, and one lane takes the warp's slots.
+// time, so every lane is present at the ballots. The ones are not added where they lie
+// (with ones and zeros mixed, half of a warp's lanes would idle at each addition): each
+// warp queues their indices in shared memory and all 32 lanes add once 32 are queued.
 // The order of rest depends on the warps' timing; the buckets' sums do not.
 template<class xyzz, class affine>
 __device__ __forceinline__ void ones_compact(const typename affine::mem_t* bases,
@@ -43,33 +48,52 @@ __device__ __forceinline__ void ones_compact(const typename affine::mem_t* bases
                                              typename xyzz::mem_t* out, uint32_t* rest,
                                              uint32_t* nrest, uint32_t cap)
 {
+    __shared__ uint32_t queues[ONES_QUEUE_WARPS][64];
     const size_t t = global_tid(), stride = (size_t)gridDim.x * blockDim.x;
-    const uint32_t lane = threadIdx.x & 31;
+    const uint32_t lane = threadIdx.x & 31, below = (1u << lane) - 1;
+    uint32_t* q = queues[threadIdx.x >> 5];
+    uint32_t queued = 0; // the same in every lane: always below 32 between steps
     xyzz acc;
     acc.inf();
     for (size_t i = t; i - lane < n; i += stride) {
-        bool other = false;
+        bool one = false, other = false;
         if (i < n) {
-            const uint4* q = reinterpret_cast<const uint4*>(scalars + 8 * i);
-            const uint4 a = q[0], b = q[1];
+            const uint4* p = reinterpret_cast<const uint4*>(scalars + 8 * i);
+            const uint4 a = p[0], b = p[1];
             const uint32_t s[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-            if (scalar_is_one(s)) {
-                affine pt = bases[i];
-                acc.add(pt);
-            } else {
-                other = !scalar_is_zero(s);
-            }
+            one = scalar_is_one(s);
+            other = !one && !scalar_is_zero(s);
         }
-        const uint32_t mask = __ballot_sync(0xffffffffu, other);
-        if (mask == 0)
+        const uint32_t ones = __ballot_sync(0xffffffffu, one);
+        if (one)
+            q[queued + __popc(ones & below)] = (uint32_t)i;
+        queued += __popc(ones);
+        __syncwarp();
+        if (queued >= 32) {
+            affine pt = bases[q[lane]];
+            acc.add(pt);
+            __syncwarp();
+            if (lane < queued - 32)
+                q[lane] = q[32 + lane];
+            queued -= 32;
+            __syncwarp();
+        }
+        const uint32_t others = __ballot_sync(0xffffffffu, other);
+        if (others == 0)
             continue;
-        uint32_t first = 0;
-        if (lane == 0)
-            first = atomicAdd(nrest, (uint32_t)__popc(mask));
+        // Once the count is past cap the list is not read: no more atomics or writes (dense
+        // scalars would otherwise put one atomic per warp on a single address).
+        uint32_t first = cap;
+        if (lane == 0 && *(volatile uint32_t*)nrest <= cap)
+            first = atomicAdd(nrest, (uint32_t)__popc(others));
         first = __shfl_sync(0xffffffffu, first, 0);
-        const uint32_t slot = first + __popc(mask & ((1u << lane) - 1));
-        if (other && slot < cap)
+        const uint32_t slot = first + __popc(others & below);
+        if (other && first < cap && slot < cap)
             rest[slot] = (uint32_t)i;
+    }
+    if (lane < queued) {
+        affine pt = bases[q[lane]];
+        acc.add(pt);
     }
     out[t] = acc;
 }
