@@ -150,10 +150,7 @@ fn sparse_ab(
 ) -> Result<(), arenaprove_cuda::CudaError> {
     let n = 1usize << log;
     for every in [1000usize, 100, 10] {
-        let rnd = common::to_bytes(&common::random_scalars(n / every + 1, 900 + every as u64));
-        let mix: Vec<[u8; 32]> = (0..n)
-            .map(|i| if i % every == 7 { rnd[i / every] } else { Scalar::from((i % 2) as u64).to_bytes_le() })
-            .collect();
+        let mix = mix01(n, every, 900 + every as u64);
         let reg = register(g, &mix)?;
         let (t, agree, r) =
             alternate(g, 5, 2, |g, i| g.set_msm_sparse_sort(i == 1), |g| g.msm_g1_resident(resident, &mix))?;
@@ -191,10 +188,7 @@ fn shared_ab(
     resident: &arenaprove_cuda::G1Bases,
 ) -> Result<(), arenaprove_cuda::CudaError> {
     let n = 1usize << log;
-    let rnd = common::to_bytes(&common::random_scalars(n / 100 + 1, 1200));
-    let mix: Vec<[u8; 32]> = (0..n)
-        .map(|i| if i % 100 == 7 { rnd[i / 100] } else { Scalar::from((i % 2) as u64).to_bytes_le() })
-        .collect();
+    let mix = mix01(n, 100, 1200);
     for (what, sc) in [("random", s), ("0/1 with 1 in 100 random", &mix[..])] {
         let reg = register(g, sc)?;
         let (t, agree, _) =
@@ -229,6 +223,15 @@ fn print_stages(name: &str, st: arenaprove_cuda::MsmStageTimes) {
         st.reduce_ms,
         st.total_ms()
     );
+}
+
+/// `n` scalars alternating 0 and 1 but for one random scalar in `every` (PoRep's A, B and
+/// L are ~99% zeros and ones), the random ones seeded by `seed`.
+fn mix01(n: usize, every: usize, seed: u64) -> Vec<[u8; 32]> {
+    let rnd = common::to_bytes(&common::random_scalars(n / every + 1, seed));
+    (0..n)
+        .map(|i| if i % every == 7 { rnd[i / every] } else { Scalar::from((i % 2) as u64).to_bytes_le() })
+        .collect()
 }
 
 fn ms(t: Instant) -> f64 {
@@ -444,10 +447,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         if log >= 24 {
             // PoRep's A, B and L: 99% zeros and ones, 1% random.
-            let rnd = common::to_bytes(&common::random_scalars(n / 100 + 1, 500 + log as u64));
-            let mix: Vec<[u8; 32]> = (0..n)
-                .map(|i| if i % 100 == 7 { rnd[i / 100] } else { Scalar::from((i % 2) as u64).to_bytes_le() })
-                .collect();
+            let mix = mix01(n, 100, 500 + log as u64);
             let (t3, agree, rm) = kernels_ab(&mut g, 3, |g| g.msm_g1_resident(&resident, &mix))?;
             let equal = if log <= 24 {
                 format!("equal to blst {}", rm == msm_g1(&b, &mix))
