@@ -156,9 +156,10 @@ pub fn bucket_bits_max_for(smem_optin_bytes: usize) -> u32 {
 /// Device time of each stage of the last MSM (ms, summed over its chunks), measured by
 /// events between the stages when [`Gpu::set_msm_stage_timing`] is on (kernel_bench
 /// prints it to show where an MSM's time goes). The marks cover each bucket-method run
-/// (one per chunk): work an MSM does before its first run (a chunked MSM's upload of all
-/// its scalars, a witness MSM's gather) or between chunks (waits for streamed bases) is
-/// outside them, so [`MsmStageTimes::total_ms`] can be less than the call's device time.
+/// (one per chunk): work an MSM does before its first run (a witness MSM's gather, a
+/// chunked MSM's first upload) or between chunks (waits for a chunk's host scalars or
+/// streamed bases) is outside them, so [`MsmStageTimes::total_ms`] can be less than the
+/// call's device time.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct MsmStageTimes {
     /// The run's scalars into place (a host upload, or a device copy of a chunk's) and the
@@ -980,8 +981,11 @@ impl Gpu {
     ) -> Result<(Vec<J>, u32)> {
         let p = part.plan;
         self.last_device.set(Duration::ZERO);
-        if scalars.len() != p.n || p.n > MSM_POINTS_MAX {
+        if scalars.len() != p.n {
             return Err(CudaError::Length { what: "MSM part: scalars", got: scalars.len(), want: p.n });
+        }
+        if p.n > MSM_POINTS_MAX {
+            return Err(CudaError::Limit { what: "MSM points", value: p.n, limit: MSM_POINTS_MAX });
         }
         assert_eq!(std::mem::size_of::<J>(), pk.curve.jacobian_bytes(), "window sum type matches the curve");
         let s = MsmSpans::take(b, &p, pk.curve)?;
