@@ -1441,6 +1441,42 @@ mod tests {
     }
 
     #[test]
+    fn the_sparse_sorts_list_and_the_ones_grid_fit_every_launch() {
+        for log in 0..=27u32 {
+            for n in [1usize << log, (1usize << log) + 3] {
+                let p = MsmPlan::new(n);
+                // A quarter of the scalars, at least one slot.
+                assert_eq!(p.rest_cap, n.div_ceil(REST_SHARE).max(1), "n {n}");
+                // Whole blocks under every block size the 0/1 kernels launch with: the
+                // compacting kernel's (G1 512, G2 256) and the old kernel's 256.
+                for block in [SIGNED_ACC_THREADS.0, SIGNED_ACC_THREADS.1, THREADS] {
+                    assert_eq!(p.ones_threads % block as usize, 0, "n {n}, block {block}");
+                }
+                assert!(p.ones_threads <= ONES_THREADS_MAX && p.ones_threads >= ONES_UNIT);
+                // The old kernel's grid stays what it was (at most 256 blocks of 256).
+                assert!(p.ones_threads.min(ONES_THREADS_BEFORE) <= 256 * THREADS as usize);
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_share_the_full_chunks_layout() {
+        let full = MsmPlan::new(1 << 16);
+        let last = full.for_chunk(1000);
+        assert_eq!((last.n, last.slots), (1000, 1 << 16));
+        assert_eq!((last.c, last.windows, last.buckets), (full.c, full.windows, full.buckets));
+        // The same spans, so every chunk's buckets lie at one address.
+        assert_eq!(last.scratch_bytes(Curve::G1), full.scratch_bytes(Curve::G1));
+        assert!(std::panic::catch_unwind(|| full.for_chunk((1 << 16) + 1)).is_err());
+        // A chunked layout: every scalar, then the full chunk's layout (resident bases).
+        for (n, chunk) in [(100_003usize, 30_000usize), (1 << 16, 1 << 14), (5000, 1 << 14)] {
+            let want = 32 * n + MsmPlan::new(chunk.min(n)).scratch_bytes(Curve::G1);
+            let got = chunked_scratch_bytes(Curve::G1, n, chunk, false, MsmChoice::DEFAULT);
+            assert!(got >= want && got < want + 2 * crate::SPAN_ALIGN_BYTES, "n {n}, chunk {chunk}");
+        }
+    }
+
+    #[test]
     fn scratch_grows_with_n_and_g2_needs_more() {
         let (a, b) = (MsmPlan::new(1 << 20), MsmPlan::new(1 << 22));
         assert!(a.scratch_bytes(Curve::G1) < b.scratch_bytes(Curve::G1));
