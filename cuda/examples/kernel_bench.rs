@@ -140,6 +140,27 @@ fn configs_line(t: [f64; 2]) -> String {
     format!("signed {:.1} ms ({:.2}x) | unsigned {:.1} ms (baseline)", t[1], t[0] / t[1], t[0])
 }
 
+/// `msm` with `switch` off (baseline) and on, alternating, `reps` timed calls each after a
+/// warm-up (medians, whether every call agreed, the first result); then one more call of
+/// each with the stage split on, printed under `names`. Leaves the switch on (the default).
+fn switch_ab<P: PartialEq>(
+    g: &mut Gpu,
+    reps: usize,
+    names: [&str; 2],
+    switch: fn(&mut Gpu, bool),
+    mut msm: impl FnMut(&mut Gpu) -> Result<P, arenaprove_cuda::CudaError>,
+) -> Result<(Vec<f64>, bool, P), arenaprove_cuda::CudaError> {
+    let r = alternate(g, reps, 2, |g, i| switch(g, i == 1), &mut msm)?;
+    g.set_msm_stage_timing(true);
+    for (i, name) in names.iter().enumerate() {
+        switch(g, i == 1);
+        msm(g)?;
+        print_stages(name, g.last_msm_stages());
+    }
+    g.set_msm_stage_timing(false);
+    Ok(r)
+}
+
 /// The sparse sort against the sort over every scalar (`--sparse`), on 0/1 mixes with one
 /// other scalar in `every` (random, as PoRep's A, B and L: ~99% zeros and ones).
 fn sparse_ab(
@@ -152,8 +173,9 @@ fn sparse_ab(
     for every in [1000usize, 100, 10] {
         let mix = mix01(n, every, 900 + every as u64);
         let reg = register(g, &mix)?;
-        let (t, agree, r) =
-            alternate(g, 5, 2, |g, i| g.set_msm_sparse_sort(i == 1), |g| g.msm_g1_resident(resident, &mix))?;
+        let (t, agree, r) = switch_ab(g, 5, ["every scalar", "sparse"], Gpu::set_msm_sparse_sort, |g| {
+            g.msm_g1_resident(resident, &mix)
+        })?;
         let equal = if log <= 24 {
             format!("equal to blst {}", r == msm_g1(b, &mix))
         } else {
@@ -165,14 +187,6 @@ fn sparse_ab(
             t[0] / t[1],
             t[0]
         );
-        g.set_msm_stage_timing(true);
-        for (name, on) in [("every scalar", false), ("sparse", true)] {
-            g.set_msm_sparse_sort(on);
-            g.msm_g1_resident(resident, &mix)?;
-            print_stages(name, g.last_msm_stages());
-        }
-        g.set_msm_stage_timing(false);
-        g.set_msm_sparse_sort(true);
         drop(reg);
     }
     Ok(())
@@ -192,21 +206,15 @@ fn shared_ab(
     for (what, sc) in [("random", s), ("0/1 with 1 in 100 random", &mix[..])] {
         let reg = register(g, sc)?;
         let (t, agree, _) =
-            alternate(g, 3, 2, |g, i| g.set_msm_shared_buckets(i == 1), |g| g.msm_g1_resident(resident, sc))?;
+            switch_ab(g, 3, ["each chunk reduced", "shared buckets"], Gpu::set_msm_shared_buckets, |g| {
+                g.msm_g1_resident(resident, sc)
+            })?;
         println!(
             "msm_g1 2^{log} {what}, chunked: shared buckets {:.1} ms ({:.2}x) | each chunk reduced {:.1} ms (baseline) | registered scalars, medians of 3 alternating | agree {agree}",
             t[1],
             t[0] / t[1],
             t[0]
         );
-        g.set_msm_stage_timing(true);
-        for (name, on) in [("each chunk reduced", false), ("shared buckets", true)] {
-            g.set_msm_shared_buckets(on);
-            g.msm_g1_resident(resident, sc)?;
-            print_stages(name, g.last_msm_stages());
-        }
-        g.set_msm_stage_timing(false);
-        g.set_msm_shared_buckets(true);
         drop(reg);
     }
     Ok(())

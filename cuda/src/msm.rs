@@ -352,9 +352,7 @@ impl MsmSpans {
     fn nrest(&self) -> DevPtr {
         self.counts.at(self.counts.len_bytes - 4)
     }
-}
 
-impl MsmSpans {
     fn take(b: &mut Bump, p: &MsmPlan, curve: Curve) -> Result<MsmSpans> {
         let (m, xyzz_bytes) = (p.buckets, curve.xyzz_bytes());
         let nseg = 1usize << (p.bucket_bits - p.seg_log);
