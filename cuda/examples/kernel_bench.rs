@@ -4,7 +4,7 @@
 //! pageable and from registered memory.
 //!
 //!     kernel_bench [--quick] [--ntt 20,22,24] [--h 20,22,24,26,27] [--msm 20,22,24] [--g2 20,22,24]
-//!                  [--chunks 25,26,27] [--sparse 24,27] [--h2d-mib 1024]
+//!                  [--chunks 25,26,27] [--sparse 24,27] [--witness 24,27] [--h2d-mib 1024]
 //!
 //! `--h`: the NTT kernels (`NttKernels`) against the kernels before them, alternating in one
 //! run: one forward NTT and the h pipeline's transforms, device only. Every kernel choice's
@@ -24,6 +24,9 @@
 //! over every scalar (baseline), alternating, the scalars in registered memory, on mixes of
 //! 0/1 scalars with 0.1%, 1% and 10% others, then each choice's stage split; results equal
 //! to each other and (up to 2^24) to blst.
+//!
+//! `--witness`: at those of the `--msm` sizes, a proof's witness MSMs (L, A, B_G1) with the
+//! aux staged once for all against each staging its own (baseline), alternating.
 //!
 //! G2 sizes above 2^22 reuse the 2^22 bases four times over (inputs take long to make on
 //! the CPU) and have no CPU baseline.
@@ -220,6 +223,68 @@ fn shared_ab(
     Ok(())
 }
 
+/// A proof's witness MSMs (`--witness`), three in G1 over the resident bases' prefixes as
+/// L (all aux), A (3 of 4 aux picked) and B_G1 (1 in 2): the aux staged once for the three
+/// (candidate) against each MSM staging its own copy (baseline: the engine before),
+/// alternating, the aux in registered memory (as the engine's slabs) and 99% 0/1. G2's
+/// B is left out (its 2^27 bases alone would be 24 GiB); it would save one more copy.
+fn witness_ab(
+    g: &mut Gpu,
+    log: u32,
+    resident: &arenaprove_cuda::G1Bases,
+) -> Result<(), arenaprove_cuda::CudaError> {
+    use arenaprove_circuits::Density;
+    use arenaprove_cuda::{BaseSet, Curve, WitnessMsm};
+    let n = 1usize << log;
+    let rnd = common::random_scalars(n / 100 + 1, 1300);
+    let aux: Vec<Scalar> = (0..n)
+        .into_par_iter()
+        .map(|i| if i % 100 == 7 { rnd[i / 100] } else { Scalar::from((i % 2) as u64) })
+        .collect();
+    let words = |pattern: u64| vec![pattern; n.div_ceil(64)];
+    let (a_words, b_words) =
+        (words(0x7777_7777_7777_7777 | 0x8888_0000_8888_0000), words(0x5555_5555_5555_5555));
+    let (a_density, b_density) = (Density::new(&a_words, n), Density::new(&b_words, n));
+    let head = common::to_bytes(&common::random_scalars(328, 1301));
+    let reg = register(g, &aux)?;
+    let msms = [(None, 0), (Some(a_density), head.len()), (Some(b_density), head.len())];
+    let staged = std::cell::Cell::new(false);
+    let run = |g: &mut Gpu| -> Result<Vec<_>, arenaprove_cuda::CudaError> {
+        let mut w = if staged.get() {
+            let set: Vec<_> = msms
+                .iter()
+                .map(|(d, h)| WitnessMsm {
+                    curve: Curve::G1,
+                    n: h + d.map_or(n, |d: Density<'_>| d.count_ones()),
+                    chunk: None,
+                    dense: d.is_some(),
+                })
+                .collect();
+            Some(g.stage_witness(&aux, &set)?)
+        } else {
+            None
+        };
+        let mut out = Vec::new();
+        for (d, h) in &msms {
+            let head = &head[..*h];
+            out.push(match &mut w {
+                Some(w) => g.msm_witness_g1_staged(w, BaseSet::Resident(resident), head, &aux, *d)?,
+                None => g.msm_witness_g1(resident, head, &aux, *d)?,
+            });
+        }
+        Ok(out)
+    };
+    let (t, agree, _) = alternate(g, 3, 2, |_, i| staged.set(i == 1), run)?;
+    println!(
+        "witness MSMs 2^{log} (L, A, B_G1; aux 99% 0/1, registered): aux staged once {:.1} ms ({:.2}x) | staged per MSM {:.1} ms (baseline) | medians of 3 alternating | agree {agree}",
+        t[1],
+        t[0] / t[1],
+        t[0]
+    );
+    drop(reg);
+    Ok(())
+}
+
 /// One configuration's MSM stage split, as every MSM bench prints it.
 fn print_stages(name: &str, st: arenaprove_cuda::MsmStageTimes) {
     println!(
@@ -255,6 +320,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let g2_logs = list(&args, "--g2", if quick { &[14] } else { &[20, 22, 24] });
     let chunk_logs = list(&args, "--chunks", &[]);
     let sparse_logs = list(&args, "--sparse", &[]);
+    let witness_logs = list(&args, "--witness", &[]);
     let h2d_mib = list(&args, "--h2d-mib", &[if quick { 64 } else { 1024 }])[0] as usize;
     // The GPU tests' skip rule: no GPU here skips, unless ARENAPROVE_REQUIRE_GPU says
     // there must be one; any other error fails.
@@ -447,6 +513,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ms(t),
             equal && c01.map_or(true, |c| r01 == c)
         );
+        if witness_logs.contains(&log) {
+            witness_ab(&mut g, log, &resident)?;
+        }
         if sparse_logs.contains(&log) {
             sparse_ab(&mut g, log, &b, &resident)?;
             if n > g.resident_chunking().0 {

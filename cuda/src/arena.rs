@@ -207,6 +207,14 @@ impl Bump {
     pub fn used_bytes(&self) -> usize {
         self.cursor_bytes
     }
+
+    /// This layout ending at `ptr` (where a span that must outlive it starts): a request
+    /// past it fails as a request past the arena's end does.
+    pub fn ending_at(mut self, ptr: sys::CUdeviceptr) -> Bump {
+        let end = usize::try_from(ptr.saturating_sub(self.base)).unwrap_or(usize::MAX);
+        self.end_bytes = self.end_bytes.min(end.max(self.cursor_bytes));
+        self
+    }
 }
 
 #[cfg(test)]
@@ -250,5 +258,22 @@ mod tests {
         }
         assert_eq!(b.used_bytes(), 768, "a refused request leaves the cursor");
         b.take("fits", 256).unwrap();
+    }
+
+    #[test]
+    fn a_layout_ending_at_a_span_stays_below_it() {
+        let kept = bump(0, 4096);
+        let top = {
+            let mut t = kept.clone();
+            t.take("below", 1024).unwrap();
+            t.take("kept", 512).unwrap()
+        };
+        let mut capped = kept.ending_at(top.ptr);
+        capped.take("fits", 1024).unwrap();
+        assert!(matches!(capped.take("one more", 1), Err(CudaError::ArenaTooSmall { free_bytes: 0, .. })));
+        // A cap above the arena's end leaves the end as it was.
+        let mut wide = bump(0, 4096).ending_at(u64::MAX);
+        wide.take("whole", 4096).unwrap();
+        assert!(wide.take("past", 1).is_err());
     }
 }

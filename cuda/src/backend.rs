@@ -23,7 +23,8 @@
 //! (a mutex): the engine's prover and finalizer threads take turns on the devices. Each
 //! MSM is one lock hold, so the finalizer's CPU filtering overlaps the next partition's h.
 //! With several GPUs every operation takes the first free one (a partition's h stage and
-//! its MSMs may run on different GPUs: only the h sum, a host value, passes between them),
+//! its MSMs may run on different GPUs: only the h sum, a host value, passes between them;
+//! the four witness MSMs run on one, which holds the aux they share),
 //! and each GPU holds its own arena, tables and copy of the bases.
 //!
 //! [`DeviceArena`]: crate::DeviceArena
@@ -47,11 +48,11 @@ use arenaprove_engine::{Backend, BackendFactory};
 use crate::arena::ArenaStats;
 use crate::error::CudaError;
 use crate::gpu::Gpu;
-use crate::msm::{BaseSet, G1Bases, G2Bases};
+use crate::msm::{BaseSet, Curve, G1Bases, G2Bases};
 use crate::ntt::DeviceH;
 use crate::pinned::{CudaRegionHook, HostRegistration};
 use crate::plan::{DevicePlan, DeviceShape, BASE_SETS};
-use crate::products::DeviceRows;
+use crate::products::{DeviceRows, DeviceWitness, WitnessMsm};
 
 type Result<T, E = Groth16Error> = std::result::Result<T, E>;
 
@@ -773,6 +774,15 @@ pub struct GpuQuotient<'a> {
     h: DeviceH,
 }
 
+/// A witness's aux staged on one GPU for its L, A and B MSMs, with that GPU held from the
+/// first to the last (so no other operation lays out its scratch in between).
+pub struct GpuWitness<'a> {
+    gpu: Held<'a>,
+    /// The GPU's index for the bases.
+    index: usize,
+    staged: DeviceWitness,
+}
+
 impl CudaOps {
     /// The first free GPU from a rotating start; when all are busy, waits for the one at
     /// the start. Returns its index and the held device.
@@ -802,6 +812,7 @@ impl CudaOps {
 
 impl ProverOps for CudaOps {
     type Quotient<'a> = GpuQuotient<'a>;
+    type Witness<'a> = GpuWitness<'a>;
 
     fn name(&self) -> &'static str {
         "cuda"
@@ -876,25 +887,64 @@ impl ProverOps for CudaOps {
         Ok(GpuQuotient { gpu, bases: self.bases.g1(index, 0), h })
     }
 
+    /// Takes a GPU and stages the aux there above the largest of the four MSMs' layouts
+    /// (each set resident or streamed as this GPU reads it).
+    fn witness_begin<'a>(&'a self, aux: &'a [Scalar], device: &mut Duration) -> Result<GpuWitness<'a>> {
+        let (index, mut gpu) = self.take_gpu();
+        let b = &self.bases;
+        let g1 = |set: usize, dense| WitnessMsm {
+            curve: Curve::G1,
+            n: b.g1_len(set),
+            chunk: b.g1(index, set).streamed_chunk(),
+            dense,
+        };
+        let msms = [
+            g1(g1_index(G1Query::L), false),
+            g1(g1_index(G1Query::A), true),
+            g1(g1_index(G1Query::BG1), true),
+            WitnessMsm {
+                curve: Curve::G2,
+                n: b.host.params.b_g2().len(),
+                chunk: b.b_g2(index).streamed_chunk(),
+                dense: true,
+            },
+        ];
+        let staged = gpu.stage_witness(aux, &msms).map_err(backend_err)?;
+        *device += gpu.last_device_time();
+        Ok(GpuWitness { gpu, index, staged })
+    }
+
     fn msm_witness_g1(
         &self,
+        w: &mut GpuWitness<'_>,
         query: G1Query,
         s: WitnessScalars<'_>,
         device: &mut Duration,
     ) -> Result<G1Projective> {
         let set = g1_index(query);
         same_len(query.name(), self.bases.g1_len(set), s.len())?;
-        self.on_gpu(device, |g, i| g.msm_witness_g1_over(self.bases.g1(i, set), s.head, s.aux, s.density))
+        let GpuWitness { gpu, index, staged } = w;
+        let sum = gpu
+            .msm_witness_g1_staged(staged, self.bases.g1(*index, set), s.head, s.aux, s.density)
+            .map_err(backend_err)?;
+        *device += gpu.last_device_time();
+        Ok(sum)
     }
 
     fn msm_witness_g2(
         &self,
+        w: &mut GpuWitness<'_>,
         query: G2Query,
         s: WitnessScalars<'_>,
         device: &mut Duration,
     ) -> Result<G2Projective> {
         same_len(query.name(), self.bases.host.params.b_g2().len(), s.len())?;
-        self.on_gpu(device, |g, i| g.msm_witness_g2_over(self.bases.b_g2(i), s.head, s.aux, s.density))
+        let GpuWitness { gpu, index, staged } = w;
+        let sum = gpu
+            .msm_witness_g2_staged(staged, self.bases.b_g2(*index), s.head, s.aux, s.density)
+            .map_err(backend_err)?;
+        *device += gpu.last_device_time();
+        Ok(sum)
     }
 }
 

@@ -58,7 +58,8 @@ pub use ntt_tables::{ntt_tables_bytes, omega, NTT_LOG_MAX};
 pub use pinned::{CudaRegionHook, HostRegistration};
 pub use plan::{DevicePlan, DeviceShape, BASE_SETS};
 pub use products::{
-    h_rows_scratch_bytes, products_scratch_bytes, rows_resident_bytes, witness_msm_scratch_bytes, DeviceRows,
+    h_rows_scratch_bytes, products_scratch_bytes, rows_resident_bytes, witness_scratch_bytes, DeviceRows,
+    DeviceWitness, WitnessMsm,
 };
 pub use subgroup::{subgroup_scratch_bytes, GpuSubgroupCheck, SUBGROUP_CHUNK_POINTS};
 

@@ -8,7 +8,7 @@ use crate::error::CudaError;
 use crate::msm::{msm_scratch_bytes, Curve, MsmPlan};
 use crate::ntt::h_scratch_bytes;
 use crate::ntt_tables::ntt_tables_bytes;
-use crate::products::{h_rows_scratch_bytes, witness_msm_scratch_bytes};
+use crate::products::{h_rows_scratch_bytes, witness_scratch_bytes, WitnessMsm};
 
 /// A parameter set's five base sets, in the order a device-memory budget keeps them
 /// resident: H, L, A, B_G1 in G1, then B_G2 (the G2 MSM does the most work per byte
@@ -54,8 +54,8 @@ pub struct DevicePlan {
     pub rows_bytes: usize,
     /// The h pipeline fed from the resident recording: a, b, c plus the witness (scratch).
     pub h_rows_scratch_bytes: usize,
-    /// The largest witness MSM: the MSM plus the aux and density staged above it
-    /// (scratch): [`DevicePlan::for_proofs`].
+    /// The witness MSMs: the largest MSM's layout plus the aux and density staged above
+    /// it once for all four (scratch): [`DevicePlan::for_proofs`].
     pub witness_scratch_bytes: usize,
     /// Which base sets ([`BASE_SETS`] order) are resident; the others stay in page-locked
     /// host memory and stream to the device `chunk_points` at a time for each MSM.
@@ -113,16 +113,18 @@ impl DevicePlan {
         let msm =
             (0..5).map(|i| msm_scratch_bytes(BASE_SETS[i].1, shape.lens[i], placed(i))).max().unwrap_or(0);
         let aux = shape.aux;
-        // The witness MSMs: L over all aux, A and B (G1, G2) over the aux their density picks.
-        let witness = [
-            witness_msm_scratch_bytes(Curve::G1, shape.lens[1], aux, false, placed(1)),
-            witness_msm_scratch_bytes(Curve::G1, shape.lens[2], aux, true, placed(2)),
-            witness_msm_scratch_bytes(Curve::G1, shape.lens[3], aux, true, placed(3)),
-            witness_msm_scratch_bytes(Curve::G2, shape.lens[4], aux, true, placed(4)),
-        ]
-        .into_iter()
-        .max()
-        .unwrap_or(0);
+        // The witness MSMs: L over all aux, A and B (G1, G2) over the aux their density
+        // picks, the aux staged once above the largest of their layouts.
+        let one = |curve, i: usize, dense| WitnessMsm { curve, n: shape.lens[i], chunk: placed(i), dense };
+        let witness = witness_scratch_bytes(
+            &[
+                one(Curve::G1, 1, false),
+                one(Curve::G1, 2, true),
+                one(Curve::G1, 3, true),
+                one(Curve::G2, 4, true),
+            ],
+            aux,
+        );
         let plan = DevicePlan {
             ntt_tables_bytes: ntt_tables_bytes(shape.domain_log),
             g1_bases_bytes: g1,

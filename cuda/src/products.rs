@@ -105,17 +105,19 @@ fn h_rows_spans(b: &mut Bump, n: usize, inputs: usize, aux: usize) -> Result<([D
     Ok((abc, witness))
 }
 
-/// The staging of one witness MSM, above the MSM's own layout.
+/// A witness's staging, above the layout of the largest MSM it feeds.
+#[derive(Debug)]
 struct WitnessSpans {
-    /// Where the MSM's layout keeps its scalars (the start of the scratch).
+    /// Where the MSMs' layouts keep their scalars (the start of the scratch).
     scalars: DevSpan,
     aux: DevSpan,
-    /// Density words, per-word prefix, per-chunk totals (`None` for all aux).
+    /// Density words, per-word prefix, per-chunk totals (`None` when no MSM is filtered).
     dense: Option<[DevSpan; 3]>,
 }
 
-/// `msm_bytes`: the MSM's own layout ([`msm_scratch_bytes`]: resident or streamed bases),
-/// which starts with its scalars; the staging goes above it.
+/// `msm_bytes`: the largest of the MSMs' own layouts ([`msm_scratch_bytes`]: resident or
+/// streamed bases), each starting with its scalars (`n` of them at most); the staging
+/// goes above it.
 fn witness_spans(b: &mut Bump, msm_bytes: usize, n: usize, naux: usize, dense: bool) -> Result<WitnessSpans> {
     let scalars = b.take("witness MSM: scalars", n * SCALAR_BYTES)?;
     let taken = (n * SCALAR_BYTES).max(1).next_multiple_of(crate::arena::SPAN_ALIGN_BYTES);
@@ -136,18 +138,48 @@ fn witness_spans(b: &mut Bump, msm_bytes: usize, n: usize, naux: usize, dense: b
     Ok(WitnessSpans { scalars, aux, dense })
 }
 
-/// Scratch of a witness MSM of `n` points over `naux` aux variables (`dense`: filtered by
-/// a density), its bases resident (`chunk` `None`) or streamed `chunk` points at a time.
-pub fn witness_msm_scratch_bytes(
-    curve: Curve,
-    n: usize,
-    naux: usize,
-    dense: bool,
-    chunk: Option<usize>,
-) -> usize {
+/// One MSM a staged witness feeds ([`Gpu::stage_witness`]): its curve, its points (head
+/// plus selected aux), the points per chunk of its streamed bases (`None`: resident), and
+/// whether a density filters its aux.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WitnessMsm {
+    pub curve: Curve,
+    pub n: usize,
+    pub chunk: Option<usize>,
+    pub dense: bool,
+}
+
+/// Scratch of a witness of `naux` aux variables staged for `msms` (the plan's figure:
+/// every MSM on the default layout, [`msm_scratch_bytes`]).
+pub fn witness_scratch_bytes(msms: &[WitnessMsm], naux: usize) -> usize {
+    let layout = msms.iter().map(|m| msm_scratch_bytes(m.curve, m.n, m.chunk)).max().unwrap_or(0);
+    let n = msms.iter().map(|m| m.n).max().unwrap_or(0);
     let mut b = Bump::dry();
-    witness_spans(&mut b, msm_scratch_bytes(curve, n, chunk), n, naux, dense).expect("a dry layout has room");
+    witness_spans(&mut b, layout, n, naux, msms.iter().any(|m| m.dense)).expect("a dry layout has room");
     b.used_bytes()
+}
+
+/// A witness's aux on one GPU, as the slab holds it (Montgomery form), staged once for
+/// the L, A and B MSMs built from it ([`Gpu::stage_witness`]): it lies above the largest
+/// of their layouts, which each MSM then lays out afresh below it. Valid while no other
+/// operation lays out the scratch (an error, never a wrong sum, after one has).
+#[derive(Debug)]
+pub struct DeviceWitness {
+    spans: WitnessSpans,
+    /// Scalars' bytes below the aux: each MSM's layout must end there.
+    layout_bytes: usize,
+    /// The host aux it came from (address, length): each MSM must be handed that one.
+    host: (usize, usize),
+    arena_id: u64,
+    /// The arena's scratch epoch after the last operation on it.
+    epoch: u64,
+}
+
+impl DeviceWitness {
+    /// Aux variables staged.
+    pub fn aux_len(&self) -> usize {
+        self.host.1
+    }
 }
 
 /// A precompiled recording resident in one GPU's arena ([`Gpu::upload_rows`]).
@@ -401,7 +433,8 @@ impl Gpu {
         self.msm_witness_g1_over(BaseSet::Resident(bases), head, aux, density)
     }
 
-    /// [`Gpu::msm_witness_g1`] over resident or streamed bases.
+    /// [`Gpu::msm_witness_g1`] over resident or streamed bases (the aux staged for this
+    /// one MSM).
     pub fn msm_witness_g1_over(
         &mut self,
         bases: BaseSet<'_, blst_p1_affine>,
@@ -409,8 +442,8 @@ impl Gpu {
         aux: &[Scalar],
         density: Option<Density<'_>>,
     ) -> Result<G1Projective> {
-        let parts = self.msm_witness::<_, blst_p1>(Curve::G1, bases, head, aux, density)?;
-        Ok(combine_parts(&parts))
+        let mut w = self.stage_one(Curve::G1, &bases, head, aux, density)?;
+        self.msm_witness_g1_staged(&mut w, bases, head, aux, density)
     }
 
     /// [`Gpu::msm_witness_g1`] in G2.
@@ -432,78 +465,166 @@ impl Gpu {
         aux: &[Scalar],
         density: Option<Density<'_>>,
     ) -> Result<G2Projective> {
-        let parts = self.msm_witness::<_, blst_p2>(Curve::G2, bases, head, aux, density)?;
+        let mut w = self.stage_one(Curve::G2, &bases, head, aux, density)?;
+        self.msm_witness_g2_staged(&mut w, bases, head, aux, density)
+    }
+
+    /// `aux` staged for one MSM over `bases`.
+    fn stage_one<A>(
+        &mut self,
+        curve: Curve,
+        bases: &BaseSet<'_, A>,
+        head: &[[u8; SCALAR_BYTES]],
+        aux: &[Scalar],
+        density: Option<Density<'_>>,
+    ) -> Result<DeviceWitness> {
+        let n = head.len() + check_density(aux, density)?;
+        let msm = WitnessMsm { curve, n, chunk: bases.streamed_chunk(), dense: density.is_some() };
+        self.stage_witness(aux, &[msm])
+    }
+
+    /// Uploads `aux` (as the slab holds it) once for the witness MSMs `msms`, which then
+    /// run with [`Gpu::msm_witness_g1_staged`] and [`Gpu::msm_witness_g2_staged`] while
+    /// no other operation lays out this GPU's scratch. A proof's L, A, B_G1 and B_G2 MSMs
+    /// read one aux: staged once, it goes over the bus once, not four times (at 2^27,
+    /// ~78 ms each). `last_device_time` is then the copy's.
+    pub fn stage_witness(&mut self, aux: &[Scalar], msms: &[WitnessMsm]) -> Result<DeviceWitness> {
+        let n = msms.iter().map(|m| m.n).max().unwrap_or(0);
+        if n > MSM_POINTS_MAX {
+            return Err(CudaError::Limit { what: "MSM points", value: n, limit: MSM_POINTS_MAX });
+        }
+        let layout = msms.iter().map(|m| self.msm_layout_bytes(m.curve, m.n, m.chunk)).max().unwrap_or(0);
+        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
+        self.dev.bind()?;
+        let mut b = arena.scratch();
+        let spans = witness_spans(&mut b, layout, n, aux.len(), msms.iter().any(|m| m.dense))?;
+        self.dev.timer_start()?;
+        if !aux.is_empty() {
+            // SAFETY: the aux span holds `aux.len()` scalars; the copy is waited for.
+            unsafe { self.dev.upload(spans.aux.ptr, aux) }?;
+        }
+        self.dev.timer_stop()?;
+        self.last_device.set(self.dev.timer_elapsed()?);
+        let layout_bytes = (spans.aux.ptr - spans.scalars.ptr) as usize;
+        let arena = self.arena_mut()?;
+        arena.note_scratch(&b);
+        Ok(DeviceWitness {
+            spans,
+            layout_bytes,
+            host: (aux.as_ptr() as usize, aux.len()),
+            arena_id: arena.id(),
+            epoch: arena.scratch_epoch(),
+        })
+    }
+
+    /// `sum s[i] * bases[i]` in G1 over `head` then the aux variables `density` selects,
+    /// gathered from the staged `w` (`aux` must be the slice it was staged from).
+    pub fn msm_witness_g1_staged(
+        &mut self,
+        w: &mut DeviceWitness,
+        bases: BaseSet<'_, blst_p1_affine>,
+        head: &[[u8; SCALAR_BYTES]],
+        aux: &[Scalar],
+        density: Option<Density<'_>>,
+    ) -> Result<G1Projective> {
+        let parts = self.msm_witness::<_, blst_p1>(w, Curve::G1, bases, head, aux, density)?;
+        Ok(combine_parts(&parts))
+    }
+
+    /// [`Gpu::msm_witness_g1_staged`] in G2.
+    pub fn msm_witness_g2_staged(
+        &mut self,
+        w: &mut DeviceWitness,
+        bases: BaseSet<'_, blst_p2_affine>,
+        head: &[[u8; SCALAR_BYTES]],
+        aux: &[Scalar],
+        density: Option<Density<'_>>,
+    ) -> Result<G2Projective> {
+        let parts = self.msm_witness::<_, blst_p2>(w, Curve::G2, bases, head, aux, density)?;
         Ok(combine_parts(&parts))
     }
 
     fn msm_witness<A, J: Copy + Default>(
         &mut self,
+        w: &mut DeviceWitness,
         curve: Curve,
         bases: BaseSet<'_, A>,
         head: &[[u8; SCALAR_BYTES]],
         aux: &[Scalar],
         density: Option<Density<'_>>,
     ) -> Result<Vec<(Vec<J>, u32)>> {
-        if let Some(d) = density {
-            if d.len() != aux.len() {
-                return Err(CudaError::Length {
-                    what: "witness MSM: density bits",
-                    got: d.len(),
-                    want: aux.len(),
-                });
-            }
-            if d.words().len() < aux.len().div_ceil(64) {
-                return Err(CudaError::Length {
-                    what: "witness MSM: density words",
-                    got: d.words().len(),
-                    want: aux.len().div_ceil(64),
-                });
-            }
+        let selected = check_density(aux, density)?;
+        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
+        if w.arena_id != arena.id() {
+            return Err(CudaError::ForeignHandle("witness on the device"));
         }
-        let selected = density.map_or(aux.len(), |d| d.count_ones());
+        if w.epoch != arena.scratch_epoch() {
+            return Err(CudaError::StaleScratch("witness on the device"));
+        }
+        if w.host != (aux.as_ptr() as usize, aux.len()) {
+            return Err(CudaError::Devices(
+                "witness MSM: the aux is not the one staged on the device".to_string(),
+            ));
+        }
         let n = head.len() + selected;
         if n == 0 {
-            return self.msm_over(curve, bases, Scalars::Host(&[]));
+            let parts = self.msm_over(curve, bases, Scalars::Host(&[]))?;
+            w.epoch = self.arena_mut()?.scratch_epoch();
+            return Ok(parts);
         }
         self.check_bases(&bases, n, "witness MSM: scalars")?;
-        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         if n > MSM_POINTS_MAX {
             return Err(CudaError::Limit { what: "MSM points", value: n, limit: MSM_POINTS_MAX });
         }
+        let layout = self.msm_layout_bytes(curve, n, bases.streamed_chunk()).max(n * SCALAR_BYTES);
+        if layout > w.layout_bytes {
+            return Err(CudaError::Limit {
+                what: "witness MSM: layout bytes below the staged aux",
+                value: layout,
+                limit: w.layout_bytes,
+            });
+        }
+        if density.is_some() && w.spans.dense.is_none() {
+            return Err(CudaError::Devices(
+                "witness MSM: a density, but the witness was staged for unfiltered MSMs only".to_string(),
+            ));
+        }
         self.dev.bind()?;
         self.dev.timer_start()?;
-        let mut stage = arena.scratch();
-        let s = witness_spans(
-            &mut stage,
-            self.msm_layout_bytes(curve, n, bases.streamed_chunk()),
-            n,
-            aux.len(),
-            density.is_some(),
-        )?;
-        // Once a copy is queued, every way out waits for the stream first: the aux and
-        // density slabs must not go back to their pool while a copy reads them.
-        let r = self.enqueue_gather(&s, head, aux, density, selected).and_then(|()| {
-            // The MSM lays its spans out afresh from the scratch's start: its scalars span
-            // is `s.scalars`, already filled, and its other spans (streamed: the chunk
-            // buffers and each chunk's layout) end below the staging.
-            let mut b = arena.scratch();
+        // Once a copy is queued, every way out waits for the stream first: the density
+        // slab must not go back to its pool while a copy reads it.
+        let r = self.enqueue_gather(&w.spans, head, aux.len(), density, selected).and_then(|()| {
+            // The MSM lays its spans out afresh from the scratch's start, ending below the
+            // staged aux: its scalars span is `w.spans.scalars`, already filled.
+            let b = arena.scratch();
+            let mut b = b.ending_at(w.spans.aux.ptr);
             let pk = self.point_kernels(curve);
-            self.msm_placed(&mut b, &pk, bases, Scalars::Device { ptr: s.scalars.dev_ptr(), n })
+            let r =
+                self.msm_placed(&mut b, &pk, bases, Scalars::Device { ptr: w.spans.scalars.dev_ptr(), n });
+            r.map(|parts| (parts, b))
         });
-        if r.is_err() {
-            let _ = self.dev.sync_all();
+        match r {
+            Ok((parts, b)) => {
+                let arena = self.arena_mut()?;
+                arena.note_scratch(&b);
+                w.epoch = arena.scratch_epoch();
+                Ok(parts)
+            }
+            Err(e) => {
+                let _ = self.dev.sync_all();
+                Err(e)
+            }
         }
-        self.arena_mut()?.note_scratch(&stage);
-        r
     }
 
     /// The copies and kernels that put a witness MSM's scalars in place: `head`, then the
-    /// aux variables `density` selects (`selected` of them) as canonical scalars.
+    /// aux variables `density` selects (`selected` of them) as canonical scalars, from the
+    /// `naux` staged.
     fn enqueue_gather(
         &self,
         s: &WitnessSpans,
         head: &[[u8; SCALAR_BYTES]],
-        aux: &[Scalar],
+        naux: usize,
         density: Option<Density<'_>>,
         selected: usize,
     ) -> Result<()> {
@@ -514,15 +635,11 @@ impl Gpu {
             if !head.is_empty() {
                 self.dev.upload_async(s.scalars.ptr, head)?;
             }
-            if !aux.is_empty() {
-                self.dev.upload_async(s.aux.ptr, aux)?;
-            }
         }
         if selected == 0 {
             return Ok(());
         }
         let out = s.scalars.at(head.len() * SCALAR_BYTES);
-        let naux = aux.len();
         let k = &self.dev.k;
         match (density, s.dense) {
             (Some(d), Some([words, word_prefix, chunks])) => {
@@ -564,6 +681,22 @@ impl Gpu {
     }
 }
 
+/// The aux variables `density` selects (all when `None`), once its length is checked.
+fn check_density(aux: &[Scalar], density: Option<Density<'_>>) -> Result<usize> {
+    let Some(d) = density else { return Ok(aux.len()) };
+    if d.len() != aux.len() {
+        return Err(CudaError::Length { what: "witness MSM: density bits", got: d.len(), want: aux.len() });
+    }
+    if d.words().len() < aux.len().div_ceil(64) {
+        return Err(CudaError::Length {
+            what: "witness MSM: density words",
+            got: d.words().len(),
+            want: aux.len().div_ceil(64),
+        });
+    }
+    Ok(d.count_ones())
+}
+
 #[cfg(test)]
 mod tests {
     use arenaprove_circuits::precompiled::format::{
@@ -599,29 +732,40 @@ mod tests {
         }
     }
 
-    /// The witness MSM's staging lies above the whole MSM layout (resident bases, or
-    /// streamed: the chunk buffers and the chunk's layout), so the MSM (laid out afresh
-    /// from the scratch's start) never overwrites the aux it is gathered from before the
-    /// gather ran, and its scalars span is the staging's first span.
+    /// The witness's staging lies above the largest of its MSMs' layouts (resident bases,
+    /// or streamed: the chunk buffers and the chunk's layout), so each MSM (laid out
+    /// afresh from the scratch's start) never overwrites the aux it is gathered from, and
+    /// the scalars span is the staging's first span.
     #[test]
-    fn witness_staging_sits_above_the_msm_layout() {
-        for (curve, n, naux, dense) in [
-            (Curve::G1, 1000, 1000, false),
-            (Curve::G1, 300, 5000, true),
-            (Curve::G2, 1 << 16, 1 << 17, true),
+    fn witness_staging_sits_above_every_msm_layout() {
+        for (msms, naux) in [
+            (vec![(Curve::G1, 1000, false)], 1000),
+            (vec![(Curve::G1, 300, true)], 5000),
+            (
+                vec![(Curve::G1, 1 << 17, false), (Curve::G1, 1 << 16, true), (Curve::G2, 1 << 16, true)],
+                1 << 17,
+            ),
         ] {
-            for chunk in [None, Some(64), Some(1 << 12), Some(n)] {
-                let msm = msm_scratch_bytes(curve, n, chunk);
+            let n_max = msms.iter().map(|m| m.1).max().unwrap();
+            for chunk in [None, Some(64), Some(1 << 12), Some(n_max)] {
+                let msms: Vec<_> =
+                    msms.iter().map(|&(curve, n, dense)| WitnessMsm { curve, n, chunk, dense }).collect();
+                let layout = msms.iter().map(|m| msm_scratch_bytes(m.curve, m.n, chunk)).max().unwrap();
+                let dense = msms.iter().any(|m| m.dense);
                 let mut b = Bump::dry();
-                let s = witness_spans(&mut b, msm, n, naux, dense).unwrap();
+                let s = witness_spans(&mut b, layout, n_max, naux, dense).unwrap();
                 assert_eq!(s.scalars.ptr, 0);
-                assert!(
-                    s.aux.ptr as usize >= msm,
-                    "{curve:?} {n}: aux at {} inside the MSM's {msm}",
-                    s.aux.ptr
-                );
+                for m in &msms {
+                    let own = msm_scratch_bytes(m.curve, m.n, chunk).max(m.n * SCALAR_BYTES);
+                    assert!(s.aux.ptr as usize >= own, "{m:?}: aux at {} inside the MSM's {own}", s.aux.ptr);
+                }
                 assert_eq!(s.dense.is_some(), dense);
-                assert_eq!(witness_msm_scratch_bytes(curve, n, naux, dense, chunk), b.used_bytes());
+                assert_eq!(witness_scratch_bytes(&msms, naux), b.used_bytes());
+                // The set stages the aux once: less than the MSMs staged one by one.
+                if msms.len() > 1 {
+                    let each: usize = msms.iter().map(|m| witness_scratch_bytes(&[*m], naux)).sum();
+                    assert!(b.used_bytes() < each);
+                }
             }
         }
     }

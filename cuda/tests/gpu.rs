@@ -584,6 +584,73 @@ fn streamed_bases_match_blst_for_every_chunking() {
     let got =
         g.msm_witness_g2_over(BaseSet::Streamed { bases: &b2w, chunk: 1 << 14 }, &[], &aux, None).unwrap();
     assert!(got == msm_g2(&b2w, &to_bytes(&aux)), "G2 witness MSM (all aux) streamed differs from blst");
+
+    // A proof's four witness MSMs over one staged aux: L (all aux, resident), A (head then
+    // dense, streamed), B in G1 and G2 (the same density, streamed); each equals its MSM
+    // staged alone, and the aux went up once.
+    use arenaprove_cuda::{Curve, WitnessMsm};
+    let b_len = 3 + selected;
+    let msms = [
+        WitnessMsm { curve: Curve::G1, n, chunk: None, dense: false },
+        WitnessMsm { curve: Curve::G1, n: b_len, chunk: Some(1 << 13), dense: true },
+        WitnessMsm { curve: Curve::G1, n: b_len, chunk: Some(40_000), dense: true },
+        WitnessMsm { curve: Curve::G2, n: b_len, chunk: Some(1 << 14), dense: true },
+    ];
+    let mut w = g.stage_witness(&aux, &msms).unwrap();
+    assert_eq!(w.aux_len(), n);
+    let l = g.msm_witness_g1_staged(&mut w, BaseSet::Resident(&on_device), &[], &aux, None).unwrap();
+    assert!(l == msm_g1(&b, &to_bytes(&aux)), "staged L differs from blst");
+    let a = g
+        .msm_witness_g1_staged(
+            &mut w,
+            BaseSet::Streamed { bases: &b[..b_len], chunk: 1 << 13 },
+            &head,
+            &aux,
+            Some(density),
+        )
+        .unwrap();
+    assert!(a == want, "staged A differs from its MSM staged alone");
+    let b1 = g
+        .msm_witness_g1_staged(
+            &mut w,
+            BaseSet::Streamed { bases: &b[..b_len], chunk: 40_000 },
+            &head,
+            &aux,
+            Some(density),
+        )
+        .unwrap();
+    assert!(b1 == want, "staged B_G1 differs");
+    let b2_bases = bases_g2(b_len, 29);
+    let b2 = g
+        .msm_witness_g2_staged(
+            &mut w,
+            BaseSet::Streamed { bases: &b2_bases, chunk: 1 << 14 },
+            &head,
+            &aux,
+            Some(density),
+        )
+        .unwrap();
+    assert!(b2 == msm_g2(&b2_bases, &split), "staged B_G2 differs from blst");
+    // Another aux than the staged one, a density on a witness staged without one, and any
+    // use after another operation laid out the scratch: typed errors, never a wrong sum.
+    let other = aux.clone();
+    let err = g.msm_witness_g1_staged(&mut w, BaseSet::Resident(&on_device), &[], &other, None).unwrap_err();
+    assert!(matches!(err, CudaError::Devices(ref m) if m.contains("not the one staged")), "{err}");
+    let mut plain = g.stage_witness(&aux, &msms[..1]).unwrap();
+    let err = g
+        .msm_witness_g1_staged(&mut plain, BaseSet::Resident(&resident), &head, &aux, Some(density))
+        .unwrap_err();
+    assert!(matches!(err, CudaError::Devices(ref m) if m.contains("staged for unfiltered")), "{err}");
+    assert!(matches!(
+        g.msm_witness_g1_staged(&mut w, BaseSet::Resident(&on_device), &[], &aux, None),
+        Err(CudaError::StaleScratch(_))
+    ));
+    // An MSM larger than the witness was staged for is refused before it could reach the aux.
+    let mut small =
+        g.stage_witness(&aux, &[WitnessMsm { curve: Curve::G1, n: 10, chunk: None, dense: false }]).unwrap();
+    let err =
+        g.msm_witness_g1_staged(&mut small, BaseSet::Resident(&on_device), &[], &aux, None).unwrap_err();
+    assert!(matches!(err, CudaError::Limit { .. }), "{err}");
 }
 
 /// Parameters whose sections are `g1` (h, l, a, b_g1 alike) and `g2`, with a verifying key

@@ -121,6 +121,13 @@ pub trait ProverOps: Send + Sync + std::fmt::Debug + 'static {
     where
         Self: 'a;
 
+    /// The witness's aux where the backend's witness MSMs read it, between
+    /// [`ProverOps::witness_begin`] and the last of them (a GPU: uploaded once to its
+    /// device scratch, with the device held). Only for [`ProverOps::proves_from_witness`].
+    type Witness<'a>
+    where
+        Self: 'a;
+
     /// `"cpu"`, `"cuda"`.
     fn name(&self) -> &'static str;
 
@@ -172,9 +179,18 @@ pub trait ProverOps: Send + Sync + std::fmt::Debug + 'static {
         Err(Groth16Error::Unsupported { backend: self.name(), what: "compute a, b, c from a recording" })
     }
 
-    /// `sum s[i] * query[i]` over the witness scalars `s` (see [`WitnessScalars`]).
+    /// Makes the aux assignment ready for the L, A, B_G1 and B_G2 witness MSMs, which then
+    /// read it through the returned [`ProverOps::Witness`] (it is the `aux` of each of
+    /// their [`WitnessScalars`]): one copy for the four, not one each.
+    fn witness_begin<'a>(&'a self, _aux: &'a [Scalar], _device: &mut Duration) -> Result<Self::Witness<'a>> {
+        Err(Groth16Error::Unsupported { backend: self.name(), what: "build split vectors itself" })
+    }
+
+    /// `sum s[i] * query[i]` over the witness scalars `s` (see [`WitnessScalars`]), their
+    /// aux the one `w` was begun with.
     fn msm_witness_g1(
         &self,
+        _w: &mut Self::Witness<'_>,
         _query: G1Query,
         _s: WitnessScalars<'_>,
         _device: &mut Duration,
@@ -185,6 +201,7 @@ pub trait ProverOps: Send + Sync + std::fmt::Debug + 'static {
     /// `sum s[i] * query[i]` in G2 over the witness scalars `s`.
     fn msm_witness_g2(
         &self,
+        _w: &mut Self::Witness<'_>,
         _query: G2Query,
         _s: WitnessScalars<'_>,
         _device: &mut Duration,
@@ -219,6 +236,8 @@ impl CpuOps {
 impl ProverOps for CpuOps {
     /// h's canonical bytes, written in place over the first `m - 1` scalars of `a`.
     type Quotient<'a> = &'a [ScalarBytes];
+    /// Never made: the CPU builds split vectors on the host.
+    type Witness<'a> = std::convert::Infallible;
 
     fn name(&self) -> &'static str {
         "cpu"

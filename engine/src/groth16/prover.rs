@@ -464,19 +464,23 @@ impl<O: ProverOps> Prover<O> {
             let d = w.b_input_density();
             input_bytes.iter().enumerate().filter(|&(i, _)| d.get(i)).map(|(_, b)| *b).collect()
         };
-        let l = stage(Stage::MsmL, &mut t.msm_l, || {
+        // The aux is made ready once for the four (its copy counts as L's).
+        let (l, mut held) = stage(Stage::MsmL, &mut t.msm_l, || -> Result<_> {
+            let mut held = ops.witness_begin(aux, &mut dev.msm_l)?;
             let s = WitnessScalars { head: &[], aux, density: None };
-            ops.msm_witness_g1(G1Query::L, s, &mut dev.msm_l)
+            Ok((ops.msm_witness_g1(&mut held, G1Query::L, s, &mut dev.msm_l)?, held))
         })?;
         let a_sum = stage(Stage::MsmA, &mut t.msm_a, || {
             let s = WitnessScalars { head: &input_bytes, aux, density: Some(w.a_aux_density()) };
-            ops.msm_witness_g1(G1Query::A, s, &mut dev.msm_a)
+            ops.msm_witness_g1(&mut held, G1Query::A, s, &mut dev.msm_a)
         })?;
         let b = WitnessScalars { head: &b_inputs, aux, density: Some(w.b_aux_density()) };
-        let b1 =
-            stage(Stage::MsmBG1, &mut t.msm_b_g1, || ops.msm_witness_g1(G1Query::BG1, b, &mut dev.msm_b_g1))?;
-        let b2 =
-            stage(Stage::MsmBG2, &mut t.msm_b_g2, || ops.msm_witness_g2(G2Query::BG2, b, &mut dev.msm_b_g2))?;
+        let b1 = stage(Stage::MsmBG1, &mut t.msm_b_g1, || {
+            ops.msm_witness_g1(&mut held, G1Query::BG1, b, &mut dev.msm_b_g1)
+        })?;
+        let b2 = stage(Stage::MsmBG2, &mut t.msm_b_g2, || {
+            ops.msm_witness_g2(&mut held, G2Query::BG2, b, &mut dev.msm_b_g2)
+        })?;
         Ok((l, a_sum, b1, b2))
     }
 
