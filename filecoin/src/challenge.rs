@@ -29,10 +29,8 @@ use bellpepper_core::boolean::{AllocatedBit, Boolean};
 use bellpepper_core::num::AllocatedNum;
 use bellpepper_core::{ConstraintSystem, SynthesisError};
 use bellperson::gadgets::multipack;
-use bellperson::gadgets::sha256::sha256_compression_function;
 use bellperson::gadgets::uint32::UInt32;
 use blstrs::Scalar;
-use ff::PrimeField;
 use filecoin_hashers::poseidon::PoseidonDomain;
 use filecoin_hashers::sha256::{Sha256Domain, Sha256Hasher};
 use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
@@ -49,6 +47,7 @@ use typenum::{U11, U2};
 
 use arenaprove_circuits::precompiled::PartCs;
 
+use crate::sha_witness::{self, Bit, Witness, Word};
 use crate::tree::SealTree;
 
 /// SHA-256 blocks per label piece: 2 of a label's 20, each piece ~45k constraints, about one
@@ -439,7 +438,11 @@ fn midstate(padded: &[Boolean], blocks: usize) -> Result<[u32; 8], SynthesisErro
 /// reversed within each byte (`reverse_bit_numbering`), the first 254 packed
 /// little-endian: the digest's bytes as a little-endian number, its top two bits cleared.
 fn label_of(padded: &[Boolean]) -> Result<Scalar, SynthesisError> {
-    let digest = midstate(padded, padded.len() / 512)?;
+    packed_digest(&midstate(padded, padded.len() / 512)?)
+}
+
+/// A SHA-256 digest (its eight words) packed as `create_label_circuit` packs it.
+fn packed_digest(digest: &[u32; 8]) -> Result<Scalar, SynthesisError> {
     let mut repr = [0u8; 32];
     for (i, word) in digest.iter().enumerate() {
         repr[4 * i..4 * i + 4].copy_from_slice(&word.to_be_bytes());
@@ -451,25 +454,44 @@ fn label_of(padded: &[Boolean]) -> Result<Scalar, SynthesisError> {
 /// Blocks `blocks` of the SHA-256 of `input` (bellperson's `sha256`: its padding, one
 /// `sha256_compression_function` per block), from the midstate before them, computed
 /// natively; the last block's piece also packs the digest into the label, as
-/// `create_label_circuit` does.
+/// `create_label_circuit` does. The compressions' witness is computed natively too
+/// ([`crate::sha_witness`]: the gadget's aux values and constraint count, without its
+/// linear combinations), and goes into the piece's window as the gadget would write it.
 fn label_blocks(cs: &mut PartCs<'_>, input: &[Boolean], blocks: Range<usize>) -> Result<(), SynthesisError> {
     if input.len() != LABEL_INPUT_BITS {
         return Err(misshapen());
     }
     let padded = pad(input);
-    let mut cur: Vec<UInt32> = if blocks.start == 0 {
-        SHA256_IV.iter().map(|&v| UInt32::constant(v)).collect()
+    let mut cur: [Word; 8] = if blocks.start == 0 {
+        SHA256_IV.map(sha_witness::constant)
     } else {
         let state = midstate(&padded, blocks.start)?;
-        cs.replay(|cs| state.iter().map(|&w| UInt32::alloc(cs.namespace(|| "midstate"), Some(w))).collect())?
+        let words: Vec<UInt32> = cs.replay(|cs| {
+            state.iter().map(|&w| UInt32::alloc(cs.namespace(|| "midstate"), Some(w))).collect()
+        })?;
+        let mut cur = [sha_witness::constant(0); 8];
+        for (c, w) in cur.iter_mut().zip(words) {
+            for (bit, b) in c.iter_mut().zip(w.into_bits()) {
+                *bit = Bit::of(&b).ok_or_else(missing)?;
+            }
+        }
+        cur
     };
+    let mut witness = Witness::default();
     for block in blocks.clone() {
         let bits = padded.get(block * 512..(block + 1) * 512).ok_or_else(misshapen)?;
-        cur = sha256_compression_function(cs.namespace(|| "block"), bits, &cur)?;
+        let bits = bits.iter().map(|b| Bit::of(b).ok_or_else(missing)).collect::<Result<Vec<_>, _>>()?;
+        cur = sha_witness::compress(&mut witness, &bits, &cur)?;
+    }
+    cs.extend_aux(&witness.aux);
+    for _ in 0..witness.constraints {
+        cs.enforce(|| "", |lc| lc, |lc| lc, |lc| lc);
     }
     if blocks.end * 512 == padded.len() {
-        let digest = reverse_bit_numbering(cur.into_iter().flat_map(|w| w.into_bits_be()).collect());
-        multipack::pack_bits(cs.namespace(|| "result_num"), &digest[..Scalar::CAPACITY as usize])?;
+        // `multipack::pack_bits`: the packed number, one constraint.
+        let label = packed_digest(&cur.map(|w| sha_witness::value(&w)))?;
+        alloc(cs, Some(label))?;
+        cs.enforce(|| "packing constraint", |lc| lc, |lc| lc, |lc| lc);
     }
     Ok(())
 }

@@ -61,6 +61,7 @@ pub mod pce;
 pub mod post;
 pub mod random;
 pub mod seal;
+mod sha_witness;
 pub mod shape;
 pub mod snap;
 pub mod tree;
