@@ -47,6 +47,7 @@ use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::{StackedCircuit, TOTAL_PARENTS};
 use typenum::{U11, U2};
 
+use arenaprove_circuits::native::sha256::IV as SHA256_IV;
 use arenaprove_circuits::precompiled::PartCs;
 
 use crate::sha_witness::{self, Bit, Witness, Word};
@@ -59,9 +60,6 @@ pub const BLOCKS_PER_PIECE: usize = 2;
 const LABEL_INPUT_BITS: usize = (2 + TOTAL_PARENTS) * 256;
 /// Blocks of a label's SHA-256, padding included.
 const LABEL_BLOCKS: usize = (LABEL_INPUT_BITS + 1 + 64).div_ceil(512);
-/// SHA-256's initial hash value.
-const SHA256_IV: [u32; 8] =
-    [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
 
 type G = filecoin_proofs::constants::DefaultPieceHasher;
 
