@@ -275,11 +275,7 @@ pub(crate) fn synthesize_piece<Tree: SealTree>(
                 .map(|h| AllocatedNum::alloc(cs.namespace(|| "path element"), || h.ok_or_else(missing)))
                 .collect::<Result<Vec<_>, _>>()?;
             let inserted = insert(cs, &cur, &[bit], &siblings)?;
-            let computed = <Sha256Hasher as Hasher>::Function::hash_multi_leaf_circuit::<U2, _>(
-                cs.namespace(|| "computation of commitment hash"),
-                &inserted,
-                level,
-            )?;
+            let computed = hash_nodes(cs, &inserted)?;
             if level + 1 == levels.len() {
                 // `PoRCircuit::synthesize`'s end: the path bits public, the root checked.
                 multipack::pack_into_inputs(cs.namespace(|| "path"), &bits)?;
@@ -451,6 +447,55 @@ fn packed_digest(digest: &[u32; 8]) -> Result<Scalar, SynthesisError> {
     Option::from(Scalar::from_bytes_le(&repr)).ok_or_else(misshapen)
 }
 
+/// filecoin-hashers' `Sha256Function::hash_multi_leaf_circuit` over `leaves` (each to its
+/// bits, bytes bit-reversed, then bellperson's `sha256` and the digest packed), with the
+/// SHA-256 compressions' witness computed natively ([`compress_blocks`]).
+fn hash_nodes(
+    cs: &mut PartCs<'_>,
+    leaves: &[AllocatedNum<Scalar>],
+) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    let mut bits = Vec::with_capacity(leaves.len() * 256);
+    for leaf in leaves {
+        let mut padded = leaf.to_bits_le(&mut *cs)?;
+        padded.resize(padded.len().next_multiple_of(8), Boolean::Constant(false));
+        bits.extend(padded.chunks_exact(8).flat_map(|chunk| chunk.iter().rev()).cloned());
+    }
+    let padded = pad(&bits);
+    let cur = compress_blocks(cs, &padded, 0..padded.len() / 512, SHA256_IV.map(sha_witness::constant))?;
+    pack_digest(cs, &cur)
+}
+
+/// The SHA-256 compressions of `padded`'s blocks `blocks` from the state `cur`, their
+/// witness ([`crate::sha_witness`]: the gadget's aux values and constraint count, without
+/// its linear combinations) written into the piece's window as bellperson's
+/// `sha256_compression_function` would write it. Returns the state after them.
+fn compress_blocks(
+    cs: &mut PartCs<'_>,
+    padded: &[Boolean],
+    blocks: Range<usize>,
+    mut cur: [Word; 8],
+) -> Result<[Word; 8], SynthesisError> {
+    let mut witness = Witness::default();
+    for block in blocks {
+        let bits = padded.get(block * 512..(block + 1) * 512).ok_or_else(misshapen)?;
+        let bits = bits.iter().map(|b| Bit::of(b).ok_or_else(missing)).collect::<Result<Vec<_>, _>>()?;
+        cur = sha_witness::compress(&mut witness, &bits, &cur)?;
+    }
+    cs.extend_aux(&witness.aux);
+    for _ in 0..witness.constraints {
+        cs.enforce(|| "", |lc| lc, |lc| lc, |lc| lc);
+    }
+    Ok(cur)
+}
+
+/// `multipack::pack_bits` of a digest's bits as the circuits pack it (bytes bit-reversed,
+/// the first 254): the packed number (one variable) and its constraint.
+fn pack_digest(cs: &mut PartCs<'_>, state: &[Word; 8]) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    let num = alloc(cs, Some(packed_digest(&state.map(|w| sha_witness::value(&w)))?))?;
+    cs.enforce(|| "packing constraint", |lc| lc, |lc| lc, |lc| lc);
+    Ok(num)
+}
+
 /// Blocks `blocks` of the SHA-256 of `input` (bellperson's `sha256`: its padding, one
 /// `sha256_compression_function` per block), from the midstate before them, computed
 /// natively; the last block's piece also packs the digest into the label, as
@@ -462,7 +507,7 @@ fn label_blocks(cs: &mut PartCs<'_>, input: &[Boolean], blocks: Range<usize>) ->
         return Err(misshapen());
     }
     let padded = pad(input);
-    let mut cur: [Word; 8] = if blocks.start == 0 {
+    let cur: [Word; 8] = if blocks.start == 0 {
         SHA256_IV.map(sha_witness::constant)
     } else {
         let state = midstate(&padded, blocks.start)?;
@@ -477,21 +522,9 @@ fn label_blocks(cs: &mut PartCs<'_>, input: &[Boolean], blocks: Range<usize>) ->
         }
         cur
     };
-    let mut witness = Witness::default();
-    for block in blocks.clone() {
-        let bits = padded.get(block * 512..(block + 1) * 512).ok_or_else(misshapen)?;
-        let bits = bits.iter().map(|b| Bit::of(b).ok_or_else(missing)).collect::<Result<Vec<_>, _>>()?;
-        cur = sha_witness::compress(&mut witness, &bits, &cur)?;
-    }
-    cs.extend_aux(&witness.aux);
-    for _ in 0..witness.constraints {
-        cs.enforce(|| "", |lc| lc, |lc| lc, |lc| lc);
-    }
+    let cur = compress_blocks(cs, &padded, blocks.clone(), cur)?;
     if blocks.end * 512 == padded.len() {
-        // `multipack::pack_bits`: the packed number, one constraint.
-        let label = packed_digest(&cur.map(|w| sha_witness::value(&w)))?;
-        alloc(cs, Some(label))?;
-        cs.enforce(|| "packing constraint", |lc| lc, |lc| lc, |lc| lc);
+        pack_digest(cs, &cur)?;
     }
     Ok(())
 }
