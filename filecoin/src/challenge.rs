@@ -20,9 +20,9 @@
 //! hashing: allocated as the serial synthesis allocates it (bits stay bits, constants
 //! constants), so the gadgets take the same paths, and sent to scratch. The gadgets are
 //! storage-proofs', bellperson's and neptune's own, called as `Proof::synthesize` calls them,
-//! but for the labels' SHA-256 compressions (most of a partition), whose witness
-//! [`crate::sha_witness`] computes natively as bellperson's gadget would write it; only the
-//! loops that chain them are written here. Whether the pieces add up to the serial
+//! but for the SHA-256 compressions of the labels and the comm_d path (most of a
+//! partition), whose witness [`crate::sha_witness`] computes natively as bellperson's gadget
+//! would write it; only the loops that chain them are written here. Whether the pieces add up to the serial
 //! witness is not assumed: [`arenaprove_circuits::precompiled`] checks every piece's counts
 //! against the recording, and the tests check the bytes against the serial synthesis.
 use std::ops::Range;
