@@ -10,14 +10,15 @@
 //! run: one forward NTT and the h pipeline's transforms, device only. Every kernel choice's
 //! NTT and h pipeline are checked bit for bit against the CPU at the `--ntt` sizes.
 //!
-//! `--msm`: the MSM kernels (`MsmKernels`): the unsigned-window kernels before them
-//! (baseline) and the signed ones (default), alternating in one run on the same resident
-//! bases and scalars; every result equal to blst's (sizes up to 2^24) and to each other.
-//! Also 0/1 scalars, and at 2^24 and above a 99% 0/1 mix (1% random), both kernel choices.
+//! `--msm`: the MSM kernels (`MsmKernels`): the signed windows (baseline, the default) and
+//! the wide ones (candidate), alternating in one run on the same resident bases and
+//! scalars (in registered memory); every result equal to blst's (sizes up to 2^24) and to
+//! each other. Also 0/1 scalars, and at 2^24 and above a 99% 0/1 mix (1% random), both
+//! kernel choices.
 //!
 //! `--chunks`: at MSM sizes the default chunking splits (above 2^25 points), the resident
 //! MSM in chunks of each 2^k points (k at least the size: one piece) against the default
-//! 2^24 chunks, alternating.
+//! 2^24 chunks, alternating, under each kernel choice.
 //!
 //! `--sparse`: at those of the `--msm` sizes, the sparse sort (the default: the 0/1 kernel
 //! lists the scalars neither 0 nor 1 and the bucket sort reads only those) against the sort
@@ -112,35 +113,65 @@ fn ones_ab<P: PartialEq>(
     Ok((t[0], t[1], agree, fast))
 }
 
-/// The MSM kernels a bench alternates: the unsigned ones (baseline, the kernels before) and
-/// the signed ones (the default).
-const MSM_CONFIGS: [(&str, MsmKernels); 2] =
-    [("unsigned", MsmKernels::Unsigned), ("signed", MsmKernels::Signed)];
+/// The MSM kernel configurations a bench alternates: the signed kernels with their pieces in
+/// bucket order (baseline: the kernels before the pieces' order), the signed kernels with
+/// the pieces longest first, and the wide windows with the pieces longest first. The
+/// unsigned kernels were the baseline until the signed ones were measured against them
+/// (BENCHMARKS.md, eleventh session).
+const MSM_CONFIGS: [(&str, MsmKernels, bool); 3] = [
+    ("signed", MsmKernels::Signed, false),
+    ("signed+order", MsmKernels::Signed, true),
+    ("wide+order", MsmKernels::Wide, true),
+];
 
-/// Each MSM kernel choice run alternately (baseline first) after one warm-up each, `reps`
-/// timed calls each: the medians, and whether every call of every choice gave one point.
-/// Then one more call of each with the stage split on, printed.
+/// Sets configuration `i` of [`MSM_CONFIGS`].
+fn set_config(g: &mut Gpu, i: usize) {
+    g.set_msm_kernels(MSM_CONFIGS[i].1);
+    g.set_msm_piece_order(MSM_CONFIGS[i].2);
+}
+
+/// Back to the defaults.
+fn default_config(g: &mut Gpu) {
+    g.set_msm_kernels(MsmKernels::default());
+    g.set_msm_piece_order(true);
+}
+
+/// Each MSM kernel configuration run alternately (baseline first) after one warm-up each,
+/// `reps` timed calls each: the medians, and whether every call of every configuration gave
+/// one point. Then one more call of each with the stage split on, printed.
 fn kernels_ab<P: PartialEq>(
     g: &mut Gpu,
     reps: usize,
     mut msm: impl FnMut(&mut Gpu) -> Result<P, arenaprove_cuda::CudaError>,
-) -> Result<([f64; 2], bool, P), arenaprove_cuda::CudaError> {
-    let (t, agree, first) = alternate(g, reps, 2, |g, i| g.set_msm_kernels(MSM_CONFIGS[i].1), &mut msm)?;
+) -> Result<(Vec<f64>, bool, P), arenaprove_cuda::CudaError> {
+    let (t, agree, first) = alternate(g, reps, MSM_CONFIGS.len(), set_config, &mut msm)?;
     // One more call of each configuration with the stage split on (not among the timed calls).
     g.set_msm_stage_timing(true);
-    for (name, k) in MSM_CONFIGS {
-        g.set_msm_kernels(k);
+    for (i, (name, _, _)) in MSM_CONFIGS.iter().enumerate() {
+        set_config(g, i);
         msm(g)?;
         print_stages(name, g.last_msm_stages());
     }
     g.set_msm_stage_timing(false);
-    g.set_msm_kernels(MsmKernels::default());
-    Ok(([t[0], t[1]], agree, first))
+    default_config(g);
+    Ok((t, agree, first))
 }
 
-/// "signed x ms (ratio) | unsigned y ms (baseline)".
-fn configs_line(t: [f64; 2]) -> String {
-    format!("signed {:.1} ms ({:.2}x) | unsigned {:.1} ms (baseline)", t[1], t[0] / t[1], t[0])
+/// "signed x ms (baseline) | signed+order y ms (ratio) | ...".
+fn configs_line(t: Vec<f64>) -> String {
+    let parts: Vec<String> = MSM_CONFIGS
+        .iter()
+        .zip(&t)
+        .enumerate()
+        .map(|(i, ((name, _, _), ms))| {
+            if i == 0 {
+                format!("{name} {ms:.1} ms (baseline)")
+            } else {
+                format!("{name} {ms:.1} ms ({:.2}x)", t[0] / ms)
+            }
+        })
+        .collect();
+    parts.join(" | ")
 }
 
 /// `msm` with `switch` off (baseline) and on, alternating, `reps` timed calls each after a
@@ -451,6 +482,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         let resident = g.upload_g1_bases(&b)?;
         println!("msm 2^{log}: bases upload {:.1} ms ({} MiB)", ms(t), (n * 96) >> 20);
+        let reg = register(&g, &s)?;
         let (t3, agree, r) = kernels_ab(&mut g, 5, |g| g.msm_g1_resident(&resident, &s))?;
         let gpu_ms = t3[1];
         let cpu = if log <= 24 {
@@ -461,14 +493,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             None
         };
         println!(
-            "msm_g1 2^{log}: {} | resident bases, scalars H2D from pageable, medians of 5 alternating | kernels agree {agree} | {}",
+            "msm_g1 2^{log}: {} | resident bases, scalars in registered memory, medians of 5 alternating | kernels agree {agree} | {}",
             configs_line(t3),
             match cpu {
                 Some((cpu_ms, eq)) => format!("cpu blst {cpu_ms:.0} ms, cpu/gpu {:.1}x, equal {eq}", cpu_ms / gpu_ms),
                 None => "no CPU baseline at this size".into(),
             }
         );
-        let reg = register(&g, &s)?;
         let mut pinned = Vec::new();
         for _ in 0..3 {
             let t = Instant::now();
@@ -492,13 +523,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let c: u32 = configs[i];
                 g.set_resident_chunking(if c >= log { n } else { 1 << c }, 1 << c);
             };
-            let (times, agree, out) =
-                alternate(&mut g, 3, configs.len(), chunking, |g| g.msm_g1_resident(&resident, &s))?;
-            let agree = agree && out == r;
-            g.set_resident_chunking(default_chunking.0, default_chunking.1);
-            let line: Vec<String> =
-                configs.iter().zip(&times).map(|(c, t)| format!("chunks of 2^{c}: {t:.1} ms")).collect();
-            println!("msm_g1 2^{log} resident chunk sizes (registered scalars, medians of 3 alternating, baseline first): {} | equal {agree}", line.join(" | "));
+            for (ci, (kname, _, _)) in MSM_CONFIGS.iter().enumerate() {
+                set_config(&mut g, ci);
+                let (times, agree, out) =
+                    alternate(&mut g, 3, configs.len(), chunking, |g| g.msm_g1_resident(&resident, &s))?;
+                let agree = agree && out == r;
+                g.set_resident_chunking(default_chunking.0, default_chunking.1);
+                let line: Vec<String> =
+                    configs.iter().zip(&times).map(|(c, t)| format!("chunks of 2^{c}: {t:.1} ms")).collect();
+                println!("msm_g1 2^{log} resident chunk sizes, {kname} kernels (registered scalars, medians of 3 alternating, baseline first): {} | equal {agree}", line.join(" | "));
+            }
+            default_config(&mut g);
         }
         drop(reg);
         // Boolean-heavy scalars (0/1), as SHA-256 / PoRep witnesses: the 0/1 fast path

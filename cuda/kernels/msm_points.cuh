@@ -118,14 +118,17 @@ __device__ __forceinline__ void reduce(const typename xyzz::mem_t* in, uint32_t 
 
 // One thread per piece: the sum of its affine points. SIGNED: bit 31 of an entry says
 // "add the negated point" (msm_sort.cu's signed digits); unsigned entries are plain indices.
+// Thread k sums piece perm[k] (msm_piece_order: the pieces by decreasing length), or piece k
+// without a perm; the sum goes to the piece's own slot either way.
 template<class xyzz, class affine, bool SIGNED>
 __device__ __forceinline__ void accumulate(const typename affine::mem_t* bases, const uint32_t* idx,
                                            const uint2* pieces, const uint32_t* npieces,
-                                           typename xyzz::mem_t* partial)
+                                           const uint32_t* perm, typename xyzz::mem_t* partial)
 {
-    size_t p = global_tid();
-    if (p >= *npieces)
+    const size_t k = global_tid();
+    if (k >= *npieces)
         return;
+    const size_t p = perm != nullptr ? perm[k] : k;
     const uint2 pc = pieces[p];
     xyzz acc;
     acc.inf();
@@ -247,12 +250,13 @@ __device__ __forceinline__ void window_sums(const typename xyzz::mem_t* seg_out,
         uint32_t fan, XYZZ::mem_t* out)                                                         \
     {   reduce<XYZZ>(in, n, fan, out);   }                                                      \
     extern "C" __global__ void msm_accumulate_##SUFFIX(const AFFINE::mem_t* bases,              \
-        const uint32_t* idx, const uint2* pieces, const uint32_t* npieces, XYZZ::mem_t* partial) \
-    {   accumulate<XYZZ, AFFINE, false>(bases, idx, pieces, npieces, partial);   }              \
+        const uint32_t* idx, const uint2* pieces, const uint32_t* npieces, const uint32_t* perm, \
+        XYZZ::mem_t* partial)                                                                   \
+    {   accumulate<XYZZ, AFFINE, false>(bases, idx, pieces, npieces, perm, partial);   }        \
     extern "C" __global__ void __launch_bounds__(ACC_THREADS) msm_accumulate_signed_##SUFFIX(  \
         const AFFINE::mem_t* bases, const uint32_t* idx, const uint2* pieces,                   \
-        const uint32_t* npieces, XYZZ::mem_t* partial)                                          \
-    {   accumulate<XYZZ, AFFINE, true>(bases, idx, pieces, npieces, partial);   }               \
+        const uint32_t* npieces, const uint32_t* perm, XYZZ::mem_t* partial)                    \
+    {   accumulate<XYZZ, AFFINE, true>(bases, idx, pieces, npieces, perm, partial);   }         \
     extern "C" __global__ void msm_buckets_##SUFFIX(const XYZZ::mem_t* partial,                \
         const uint32_t* poffsets, uint32_t m, uint32_t add, XYZZ::mem_t* out)                  \
     {   buckets<XYZZ>(partial, poffsets, m, add, out);   }                                      \

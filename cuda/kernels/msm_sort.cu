@@ -245,3 +245,227 @@ extern "C" __global__ void msm_pieces(const uint32_t* counts, const uint32_t* of
         pieces[p++] = make_uint2(off + k, min(piece_len, cnt - k));
 }
 
+
+// ---------------------------------------------------------------------------------------
+// Wide windows (the host's `MsmKernels::Wide`): signed digits of up to 22 bits, 2^21
+// buckets per window, past any shared histogram. The counts live in global memory and
+// every entry takes one atomic there (a window's counts, at most 8 MiB, stay in L2 while
+// its blocks run: blockIdx.y is the window, and blocks run x first); the offsets come from
+// a scan over all blocks in three launches instead of msm_scan's single block. Then
+// msm_pieces and the point kernels as for the other schemes. Wider windows mean fewer of
+// them: 13 windows of 20 bits at 2^24 and 12 of 22 bits at 2^27 instead of 16 of 16, so
+// fewer bucket additions for the same points.
+
+// Window w's bucket counts from the entries of one block's range (dense or sparse, as
+// tile_of), one global atomic each.
+extern "C" __global__ void msm_hist_global(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                           uint32_t tile, uint32_t skip_ones,
+                                           const uint32_t* rest, const uint32_t* nrest,
+                                           uint32_t cap, uint32_t* counts)
+{
+    const tile_range r = tile_of(n, tile, rest, nrest, cap);
+    const uint32_t w = blockIdx.y;
+    uint32_t* cw = counts + ((size_t)w << (c - 1));
+    for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x) {
+        const scalar_words sw(scalars + 8 * (size_t)r.point(j));
+        const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, 1);
+        if (e != 0)
+            atomicAdd(&cw[entry_bucket(e)], 1u);
+    }
+}
+
+// The entries of the same ranges written to their buckets' slots, one global atomic each
+// on the bucket's cursor (the order inside a bucket depends on timing; its sum does not).
+extern "C" __global__ void msm_scatter_global(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                              uint32_t tile, uint32_t skip_ones,
+                                              const uint32_t* rest, const uint32_t* nrest,
+                                              uint32_t cap, uint32_t* cursor, uint32_t* idx)
+{
+    const tile_range r = tile_of(n, tile, rest, nrest, cap);
+    const uint32_t w = blockIdx.y;
+    uint32_t* cw = cursor + ((size_t)w << (c - 1));
+    for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x) {
+        const uint32_t i = r.point(j);
+        const scalar_words sw(scalars + 8 * (size_t)i);
+        const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, 1);
+        if (e != 0)
+            idx[atomicAdd(&cw[entry_bucket(e)], 1u)] = i | (e & MSM_NEG_BIT);
+    }
+}
+
+// Counts one block of the multi-block scan covers: SCAN_PER_THREAD consecutive counts per
+// thread.
+#define SCAN_PER_THREAD 8
+#define SCAN_BLOCK_COUNTS (SCAN_THREADS * SCAN_PER_THREAD)
+
+// Exclusive scan of (a, b) over a block of SCAN_THREADS threads in thread order; (ta, tb)
+// are the block's totals. Every thread of the block calls it.
+__device__ __forceinline__ void block_scan2(uint32_t& a, uint32_t& b, uint32_t& ta, uint32_t& tb)
+{
+    __shared__ uint32_t wa[SCAN_THREADS / 32], wb[SCAN_THREADS / 32];
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    uint32_t ia = a, ib = b;
+#pragma unroll
+    for (uint32_t off = 1; off < 32; off <<= 1) {
+        const uint32_t xa = __shfl_up_sync(0xffffffffu, ia, off);
+        const uint32_t xb = __shfl_up_sync(0xffffffffu, ib, off);
+        if (lane >= off) {
+            ia += xa;
+            ib += xb;
+        }
+    }
+    if (lane == 31) {
+        wa[warp] = ia;
+        wb[warp] = ib;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        uint32_t va = wa[lane], vb = wb[lane];
+#pragma unroll
+        for (uint32_t off = 1; off < 32; off <<= 1) {
+            const uint32_t xa = __shfl_up_sync(0xffffffffu, va, off);
+            const uint32_t xb = __shfl_up_sync(0xffffffffu, vb, off);
+            if (lane >= off) {
+                va += xa;
+                vb += xb;
+            }
+        }
+        wa[lane] = va;
+        wb[lane] = vb;
+    }
+    __syncthreads();
+    const uint32_t pa = warp > 0 ? wa[warp - 1] : 0, pb = warp > 0 ? wb[warp - 1] : 0;
+    ta = wa[SCAN_THREADS / 32 - 1];
+    tb = wb[SCAN_THREADS / 32 - 1];
+    a = pa + ia - a;
+    b = pb + ib - b;
+    __syncthreads();
+}
+
+// This thread's counts in block blockIdx.x of the scan: [lo, hi).
+__device__ __forceinline__ void scan_span(uint32_t m, uint32_t& lo, uint32_t& hi)
+{
+    const size_t l = (size_t)blockIdx.x * SCAN_BLOCK_COUNTS + (size_t)threadIdx.x * SCAN_PER_THREAD;
+    lo = (uint32_t)min(l, (size_t)m);
+    hi = (uint32_t)min(l + SCAN_PER_THREAD, (size_t)m);
+}
+
+// Scan, launch 1 of 3: each block's totals of counts and of pieces (ceil(count /
+// piece_len)), into sums[b] and sums[nblocks + b].
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+msm_scan_sums(const uint32_t* counts, uint32_t m, uint32_t piece_len, uint32_t* sums)
+{
+    uint32_t lo, hi, sc = 0, sp = 0, tc, tp;
+    scan_span(m, lo, hi);
+    for (uint32_t i = lo; i < hi; i++) {
+        const uint32_t k = counts[i];
+        sc += k;
+        sp += (k + piece_len - 1) / piece_len;
+    }
+    block_scan2(sc, sp, tc, tp);
+    if (threadIdx.x == 0) {
+        sums[blockIdx.x] = tc;
+        sums[gridDim.x + blockIdx.x] = tp;
+    }
+}
+
+// Scan, launch 2 of 3 (one block): the blocks' totals scanned in place (exclusive), and
+// the grand totals written where msm_scan writes them (offsets[m], poffsets[m]).
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+msm_scan_top(uint32_t* sums, uint32_t nblocks, uint32_t* total, uint32_t* ptotal)
+{
+    uint32_t carry_c = 0, carry_p = 0;
+    for (uint32_t base = 0; base < nblocks; base += SCAN_THREADS) {
+        const uint32_t i = base + threadIdx.x;
+        uint32_t c = i < nblocks ? sums[i] : 0, p = i < nblocks ? sums[nblocks + i] : 0, tc, tp;
+        block_scan2(c, p, tc, tp);
+        if (i < nblocks) {
+            sums[i] = carry_c + c;
+            sums[nblocks + i] = carry_p + p;
+        }
+        carry_c += tc;
+        carry_p += tp;
+    }
+    if (threadIdx.x == 0) {
+        *total = carry_c;
+        *ptotal = carry_p;
+    }
+}
+
+// Scan, launch 3 of 3: each block's counts scanned from its scanned total: offsets,
+// cursor and piece offsets as msm_scan writes them.
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+msm_scan_write(const uint32_t* counts, uint32_t m, uint32_t piece_len, const uint32_t* sums,
+               uint32_t* offsets, uint32_t* cursor, uint32_t* poffsets)
+{
+    uint32_t lo, hi, sc = 0, sp = 0, tc, tp;
+    scan_span(m, lo, hi);
+    for (uint32_t i = lo; i < hi; i++) {
+        const uint32_t k = counts[i];
+        sc += k;
+        sp += (k + piece_len - 1) / piece_len;
+    }
+    block_scan2(sc, sp, tc, tp);
+    uint32_t rc = sums[blockIdx.x] + sc, rp = sums[gridDim.x + blockIdx.x] + sp;
+    for (uint32_t i = lo; i < hi; i++) {
+        const uint32_t k = counts[i];
+        offsets[i] = rc;
+        cursor[i] = rc;
+        poffsets[i] = rp;
+        rc += k;
+        rp += (k + piece_len - 1) / piece_len;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Pieces in order of decreasing length (the host's `Gpu::set_msm_piece_order`, on by
+// default). The accumulate kernels run one thread per piece, so a warp takes as long as its
+// longest piece. In bucket order a warp's pieces are as uneven as the buckets' counts: with
+// random scalars a bucket holds Poisson(mean) points, and at ~32 points per bucket (2^20 in
+// 16-bit windows, or 2^24 in 20-bit ones) a warp's longest piece is ~1.4 times its mean; at
+// 512 per bucket ~1.1 times. A counting sort by length gives each warp pieces of one length.
+// Class of a piece: PIECE_CLASSES - len below PIECE_CLASSES (so the longest come first),
+// and class 0 for longer pieces (only a skewed bucket's, most of them exactly piece_len).
+#define PIECE_CLASSES 4096
+
+__device__ __forceinline__ uint32_t piece_class(uint32_t len)
+{
+    return len >= PIECE_CLASSES ? 0 : PIECE_CLASSES - len;
+}
+
+// Histogram of the pieces' classes: per block in shared memory, summed into hist.
+extern "C" __global__ void msm_piece_hist(const uint2* pieces, const uint32_t* npieces, uint32_t* hist)
+{
+    __shared__ uint32_t h[PIECE_CLASSES];
+    for (uint32_t k = threadIdx.x; k < PIECE_CLASSES; k += blockDim.x)
+        h[k] = 0;
+    __syncthreads();
+    const size_t n = *npieces, stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t p = global_tid(); p < n; p += stride)
+        atomicAdd(&h[piece_class(pieces[p].y)], 1u);
+    __syncthreads();
+    for (uint32_t k = threadIdx.x; k < PIECE_CLASSES; k += blockDim.x)
+        if (h[k] != 0)
+            atomicAdd(&hist[k], h[k]);
+}
+
+// perm[cursor[class] + k] = piece index: the same grid as msm_piece_hist; each block
+// reserves its slots per class with one global atomic, as msm_scatter does for buckets.
+extern "C" __global__ void msm_piece_order(const uint2* pieces, const uint32_t* npieces, uint32_t* cursor,
+                                           uint32_t* perm)
+{
+    __shared__ uint32_t slot[PIECE_CLASSES];
+    for (uint32_t k = threadIdx.x; k < PIECE_CLASSES; k += blockDim.x)
+        slot[k] = 0;
+    __syncthreads();
+    const size_t n = *npieces, stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t p = global_tid(); p < n; p += stride)
+        atomicAdd(&slot[piece_class(pieces[p].y)], 1u);
+    __syncthreads();
+    for (uint32_t k = threadIdx.x; k < PIECE_CLASSES; k += blockDim.x)
+        if (slot[k] != 0)
+            slot[k] = atomicAdd(&cursor[k], slot[k]);
+    __syncthreads();
+    for (size_t p = global_tid(); p < n; p += stride)
+        perm[atomicAdd(&slot[piece_class(pieces[p].y)], 1u)] = (uint32_t)p;
+}

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::arena::{ArenaStats, DeviceArena};
 use crate::device::Device;
 use crate::error::{CudaError, DriverContext, Result};
-use crate::msm::{MsmKernels, MsmStageTimes};
+use crate::msm::{MsmChoice, MsmKernels, MsmStageTimes};
 use crate::ntt::NttKernels;
 use crate::ntt_tables::NttTables;
 
@@ -36,6 +36,12 @@ pub struct Gpu {
     pub(crate) ntt_kernels: NttKernels,
     /// Which MSM kernels run (signed windows by default; the unsigned ones to measure against).
     pub(crate) msm_kernels: MsmKernels,
+    /// A fixed signed window width ([`Gpu::set_msm_window_bits`]).
+    pub(crate) msm_window_bits: Option<u32>,
+    /// Whether the signed kernels accumulate their pieces longest first.
+    pub(crate) msm_piece_order: bool,
+    /// The kernels of the h MSM, whose scalars are dense ([`Gpu::set_msm_dense_kernels`]).
+    pub(crate) msm_dense_kernels: MsmKernels,
     /// Device time of the last MSM or h pipeline call (GPU events).
     pub(crate) last_device: Cell<Duration>,
     /// Whether MSMs record events between their stages (off by default: a bench's split).
@@ -80,6 +86,9 @@ impl Gpu {
             resident_chunking: crate::msm::RESIDENT_CHUNKING,
             ntt_kernels: NttKernels::default(),
             msm_kernels: MsmKernels::default(),
+            msm_window_bits: None,
+            msm_piece_order: true,
+            msm_dense_kernels: MsmKernels::DENSE_DEFAULT,
             last_device: Cell::new(Duration::ZERO),
             msm_stage_timing: false,
             last_msm_stages: Cell::new(MsmStageTimes::default()),
@@ -133,6 +142,53 @@ impl Gpu {
     /// plan assumes the default: another choice may need more scratch than it reserved.
     pub fn set_msm_kernels(&mut self, kernels: MsmKernels) {
         self.msm_kernels = kernels;
+    }
+
+    /// Chooses the kernels of the h MSM ([`Gpu::msm_h_resident`], [`Gpu::msm_h_over`]):
+    /// [`MsmKernels::Wide`] by default, as its scalars are h's coefficients, dense and
+    /// random, where the wide windows were 1.36x the signed ones at 2^27 on the H200; the
+    /// witness MSMs' scalars are 99% zeros and ones, where the signed ones were faster
+    /// (BENCHMARKS.md, fifteenth session). Results are the same point. The device plan
+    /// assumes the default.
+    pub fn set_msm_dense_kernels(&mut self, kernels: MsmKernels) {
+        self.msm_dense_kernels = kernels;
+    }
+
+    /// Runs `f` with the h MSM's kernels in force.
+    pub(crate) fn with_dense_kernels<R>(&mut self, f: impl FnOnce(&mut Gpu) -> R) -> R {
+        let saved = self.msm_kernels;
+        self.msm_kernels = self.msm_dense_kernels;
+        let r = f(self);
+        self.msm_kernels = saved;
+        r
+    }
+
+    /// Turns the pieces' order on (the default) or off. The accumulation runs one thread per
+    /// piece of a bucket, so a warp takes as long as its longest piece; on, the signed
+    /// kernels sort the pieces by length first (a counting sort, three small launches), so
+    /// each warp sums pieces of one length. Results are the same point; off runs them in
+    /// bucket order as before, for a bench's baseline.
+    pub fn set_msm_piece_order(&mut self, on: bool) {
+        self.msm_piece_order = on;
+    }
+
+    /// Fixes the window width of the signed MSM kernels at `c` bits (`None`, the default:
+    /// each MSM's width chosen from its size). Results are the same point; tests use it to
+    /// run [`MsmKernels::Wide`]'s widest windows (2^21 buckets each) on a few thousand
+    /// points, benches to time one width against another. Refused with
+    /// [`CudaError::Limit`] for a width the kernels in force cannot run (4 to 16 bits
+    /// signed, 4 to 22 wide, never one dividing 255); a later change of kernels that cannot
+    /// run it falls back to the chosen width.
+    pub fn set_msm_window_bits(&mut self, c: Option<u32>) -> Result<()> {
+        if let Some(c) = c {
+            let choice = self.msm_choice();
+            if !crate::msm::window_bits_allowed(choice.kernels, choice.bucket_bits_max, c) {
+                let widest = MsmChoice { window_bits: None, ..choice }.widest_window();
+                return Err(CudaError::Limit { what: "MSM window bits", value: c as usize, limit: widest as usize });
+            }
+        }
+        self.msm_window_bits = c;
+        Ok(())
     }
 
     /// Records GPU events between an MSM's stages (off by default), so that

@@ -316,6 +316,50 @@ kernels! {
         cursor: DevPtr,
         idx: DevPtr,
     );
+    /// Wide windows: bucket counts in global memory, one atomic per entry (dense or
+    /// sparse ranges as `msm_hist`).
+    MsmHistGlobal: msm_hist_global(
+        scalars: DevPtr,
+        n: u32,
+        c: u32,
+        tile: u32,
+        skip_ones: u32,
+        rest: DevPtr,
+        nrest: DevPtr,
+        cap: u32,
+        counts: DevPtr,
+    );
+    /// Wide windows: point indices sorted into buckets by global cursors.
+    MsmScatterGlobal: msm_scatter_global(
+        scalars: DevPtr,
+        n: u32,
+        c: u32,
+        tile: u32,
+        skip_ones: u32,
+        rest: DevPtr,
+        nrest: DevPtr,
+        cap: u32,
+        cursor: DevPtr,
+        idx: DevPtr,
+    );
+    /// Multi-block scan, 1 of 3: each block's totals of counts and pieces.
+    MsmScanSums: msm_scan_sums(counts: DevPtr, m: u32, piece_len: u32, sums: DevPtr);
+    /// Multi-block scan, 2 of 3 (one block): the blocks' totals scanned, grand totals out.
+    MsmScanTop: msm_scan_top(sums: DevPtr, nblocks: u32, total: DevPtr, ptotal: DevPtr);
+    /// Multi-block scan, 3 of 3: offsets, cursors and piece offsets.
+    MsmScanWrite: msm_scan_write(
+        counts: DevPtr,
+        m: u32,
+        piece_len: u32,
+        sums: DevPtr,
+        offsets: DevPtr,
+        cursor: DevPtr,
+        poffsets: DevPtr,
+    );
+    /// Histogram of the pieces' length classes (decreasing length).
+    MsmPieceHist: msm_piece_hist(pieces: DevPtr, npieces: DevPtr, hist: DevPtr);
+    /// The pieces' indices in order of decreasing length, from the scanned classes.
+    MsmPieceOrder: msm_piece_order(pieces: DevPtr, npieces: DevPtr, cursor: DevPtr, perm: DevPtr);
     /// Piece descriptors `(start, len)` per bucket.
     MsmPieces: msm_pieces(
         counts: DevPtr,
@@ -366,6 +410,7 @@ kernels! {
         idx: DevPtr,
         pieces: DevPtr,
         npieces: DevPtr,
+        perm: DevPtr,
         partial: DevPtr,
     );
     /// One thread per bucket: the sum of its pieces (`add`: added to the bucket's value).

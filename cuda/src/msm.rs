@@ -68,6 +68,22 @@ pub(crate) const SIGNED_ACC_THREADS: (u32, u32) = (512, 256);
 /// Signed windows: segments per window chosen so about `2^this` threads run the running
 /// sums, then fold rounds of fan-in [`ONES_FAN`] take each window's segments to one point.
 const SEGMENT_THREADS_LOG: u32 = 16;
+/// Widest window of [`MsmKernels::Wide`]: 2^21 buckets per window, whose counts (8 MiB)
+/// stay in the H200's L2 (50 MiB) while that window's sort runs.
+const WIDE_WINDOW_BITS_MAX: u32 = 22;
+/// Wide windows: points one block of the global-memory sort reads, and its block size.
+const WIDE_TILE_POINTS: usize = 1 << 12;
+const WIDE_SORT_THREADS: u32 = 256;
+/// Wide windows: about `2^this` threads run the running sums (their windows have up to 64
+/// times the buckets of a signed one).
+const WIDE_SEGMENT_THREADS_LOG: u32 = 17;
+/// Bucket counts one block of the multi-block scan covers (msm_sort.cu's
+/// `SCAN_BLOCK_COUNTS`: 1024 threads of 8).
+const SCAN_BLOCK_COUNTS: usize = 1024 * 8;
+/// Length classes of the pieces' order (msm_sort.cu's `PIECE_CLASSES`), and the grid of
+/// its two kernels (blocks of [`THREADS`]).
+const PIECE_CLASSES: usize = 4096;
+const PIECE_ORDER_BLOCKS: u32 = 512;
 /// Most points per call: bucket offsets are u32 and count `n * windows` entries.
 pub const MSM_POINTS_MAX: usize = 1 << 27;
 const THREADS: u32 = 256;
@@ -144,6 +160,20 @@ pub enum MsmKernels {
     /// timed it against `Unsigned`: 1.28-1.59x on G1, 1.46-1.65x on G2 (BENCHMARKS.md).
     #[default]
     Signed,
+    /// Signed digits in wider windows, up to 22 bits, chosen from `n` by the same cost as
+    /// `Signed` (13 windows of 20 bits at 2^24, 12 of 22 bits at 2^27, where `Signed` has 16
+    /// of 16): fewer windows, so fewer bucket additions for the same points. 2^21 buckets
+    /// per window do not fit a shared histogram, so the sort counts and scatters with one
+    /// global atomic per entry and scans the counts in three launches (`msm_hist_global`,
+    /// `msm_scan_sums`/`_top`/`_write`, `msm_scatter_global`); the point kernels are
+    /// `Signed`'s.
+    Wide,
+}
+
+impl MsmKernels {
+    /// The kernels of an MSM over dense random scalars (the h MSM) unless a [`Gpu`] is told
+    /// otherwise ([`Gpu::set_msm_dense_kernels`]).
+    pub const DENSE_DEFAULT: MsmKernels = MsmKernels::Wide;
 }
 
 /// The bucket bits a device with `smem_optin_bytes` of shared memory per block allows the
@@ -233,7 +263,14 @@ impl MsmPlan {
 
     /// The plan of `kernels`, signed windows of at most `bucket_bits_max + 1` bits.
     pub fn with(n: usize, kernels: MsmKernels, bucket_bits_max: u32) -> MsmPlan {
+        MsmPlan::with_window(n, kernels, bucket_bits_max, None)
+    }
+
+    /// [`MsmPlan::with`], the window width fixed at `window` bits where the scheme allows
+    /// it ([`window_bits_allowed`]; otherwise, and for `None`, chosen from `n`).
+    pub fn with_window(n: usize, kernels: MsmKernels, bucket_bits_max: u32, window: Option<u32>) -> MsmPlan {
         let log_n = n.max(2).next_power_of_two().trailing_zeros();
+        let window = window.filter(|&c| window_bits_allowed(kernels, bucket_bits_max, c));
         let (c, windows, bucket_bits) = match kernels {
             MsmKernels::Unsigned => {
                 // ~2^(log n - 8) buckets per window keeps the reduction small against
@@ -241,8 +278,9 @@ impl MsmPlan {
                 let c = log_n.saturating_sub(8).clamp(4, WINDOW_BITS_MAX);
                 (c, SCALAR_BITS.div_ceil(c), c)
             }
-            MsmKernels::Signed => {
-                let c = signed_window_bits(n, bucket_bits_max + 1);
+            MsmKernels::Signed | MsmKernels::Wide => {
+                let c = window
+                    .unwrap_or_else(|| signed_window_bits(n, signed_window_bits_max(kernels, bucket_bits_max)));
                 (c, signed_windows(c), c - 1)
             }
         };
@@ -251,14 +289,20 @@ impl MsmPlan {
         let entries = n * windows as usize;
         let (seg_log, tile, sort_threads) = match kernels {
             MsmKernels::Unsigned => (5.min(c - 2), TILE_POINTS, SORT_THREADS.0),
-            MsmKernels::Signed => {
+            MsmKernels::Signed | MsmKernels::Wide => {
+                let wide = kernels == MsmKernels::Wide;
                 let win_log = windows.next_power_of_two().trailing_zeros();
+                let seg_threads_log = if wide { WIDE_SEGMENT_THREADS_LOG } else { SEGMENT_THREADS_LOG };
                 let seg_log =
-                    (bucket_bits + win_log).saturating_sub(SEGMENT_THREADS_LOG).clamp(1, bucket_bits - 1);
-                let tile = (entries / SIGNED_TILE_BLOCKS)
-                    .next_power_of_two()
-                    .clamp(SIGNED_TILE_POINTS.0, SIGNED_TILE_POINTS.1);
-                (seg_log, tile, SORT_THREADS.1)
+                    (bucket_bits + win_log).saturating_sub(seg_threads_log).clamp(1, bucket_bits - 1);
+                if wide {
+                    (seg_log, WIDE_TILE_POINTS, WIDE_SORT_THREADS)
+                } else {
+                    let tile = (entries / SIGNED_TILE_BLOCKS)
+                        .next_power_of_two()
+                        .clamp(SIGNED_TILE_POINTS.0, SIGNED_TILE_POINTS.1);
+                    (seg_log, tile, SORT_THREADS.1)
+                }
             }
         };
         MsmPlan {
@@ -270,7 +314,9 @@ impl MsmPlan {
             bucket_bits,
             buckets,
             piece_len,
-            pieces_max: buckets + entries.div_ceil(piece_len as usize) + 1,
+            // A bucket's pieces are ceil(count / piece_len) <= 1 + count / piece_len, and only
+            // a bucket with an entry has any: at most min(buckets, entries) + entries / len.
+            pieces_max: buckets.min(entries) + entries.div_ceil(piece_len as usize) + 1,
             seg_log,
             ones_threads: n
                 .div_ceil(ONES_UNIT * ONES_POINTS_PER_THREAD)
@@ -292,7 +338,21 @@ impl MsmPlan {
 
     /// Whether the digits are signed.
     pub fn signed(&self) -> bool {
-        self.kernels == MsmKernels::Signed
+        self.kernels != MsmKernels::Unsigned
+    }
+
+    /// Whether the sort runs in global memory (wide windows).
+    pub fn global_sort(&self) -> bool {
+        self.kernels == MsmKernels::Wide
+    }
+
+    /// Blocks of the multi-block scan over the bucket counts (wide windows; 0 otherwise).
+    fn scan_blocks(&self) -> usize {
+        if self.global_sort() {
+            self.buckets.div_ceil(SCAN_BLOCK_COUNTS)
+        } else {
+            0
+        }
     }
 
     /// Dynamic shared memory of a tile block: its histogram, one u32 per bucket of a window.
@@ -316,15 +376,32 @@ fn signed_windows(c: u32) -> u32 {
     SCALAR_BITS / c + 1
 }
 
+/// The widest signed window `kernels` allow: `Signed` within the device's shared
+/// histogram (`bucket_bits_max + 1`, at most 16), `Wide` 22.
+fn signed_window_bits_max(kernels: MsmKernels, bucket_bits_max: u32) -> u32 {
+    match kernels {
+        MsmKernels::Wide => WIDE_WINDOW_BITS_MAX,
+        _ => (bucket_bits_max + 1).min(SIGNED_WINDOW_BITS_MAX),
+    }
+}
+
+/// Whether a window of `c` bits can be fixed for `kernels` ([`Gpu::set_msm_window_bits`]):
+/// a signed scheme, `4 <= c <=` its widest, and `c` not dividing 255.
+pub fn window_bits_allowed(kernels: MsmKernels, bucket_bits_max: u32, c: u32) -> bool {
+    kernels != MsmKernels::Unsigned
+        && (4..=signed_window_bits_max(kernels, bucket_bits_max)).contains(&c)
+        && SCALAR_BITS % c != 0
+}
+
 /// The signed window width for `n` points, at most `c_max`: the one with the fewest
 /// additions, `windows * (n + 3 * 2^(c-1))` (each point once per window; the running sums
 /// cost about three mixed additions per bucket), skipping widths that divide 255.
 fn signed_window_bits(n: usize, c_max: u32) -> u32 {
     let cost = |c: u32| signed_windows(c) as usize * (n + (3usize << (c - 1)));
-    (4..=c_max.clamp(4, SIGNED_WINDOW_BITS_MAX))
+    (4..=c_max.clamp(4, WIDE_WINDOW_BITS_MAX))
         .filter(|c| SCALAR_BITS % c != 0)
         .min_by_key(|&c| cost(c))
-        .expect("widths 4..=16 include some that do not divide 255")
+        .expect("widths 4..=c_max include some that do not divide 255")
 }
 
 /// The scratch spans of one MSM, in the order they are taken from the arena.
@@ -345,6 +422,20 @@ struct MsmSpans {
     ones_folded: DevSpan,
     rest: DevSpan,
     out: DevSpan,
+    /// The multi-block scan's per-block totals (wide windows only).
+    scan_sums: Option<DevSpan>,
+    /// The pieces by decreasing length (signed kernels): the classes' counts, offsets,
+    /// cursors and (unused) piece offsets for `msm_scan`, and the order.
+    order: Option<PieceOrderSpans>,
+}
+
+/// The scratch of the pieces' order ([`Gpu::set_msm_piece_order`]).
+struct PieceOrderSpans {
+    counts: DevSpan,
+    offsets: DevSpan,
+    cursor: DevSpan,
+    poffsets: DevSpan,
+    perm: DevSpan,
 }
 
 impl MsmSpans {
@@ -375,6 +466,21 @@ impl MsmSpans {
             rest: b.take("msm: scalars neither 0 nor 1", 4 * p.rest_cap)?,
             // One Jacobian point per window, then the sum of the ones.
             out: b.take("msm: window sums", curve.jacobian_bytes() * (p.windows as usize + 1))?,
+            scan_sums: match p.scan_blocks() {
+                0 => None,
+                blocks => Some(b.take("msm: scan block totals", 8 * blocks)?),
+            },
+            order: if p.signed() {
+                Some(PieceOrderSpans {
+                    counts: b.take("msm: piece length classes", 4 * PIECE_CLASSES)?,
+                    offsets: b.take("msm: piece class offsets", 4 * (PIECE_CLASSES + 1))?,
+                    cursor: b.take("msm: piece class cursors", 4 * PIECE_CLASSES)?,
+                    poffsets: b.take("msm: piece class scan", 4 * (PIECE_CLASSES + 1))?,
+                    perm: b.take("msm: pieces by length", 4 * p.pieces_max)?,
+                })
+            } else {
+                None
+            },
         })
     }
 }
@@ -479,6 +585,11 @@ pub fn msm_scratch_bytes(curve: Curve, n: usize, chunk: Option<usize>) -> usize 
     layout_bytes(curve, n, chunk, resident_chunk(n), MsmChoice::DEFAULT)
 }
 
+/// [`msm_scratch_bytes`] of the h MSM (G1, the dense kernels: [`MsmKernels::DENSE_DEFAULT`]).
+pub fn h_msm_scratch_bytes(n: usize, chunk: Option<usize>) -> usize {
+    layout_bytes(Curve::G1, n, chunk, resident_chunk(n), MsmChoice::DENSE)
+}
+
 /// [`msm_scratch_bytes`] with the resident chunk length given (`resident`: `None` for one
 /// piece) and the kernels `choice`.
 fn layout_bytes(
@@ -501,15 +612,27 @@ fn layout_bytes(
 pub(crate) struct MsmChoice {
     pub kernels: MsmKernels,
     pub bucket_bits_max: u32,
+    /// A fixed window width ([`Gpu::set_msm_window_bits`]; `None`: chosen from `n`).
+    pub window_bits: Option<u32>,
 }
 
 impl MsmChoice {
     /// The default kernels on an H100/H200: what the device plan assumes.
     pub const DEFAULT: MsmChoice =
-        MsmChoice { kernels: MsmKernels::Signed, bucket_bits_max: BUCKET_BITS_MAX_DEFAULT };
+        MsmChoice { kernels: MsmKernels::Signed, bucket_bits_max: BUCKET_BITS_MAX_DEFAULT, window_bits: None };
+    /// The h MSM's default on an H100/H200.
+    pub const DENSE: MsmChoice = MsmChoice { kernels: MsmKernels::DENSE_DEFAULT, ..MsmChoice::DEFAULT };
 
     pub fn plan(self, n: usize) -> MsmPlan {
-        MsmPlan::with(n, self.kernels, self.bucket_bits_max)
+        MsmPlan::with_window(n, self.kernels, self.bucket_bits_max, self.window_bits)
+    }
+
+    /// The widest window these kernels run on this device (0: unsigned, no fixed width).
+    pub fn widest_window(self) -> u32 {
+        match self.kernels {
+            MsmKernels::Unsigned => 0,
+            k => signed_window_bits_max(k, self.bucket_bits_max),
+        }
     }
 }
 
@@ -710,6 +833,7 @@ impl Gpu {
         MsmChoice {
             kernels: self.msm_kernels,
             bucket_bits_max: bucket_bits_max_for(self.dev.k.smem_optin_bytes),
+            window_bits: self.msm_window_bits,
         }
     }
 
@@ -1087,6 +1211,9 @@ impl Gpu {
     /// scatter read only the listed scalars that are neither 0 nor 1 (while the list did
     /// not overflow: the kernels read its count).
     fn msm_bucket_sort(&self, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
+        if p.global_sort() {
+            return self.msm_bucket_sort_global(p, s);
+        }
         let k = &self.dev.k;
         let (n, m) = (p.n as u32, p.buckets as u32);
         let (skip_ones, signed) = (self.msm_ones as u32, p.signed() as u32);
@@ -1143,6 +1270,61 @@ impl Gpu {
         )
     }
 
+    /// [`Gpu::msm_bucket_sort`] for wide windows: counts and cursors in global memory (one
+    /// atomic per entry), the offsets by the three-launch scan, then the pieces.
+    fn msm_bucket_sort_global(&self, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
+        let k = &self.dev.k;
+        let (n, m) = (p.n as u32, p.buckets as u32);
+        let skip_ones = self.msm_ones as u32;
+        let rest = if self.msm_sparse() { s.rest.dev_ptr() } else { DevPtr::NULL };
+        let (nrest, cap) = (s.nrest(), p.rest_cap as u32);
+        let grid = Dims::blocks_2d((p.n.div_ceil(p.tile) as u32, p.windows), p.sort_threads);
+        let (tile, scalars) = (p.tile as u32, s.scalars.dev_ptr());
+        let sums = s.scan_sums.expect("a wide plan lays out the scan's totals").dev_ptr();
+        let blocks = p.scan_blocks() as u32;
+        k.msm_hist_global.launch(grid, scalars, n, p.c, tile, skip_ones, rest, nrest, cap, s.counts.dev_ptr())?;
+        k.msm_scan_sums.launch(Dims::blocks(blocks, 1024), s.counts.dev_ptr(), m, p.piece_len, sums)?;
+        k.msm_scan_top.launch(
+            Dims::blocks(1, 1024),
+            sums,
+            blocks,
+            s.offsets.at(4 * p.buckets),
+            s.poffsets.at(4 * p.buckets),
+        )?;
+        k.msm_scan_write.launch(
+            Dims::blocks(blocks, 1024),
+            s.counts.dev_ptr(),
+            m,
+            p.piece_len,
+            sums,
+            s.offsets.dev_ptr(),
+            s.cursor.dev_ptr(),
+            s.poffsets.dev_ptr(),
+        )?;
+        k.msm_scatter_global.launch(
+            grid,
+            scalars,
+            n,
+            p.c,
+            tile,
+            skip_ones,
+            rest,
+            nrest,
+            cap,
+            s.cursor.dev_ptr(),
+            s.idx.dev_ptr(),
+        )?;
+        k.msm_pieces.launch(
+            Dims::per_item(p.buckets, THREADS),
+            s.counts.dev_ptr(),
+            s.offsets.dev_ptr(),
+            s.poffsets.dev_ptr(),
+            m,
+            p.piece_len,
+            s.pieces.dev_ptr(),
+        )
+    }
+
     /// Sums each piece's points (one thread per piece), then each bucket's pieces, into
     /// the buckets (`add`: added to what they hold, a later chunk's).
     fn msm_accumulate(
@@ -1157,12 +1339,34 @@ impl Gpu {
         let npieces = s.poffsets.at(4 * p.buckets);
         let (accumulate, threads) =
             if p.signed() { (pk.accumulate_signed, pk.signed_acc_threads) } else { (pk.accumulate, THREADS) };
+        let perm = match (&s.order, self.msm_piece_order) {
+            (Some(o), true) => {
+                let k = &self.dev.k;
+                let grid = Dims::blocks(PIECE_ORDER_BLOCKS, THREADS);
+                // SAFETY: the class counts' span of this call's layout.
+                unsafe { self.dev.zero(o.counts.ptr, o.counts.len_bytes) }?;
+                k.msm_piece_hist.launch(grid, s.pieces.dev_ptr(), npieces, o.counts.dev_ptr())?;
+                k.msm_scan.launch(
+                    Dims::blocks(1, 1024),
+                    o.counts.dev_ptr(),
+                    PIECE_CLASSES as u32,
+                    1,
+                    o.offsets.dev_ptr(),
+                    o.cursor.dev_ptr(),
+                    o.poffsets.dev_ptr(),
+                )?;
+                k.msm_piece_order.launch(grid, s.pieces.dev_ptr(), npieces, o.cursor.dev_ptr(), o.perm.dev_ptr())?;
+                o.perm.dev_ptr()
+            }
+            _ => DevPtr::NULL,
+        };
         accumulate.launch(
             Dims::per_item(p.pieces_max, threads),
             bases,
             s.idx.dev_ptr(),
             s.pieces.dev_ptr(),
             npieces,
+            perm,
             s.partial.dev_ptr(),
         )?;
         pk.buckets.launch(
@@ -1318,7 +1522,7 @@ mod tests {
             assert_eq!(p.buckets, (p.windows as usize) << p.c);
             // Every bucket's pieces: ceil(count / len) <= count / len + 1.
             let entries = n * p.windows as usize;
-            assert!(p.pieces_max > entries / p.piece_len as usize + p.buckets - 1);
+            assert!(p.pieces_max > entries / p.piece_len as usize + p.buckets.min(entries) - 1);
             // The worst bucket (all n points) is split into at most sqrt(n)-ish pieces,
             // and each piece is at most sqrt(n)-ish points.
             assert!(n.div_ceil(p.piece_len as usize) <= (1 << log.div_ceil(2)).max(1), "2^{log}");
@@ -1392,6 +1596,46 @@ mod tests {
                 assert_eq!(signed_digit(&s, windows, c), 0, "c {c}");
             }
         }
+    }
+
+    #[test]
+    fn wide_plans_take_fewer_windows_where_n_pays_for_their_buckets() {
+        for log in 0..=27u32 {
+            let n = 1usize << log;
+            let w = MsmPlan::with(n, MsmKernels::Wide, BUCKET_BITS_MAX_DEFAULT);
+            let s = MsmPlan::with(n, MsmKernels::Signed, BUCKET_BITS_MAX_DEFAULT);
+            assert!(w.signed() && w.global_sort() && !s.global_sort());
+            assert!(w.c <= WIDE_WINDOW_BITS_MAX && SCALAR_BITS % w.c != 0, "2^{log}: c {}", w.c);
+            assert_eq!((w.windows, w.bucket_bits), (SCALAR_BITS / w.c + 1, w.c - 1));
+            assert!(w.windows <= s.windows, "2^{log}: never more windows than Signed");
+            if w.c <= SIGNED_WINDOW_BITS_MAX {
+                assert_eq!(w.c, s.c, "2^{log}: one cost model");
+            }
+            assert!(w.seg_log >= 1 && w.seg_log < w.bucket_bits);
+            assert_eq!(w.scan_blocks(), w.buckets.div_ceil(SCAN_BLOCK_COUNTS));
+            assert_eq!(s.scan_blocks(), 0);
+            assert!(n * (w.windows as usize) < u32::MAX as usize, "offsets are u32");
+        }
+        let wc = |log: u32| {
+            let p = MsmPlan::with(1 << log, MsmKernels::Wide, 15);
+            (p.c, p.windows)
+        };
+        assert_eq!(wc(20), (16, 16));
+        assert_eq!(wc(24), (20, 13));
+        assert_eq!(wc(27), (22, 12));
+        // A fixed width: taken where the scheme runs it, ignored where it cannot.
+        let f = MsmPlan::with_window(1 << 12, MsmKernels::Wide, 15, Some(22));
+        assert_eq!((f.c, f.windows, f.bucket_bits), (22, 12, 21));
+        assert_eq!(
+            MsmPlan::with_window(1 << 12, MsmKernels::Signed, 15, Some(22)),
+            MsmPlan::with(1 << 12, MsmKernels::Signed, 15)
+        );
+        assert!(window_bits_allowed(MsmKernels::Signed, 15, 16) && !window_bits_allowed(MsmKernels::Signed, 15, 18));
+        assert!(!window_bits_allowed(MsmKernels::Wide, 15, 17), "17 divides 255");
+        assert!(!window_bits_allowed(MsmKernels::Unsigned, 15, 8) && !window_bits_allowed(MsmKernels::Wide, 15, 23));
+        // Few points in wide windows: the piece sums are bounded by the entries, not the
+        // 2^21 buckets of each window.
+        assert_eq!(f.pieces_max, 12 * 4096 + (12 * 4096usize).div_ceil(f.piece_len as usize) + 1);
     }
 
     #[test]

@@ -413,7 +413,8 @@ impl Gpu {
             return Err(CudaError::StaleScratch("h on the device"));
         }
         let scalars = Scalars::Device { ptr: h.ptr, n: h.len };
-        let parts = self.msm_over::<_, blst_p1>(Curve::G1, bases, scalars)?;
+        // h's coefficients are dense: the dense kernels ([`Gpu::set_msm_dense_kernels`]).
+        let parts = self.with_dense_kernels(|g| g.msm_over::<_, blst_p1>(Curve::G1, bases, scalars))?;
         Ok(combine_parts(&parts))
     }
 

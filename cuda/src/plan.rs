@@ -5,7 +5,7 @@
 
 use crate::arena::SPAN_ALIGN_BYTES;
 use crate::error::CudaError;
-use crate::msm::{msm_scratch_bytes, Curve, MsmPlan};
+use crate::msm::{h_msm_scratch_bytes, msm_scratch_bytes, Curve, MsmPlan};
 use crate::ntt::h_scratch_bytes;
 use crate::ntt_tables::ntt_tables_bytes;
 use crate::products::{h_rows_scratch_bytes, witness_scratch_bytes, WitnessMsm};
@@ -75,8 +75,10 @@ impl DevicePlan {
     pub fn new(domain_log: u32, g1_sets: &[usize], g2_sets: &[usize], msm_points_max: usize) -> DevicePlan {
         let span = |bytes: usize| bytes.max(1).next_multiple_of(SPAN_ALIGN_BYTES);
         let msm = MsmPlan::new(msm_points_max);
+        // The h MSM (2^domain_log - 1 points) runs the dense kernels.
+        let h_msm = h_msm_scratch_bytes((1usize << domain_log) - 1, None);
         let msm_scratch_bytes =
-            if g2_sets.is_empty() { msm.scratch_bytes(Curve::G1) } else { msm.scratch_bytes(Curve::G2) };
+            if g2_sets.is_empty() { msm.scratch_bytes(Curve::G1) } else { msm.scratch_bytes(Curve::G2) }.max(h_msm);
         DevicePlan {
             ntt_tables_bytes: ntt_tables_bytes(domain_log),
             g1_bases_bytes: g1_sets.iter().map(|n| span(n * Curve::G1.affine_bytes())).sum(),
@@ -110,8 +112,14 @@ impl DevicePlan {
                 (false, _) => streamed += bytes,
             }
         }
-        let msm =
-            (0..5).map(|i| msm_scratch_bytes(BASE_SETS[i].1, shape.lens[i], placed(i))).max().unwrap_or(0);
+        // Set 0 is h: its MSM runs the dense kernels.
+        let msm = (0..5)
+            .map(|i| match i {
+                0 => h_msm_scratch_bytes(shape.lens[0], placed(0)),
+                _ => msm_scratch_bytes(BASE_SETS[i].1, shape.lens[i], placed(i)),
+            })
+            .max()
+            .unwrap_or(0);
         let aux = shape.aux;
         // The witness MSMs: L over all aux, A and B (G1, G2) over the aux their density
         // picks, the aux staged once above the largest of their layouts.
@@ -253,9 +261,13 @@ mod tests {
         // points, 12.75 MiB): 1,885 MiB. The signed windows, the default since, lay out
         // 1,777 MiB: 16 windows' sorted indices, not 20, and 2^15 buckets per window.
         // The sparse sort's list (2^22 u32, 16 MiB) and the 0/1 path's sums for twice the
-        // threads (131,072 + 8,192 points, +12.75 MiB): 1,806 MiB.
+        // threads (131,072 + 8,192 points, +12.75 MiB): 1,806 MiB. The pieces' order (a
+        // u32 per piece, 589,825 pieces, and 4,096 length classes): 1,808 MiB.
+        assert_eq!(MsmPlan::new(1 << 24).scratch_bytes(Curve::G1) >> 20, 1808);
+        // The h MSM (2^24 - 1 points) runs the wide windows since: 13 windows of 20 bits,
+        // 2^19 buckets each (1.2 GiB of buckets and as much of piece sums): 4,093 MiB.
         let g1_only = DevicePlan::new(24, &[1 << 24], &[], 1 << 24);
-        assert_eq!(g1_only.scratch_bytes() >> 20, 1806, "{g1_only:?}");
+        assert_eq!(g1_only.scratch_bytes() >> 20, 4093, "{g1_only:?}");
         assert!(small.total_bytes() < big.total_bytes());
     }
 

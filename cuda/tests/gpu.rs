@@ -142,8 +142,9 @@ fn bad_lengths_are_typed_errors() {
     assert!(matches!(g.msm_g1(&bases, &[[0u8; 32]; 3]), Err(CudaError::Length { .. })));
 }
 
-/// Every MSM kernel choice (the default signed windows, then the unsigned baseline).
-const MSM_KERNELS: [MsmKernels; 2] = [MsmKernels::Signed, MsmKernels::Unsigned];
+/// Every MSM kernel choice (the default signed windows, the unsigned baseline, the wide
+/// windows).
+const MSM_KERNELS: [MsmKernels; 3] = [MsmKernels::Signed, MsmKernels::Unsigned, MsmKernels::Wide];
 
 /// The GPU's MSM under every kernel choice against blst's (leaves the default set).
 fn check_msm(g: &mut Gpu, bases: &[blst_p1_affine], scalars: &[[u8; 32]], what: &str) {
@@ -336,6 +337,56 @@ fn sparse_sort_matches_blst_at_and_around_its_capacity() {
     g.set_msm_shared_buckets(true);
     g.set_msm_kernels(MsmKernels::default());
     g.set_resident_chunking(1 << 25, 1 << 24);
+}
+
+/// Wide windows (their sort in global memory, the multi-block scan) at fixed widths up to
+/// the widest, 2^21 buckets per window, on a few thousand points (most buckets empty):
+/// random, 0/1-heavy (the sparse sort's list), one scalar everywhere (one bucket per
+/// window holds every point), signed digit edges, chunks sharing buckets, and G2; each
+/// equal to blst's. A width the kernels in force cannot run is refused.
+#[test]
+fn wide_windows_match_blst_at_every_fixed_width() {
+    let Some(mut g) = opened_or_skip(Gpu::open(0)) else { return };
+    // c = 22 lays out 2^21 x 12 buckets (4.5 GiB in G1): more than the other tests' arena.
+    g.reserve_arena(8 << 30).expect("reserve an 8 GiB arena");
+    assert!(matches!(g.set_msm_window_bits(Some(20)), Err(CudaError::Limit { .. })), "Signed runs <= 16 bits");
+    g.set_msm_kernels(MsmKernels::Wide);
+    assert!(matches!(g.set_msm_window_bits(Some(17)), Err(CudaError::Limit { .. })), "17 divides 255");
+    let n = 3001;
+    let b = bases(n, 31);
+    let resident = g.upload_g1_bases(&b).unwrap();
+    let random = to_bytes(&random_scalars(n, 32));
+    let same = vec![random[7]; n];
+    let mix = mostly_01(n, 40, 33);
+    for c in [18u32, 19, 20, 22] {
+        g.set_msm_window_bits(Some(c)).unwrap();
+        assert_eq!(g.msm_plan(n).c, c);
+        let half = Scalar::from(2).pow_vartime([(c - 1) as u64]);
+        let edge: Vec<[u8; 32]> = (0..n)
+            .map(|i| {
+                let w = (i % 11) as u64;
+                let x = half * Scalar::from(2).pow_vartime([c as u64 * w]);
+                if i % 2 == 0 { x } else { x + Scalar::from(2).pow_vartime([c as u64 * w]) }.to_bytes_le()
+            })
+            .collect();
+        for (what, s) in [("random", &random), ("one scalar everywhere", &same), ("0/1 mix", &mix), ("digit edges", &edge)] {
+            assert!(g.msm_g1(&b, s).unwrap() == msm_g1(&b, s), "wide c {c}: {what}");
+        }
+        // Resident, in chunks of 1000 sharing one set of buckets.
+        g.set_resident_chunking(1000, 1000);
+        assert!(g.msm_g1_resident(&resident, &random).unwrap() == msm_g1(&b, &random), "wide c {c}: chunked");
+        g.set_resident_chunking(1 << 25, 1 << 24);
+    }
+    // The pieces in bucket order (the baseline of the pieces' order) at the widest window.
+    g.set_msm_window_bits(Some(22)).unwrap();
+    g.set_msm_piece_order(false);
+    assert!(g.msm_g1(&b, &random).unwrap() == msm_g1(&b, &random), "wide c 22, pieces in bucket order");
+    g.set_msm_piece_order(true);
+    g.set_msm_window_bits(Some(19)).unwrap();
+    let b2 = bases_g2(1000, 34);
+    let s2 = to_bytes(&random_scalars(1000, 35));
+    assert!(g.msm_g2(&b2, &s2).unwrap() == msm_g2(&b2, &s2), "wide G2, c 19");
+    g.set_msm_window_bits(None).unwrap();
 }
 
 #[test]
