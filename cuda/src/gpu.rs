@@ -184,7 +184,11 @@ impl Gpu {
             let choice = self.msm_choice();
             if !crate::msm::window_bits_allowed(choice.kernels, choice.bucket_bits_max, c) {
                 let widest = MsmChoice { window_bits: None, ..choice }.widest_window();
-                return Err(CudaError::Limit { what: "MSM window bits", value: c as usize, limit: widest as usize });
+                return Err(CudaError::Limit {
+                    what: "MSM window bits",
+                    value: c as usize,
+                    limit: widest as usize,
+                });
             }
         }
         self.msm_window_bits = c;

@@ -279,8 +279,9 @@ impl MsmPlan {
                 (c, SCALAR_BITS.div_ceil(c), c)
             }
             MsmKernels::Signed | MsmKernels::Wide => {
-                let c = window
-                    .unwrap_or_else(|| signed_window_bits(n, signed_window_bits_max(kernels, bucket_bits_max)));
+                let c = window.unwrap_or_else(|| {
+                    signed_window_bits(n, signed_window_bits_max(kernels, bucket_bits_max))
+                });
                 (c, signed_windows(c), c - 1)
             }
         };
@@ -618,8 +619,11 @@ pub(crate) struct MsmChoice {
 
 impl MsmChoice {
     /// The default kernels on an H100/H200: what the device plan assumes.
-    pub const DEFAULT: MsmChoice =
-        MsmChoice { kernels: MsmKernels::Signed, bucket_bits_max: BUCKET_BITS_MAX_DEFAULT, window_bits: None };
+    pub const DEFAULT: MsmChoice = MsmChoice {
+        kernels: MsmKernels::Signed,
+        bucket_bits_max: BUCKET_BITS_MAX_DEFAULT,
+        window_bits: None,
+    };
     /// The h MSM's default on an H100/H200.
     pub const DENSE: MsmChoice = MsmChoice { kernels: MsmKernels::DENSE_DEFAULT, ..MsmChoice::DEFAULT };
 
@@ -1282,7 +1286,18 @@ impl Gpu {
         let (tile, scalars) = (p.tile as u32, s.scalars.dev_ptr());
         let sums = s.scan_sums.expect("a wide plan lays out the scan's totals").dev_ptr();
         let blocks = p.scan_blocks() as u32;
-        k.msm_hist_global.launch(grid, scalars, n, p.c, tile, skip_ones, rest, nrest, cap, s.counts.dev_ptr())?;
+        k.msm_hist_global.launch(
+            grid,
+            scalars,
+            n,
+            p.c,
+            tile,
+            skip_ones,
+            rest,
+            nrest,
+            cap,
+            s.counts.dev_ptr(),
+        )?;
         k.msm_scan_sums.launch(Dims::blocks(blocks, 1024), s.counts.dev_ptr(), m, p.piece_len, sums)?;
         k.msm_scan_top.launch(
             Dims::blocks(1, 1024),
@@ -1355,7 +1370,13 @@ impl Gpu {
                     o.cursor.dev_ptr(),
                     o.poffsets.dev_ptr(),
                 )?;
-                k.msm_piece_order.launch(grid, s.pieces.dev_ptr(), npieces, o.cursor.dev_ptr(), o.perm.dev_ptr())?;
+                k.msm_piece_order.launch(
+                    grid,
+                    s.pieces.dev_ptr(),
+                    npieces,
+                    o.cursor.dev_ptr(),
+                    o.perm.dev_ptr(),
+                )?;
                 o.perm.dev_ptr()
             }
             _ => DevPtr::NULL,
@@ -1630,9 +1651,15 @@ mod tests {
             MsmPlan::with_window(1 << 12, MsmKernels::Signed, 15, Some(22)),
             MsmPlan::with(1 << 12, MsmKernels::Signed, 15)
         );
-        assert!(window_bits_allowed(MsmKernels::Signed, 15, 16) && !window_bits_allowed(MsmKernels::Signed, 15, 18));
+        assert!(
+            window_bits_allowed(MsmKernels::Signed, 15, 16)
+                && !window_bits_allowed(MsmKernels::Signed, 15, 18)
+        );
         assert!(!window_bits_allowed(MsmKernels::Wide, 15, 17), "17 divides 255");
-        assert!(!window_bits_allowed(MsmKernels::Unsigned, 15, 8) && !window_bits_allowed(MsmKernels::Wide, 15, 23));
+        assert!(
+            !window_bits_allowed(MsmKernels::Unsigned, 15, 8)
+                && !window_bits_allowed(MsmKernels::Wide, 15, 23)
+        );
         // Few points in wide windows: the piece sums are bounded by the entries, not the
         // 2^21 buckets of each window.
         assert_eq!(f.pieces_max, 12 * 4096 + (12 * 4096usize).div_ceil(f.piece_len as usize) + 1);

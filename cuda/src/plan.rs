@@ -78,7 +78,8 @@ impl DevicePlan {
         // The h MSM (2^domain_log - 1 points) runs the dense kernels.
         let h_msm = h_msm_scratch_bytes((1usize << domain_log) - 1, None);
         let msm_scratch_bytes =
-            if g2_sets.is_empty() { msm.scratch_bytes(Curve::G1) } else { msm.scratch_bytes(Curve::G2) }.max(h_msm);
+            if g2_sets.is_empty() { msm.scratch_bytes(Curve::G1) } else { msm.scratch_bytes(Curve::G2) }
+                .max(h_msm);
         DevicePlan {
             ntt_tables_bytes: ntt_tables_bytes(domain_log),
             g1_bases_bytes: g1_sets.iter().map(|n| span(n * Curve::G1.affine_bytes())).sum(),

@@ -349,7 +349,10 @@ fn wide_windows_match_blst_at_every_fixed_width() {
     let Some(mut g) = opened_or_skip(Gpu::open(0)) else { return };
     // c = 22 lays out 2^21 x 12 buckets (4.5 GiB in G1): more than the other tests' arena.
     g.reserve_arena(8 << 30).expect("reserve an 8 GiB arena");
-    assert!(matches!(g.set_msm_window_bits(Some(20)), Err(CudaError::Limit { .. })), "Signed runs <= 16 bits");
+    assert!(
+        matches!(g.set_msm_window_bits(Some(20)), Err(CudaError::Limit { .. })),
+        "Signed runs <= 16 bits"
+    );
     g.set_msm_kernels(MsmKernels::Wide);
     assert!(matches!(g.set_msm_window_bits(Some(17)), Err(CudaError::Limit { .. })), "17 divides 255");
     let n = 3001;
@@ -369,7 +372,9 @@ fn wide_windows_match_blst_at_every_fixed_width() {
                 if i % 2 == 0 { x } else { x + Scalar::from(2).pow_vartime([c as u64 * w]) }.to_bytes_le()
             })
             .collect();
-        for (what, s) in [("random", &random), ("one scalar everywhere", &same), ("0/1 mix", &mix), ("digit edges", &edge)] {
+        for (what, s) in
+            [("random", &random), ("one scalar everywhere", &same), ("0/1 mix", &mix), ("digit edges", &edge)]
+        {
             assert!(g.msm_g1(&b, s).unwrap() == msm_g1(&b, s), "wide c {c}: {what}");
         }
         // Resident, in chunks of 1000 sharing one set of buckets.

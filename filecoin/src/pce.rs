@@ -93,6 +93,11 @@ pub fn load_or_record_of<C: bellpepper_core::Circuit<blstrs::Scalar>>(
 ) -> Result<LoadedPce, FilecoinError> {
     let started = Instant::now();
     let path = pce_path(files);
+    // The cache may not exist yet: `soak --timing-only` makes its parameters in memory, so
+    // nothing else has made the directory. A failure here shows as the save's error below.
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
     let (pc, origin) = Precompiled::open_or_record(&path, identity, shape, || {
         let blank = blank().map_err(|e| arenaprove_circuits::PrecompiledError::Record {
             identity: identity.to_string(),
@@ -171,5 +176,37 @@ impl Synthesis {
             Synthesis::Generic => generic(job.circuit(k)?),
             Synthesis::Precompiled(pc) => precompiled_parts(job.parts(k)?, pc.clone()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+    use blstrs::Scalar;
+    use ff::Field;
+
+    use super::*;
+
+    /// One boolean: `x * x = x`.
+    struct Tiny;
+
+    impl Circuit<Scalar> for Tiny {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            let x = cs.alloc(|| "x", || Ok(Scalar::ONE))?;
+            cs.enforce(|| "x * x = x", |lc| lc + x, |lc| lc + x, |lc| lc + x);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_recording_is_saved_into_a_cache_directory_that_did_not_exist() {
+        let tmp = tempfile::tempdir().expect("a temporary directory");
+        let dir = tmp.path().join("not").join("yet");
+        let files = ParamFiles::named("2KiB", "a tiny circuit".into(), "none".into(), "tiny".into(), &dir);
+        let loaded = load_or_record_of(&files, "tiny test circuit", None, || Ok(Tiny)).expect("recorded");
+        assert!(matches!(loaded.origin, Origin::Recorded { .. }), "saved, not {:?}", loaded.origin);
+        assert!(pce_path(&files).is_file());
+        let again = load_or_record_of(&files, "tiny test circuit", None, || Ok(Tiny)).expect("mapped");
+        assert!(matches!(again.origin, Origin::Mapped));
     }
 }
