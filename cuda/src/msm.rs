@@ -1263,12 +1263,17 @@ impl Gpu {
             s.cursor.dev_ptr(),
             s.idx.dev_ptr(),
         )?;
-        k.msm_pieces.launch(
+        self.msm_cut_pieces(p, s)
+    }
+
+    /// Each bucket cut into pieces of at most `piece_len` points (the sort's last step).
+    fn msm_cut_pieces(&self, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
+        self.dev.k.msm_pieces.launch(
             Dims::per_item(p.buckets, THREADS),
             s.counts.dev_ptr(),
             s.offsets.dev_ptr(),
             s.poffsets.dev_ptr(),
-            m,
+            p.buckets as u32,
             p.piece_len,
             s.pieces.dev_ptr(),
         )
@@ -1329,15 +1334,7 @@ impl Gpu {
             s.cursor.dev_ptr(),
             s.idx.dev_ptr(),
         )?;
-        k.msm_pieces.launch(
-            Dims::per_item(p.buckets, THREADS),
-            s.counts.dev_ptr(),
-            s.offsets.dev_ptr(),
-            s.poffsets.dev_ptr(),
-            m,
-            p.piece_len,
-            s.pieces.dev_ptr(),
-        )
+        self.msm_cut_pieces(p, s)
     }
 
     /// Sums each piece's points (one thread per piece), then each bucket's pieces, into
