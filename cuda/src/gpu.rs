@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::arena::{ArenaStats, DeviceArena};
 use crate::device::Device;
 use crate::error::{CudaError, DriverContext, Result};
-use crate::msm::{MsmChoice, MsmKernels, MsmStageTimes};
+use crate::msm::{MsmKernels, MsmStageTimes};
 use crate::ntt::NttKernels;
 use crate::ntt_tables::NttTables;
 
@@ -183,11 +183,10 @@ impl Gpu {
         if let Some(c) = c {
             let choice = self.msm_choice();
             if !crate::msm::window_bits_allowed(choice.kernels, choice.bucket_bits_max, c) {
-                let widest = MsmChoice { window_bits: None, ..choice }.widest_window();
                 return Err(CudaError::Limit {
                     what: "MSM window bits",
                     value: c as usize,
-                    limit: widest as usize,
+                    limit: choice.widest_window() as usize,
                 });
             }
         }

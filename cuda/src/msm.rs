@@ -1352,30 +1352,7 @@ impl Gpu {
         let (accumulate, threads) =
             if p.signed() { (pk.accumulate_signed, pk.signed_acc_threads) } else { (pk.accumulate, THREADS) };
         let perm = match (&s.order, self.msm_piece_order) {
-            (Some(o), true) => {
-                let k = &self.dev.k;
-                let grid = Dims::blocks(PIECE_ORDER_BLOCKS, THREADS);
-                // SAFETY: the class counts' span of this call's layout.
-                unsafe { self.dev.zero(o.counts.ptr, o.counts.len_bytes) }?;
-                k.msm_piece_hist.launch(grid, s.pieces.dev_ptr(), npieces, o.counts.dev_ptr())?;
-                k.msm_scan.launch(
-                    Dims::blocks(1, 1024),
-                    o.counts.dev_ptr(),
-                    PIECE_CLASSES as u32,
-                    1,
-                    o.offsets.dev_ptr(),
-                    o.cursor.dev_ptr(),
-                    o.poffsets.dev_ptr(),
-                )?;
-                k.msm_piece_order.launch(
-                    grid,
-                    s.pieces.dev_ptr(),
-                    npieces,
-                    o.cursor.dev_ptr(),
-                    o.perm.dev_ptr(),
-                )?;
-                o.perm.dev_ptr()
-            }
+            (Some(o), true) => self.msm_order_pieces(o, s.pieces.dev_ptr(), npieces)?,
             _ => DevPtr::NULL,
         };
         accumulate.launch(
@@ -1395,6 +1372,27 @@ impl Gpu {
             add as u32,
             s.buckets.dev_ptr(),
         )
+    }
+
+    /// The pieces' indices by decreasing length into `o.perm` (a counting sort over
+    /// [`PIECE_CLASSES`] length classes: histogram, scan, placement), which it returns.
+    fn msm_order_pieces(&self, o: &PieceOrderSpans, pieces: DevPtr, npieces: DevPtr) -> Result<DevPtr> {
+        let k = &self.dev.k;
+        let grid = Dims::blocks(PIECE_ORDER_BLOCKS, THREADS);
+        // SAFETY: the class counts' span of this call's layout.
+        unsafe { self.dev.zero(o.counts.ptr, o.counts.len_bytes) }?;
+        k.msm_piece_hist.launch(grid, pieces, npieces, o.counts.dev_ptr())?;
+        k.msm_scan.launch(
+            Dims::blocks(1, 1024),
+            o.counts.dev_ptr(),
+            PIECE_CLASSES as u32,
+            1,
+            o.offsets.dev_ptr(),
+            o.cursor.dev_ptr(),
+            o.poffsets.dev_ptr(),
+        )?;
+        k.msm_piece_order.launch(grid, pieces, npieces, o.cursor.dev_ptr(), o.perm.dev_ptr())?;
+        Ok(o.perm.dev_ptr())
     }
 
     /// `sum_b weight(b) * B_b` per window (weight `b` unsigned, `b + 1` signed): running

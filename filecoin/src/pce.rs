@@ -93,11 +93,6 @@ pub fn load_or_record_of<C: bellpepper_core::Circuit<blstrs::Scalar>>(
 ) -> Result<LoadedPce, FilecoinError> {
     let started = Instant::now();
     let path = pce_path(files);
-    // The cache may not exist yet: `soak --timing-only` makes its parameters in memory, so
-    // nothing else has made the directory. A failure here shows as the save's error below.
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
     let (pc, origin) = Precompiled::open_or_record(&path, identity, shape, || {
         let blank = blank().map_err(|e| arenaprove_circuits::PrecompiledError::Record {
             identity: identity.to_string(),

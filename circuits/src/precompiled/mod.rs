@@ -215,6 +215,10 @@ impl Precompiled {
     pub fn save(&self, path: &Path) -> Result<(), PrecompiledError> {
         let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
         let err = |op, e| PrecompiledError::Io { path: path.display().to_string(), op, source: e };
+        // The directory may not exist yet (a parameter cache nothing else has written to).
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| err("create directory", e))?;
+        }
         std::fs::write(&tmp, self.bytes_all()).map_err(|e| err("write", e))?;
         std::fs::rename(&tmp, path).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
