@@ -113,27 +113,33 @@ fn ones_ab<P: PartialEq>(
     Ok((t[0], t[1], agree, fast))
 }
 
-/// The MSM kernel configurations a bench alternates: the signed kernels with their pieces in
-/// bucket order (baseline: the kernels before the pieces' order), the signed kernels with
-/// the pieces longest first, and the wide windows with the pieces longest first. The
-/// unsigned kernels were the baseline until the signed ones were measured against them
-/// (BENCHMARKS.md, eleventh session).
-const MSM_CONFIGS: [(&str, MsmKernels, bool); 3] = [
-    ("signed", MsmKernels::Signed, false),
-    ("signed+order", MsmKernels::Signed, true),
-    ("wide+order", MsmKernels::Wide, true),
+/// The MSM kernel configurations a bench alternates (name, kernels, pieces longest first,
+/// fixed window width): the signed kernels with their pieces in bucket order (baseline: the
+/// kernels before the pieces' order), the signed kernels with the pieces longest first, the
+/// wide windows with the pieces longest first, and the wide kernels' global-memory sort in
+/// the signed kernels' 16-bit windows (the candidate for the witness MSMs, whose scalars
+/// are 99% zeros and ones). The unsigned kernels were the baseline until the signed ones
+/// were measured against them (BENCHMARKS.md, eleventh session).
+const MSM_CONFIGS: [(&str, MsmKernels, bool, Option<u32>); 4] = [
+    ("signed", MsmKernels::Signed, false, None),
+    ("signed+order", MsmKernels::Signed, true, None),
+    ("wide+order", MsmKernels::Wide, true, None),
+    ("wide16+order", MsmKernels::Wide, true, Some(16)),
 ];
 
 /// Sets configuration `i` of [`MSM_CONFIGS`].
 fn set_config(g: &mut Gpu, i: usize) {
-    g.set_msm_kernels(MSM_CONFIGS[i].1);
-    g.set_msm_piece_order(MSM_CONFIGS[i].2);
+    let (_, kernels, order, window) = MSM_CONFIGS[i];
+    g.set_msm_kernels(kernels);
+    g.set_msm_piece_order(order);
+    g.set_msm_window_bits(window).expect("every configuration's width is one its kernels run");
 }
 
 /// Back to the defaults.
 fn default_config(g: &mut Gpu) {
     g.set_msm_kernels(MsmKernels::default());
     g.set_msm_piece_order(true);
+    g.set_msm_window_bits(None).expect("no fixed width is always allowed");
 }
 
 /// Each MSM kernel configuration run alternately (baseline first) after one warm-up each,
@@ -147,7 +153,7 @@ fn kernels_ab<P: PartialEq>(
     let (t, agree, first) = alternate(g, reps, MSM_CONFIGS.len(), set_config, &mut msm)?;
     // One more call of each configuration with the stage split on (not among the timed calls).
     g.set_msm_stage_timing(true);
-    for (i, (name, _, _)) in MSM_CONFIGS.iter().enumerate() {
+    for (i, (name, _, _, _)) in MSM_CONFIGS.iter().enumerate() {
         set_config(g, i);
         msm(g)?;
         print_stages(name, g.last_msm_stages());
@@ -163,7 +169,7 @@ fn configs_line(t: Vec<f64>) -> String {
         .iter()
         .zip(&t)
         .enumerate()
-        .map(|(i, ((name, _, _), ms))| {
+        .map(|(i, ((name, _, _, _), ms))| {
             if i == 0 {
                 format!("{name} {ms:.1} ms (baseline)")
             } else {
@@ -523,7 +529,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let c: u32 = configs[i];
                 g.set_resident_chunking(if c >= log { n } else { 1 << c }, 1 << c);
             };
-            for (ci, (kname, _, _)) in MSM_CONFIGS.iter().enumerate() {
+            for (ci, (kname, _, _, _)) in MSM_CONFIGS.iter().enumerate() {
                 set_config(&mut g, ci);
                 let (times, agree, out) =
                     alternate(&mut g, 3, configs.len(), chunking, |g| g.msm_g1_resident(&resident, &s))?;

@@ -256,41 +256,47 @@ extern "C" __global__ void msm_pieces(const uint32_t* counts, const uint32_t* of
 // them: 13 windows of 20 bits at 2^24 and 12 of 22 bits at 2^27 instead of 16 of 16, so
 // fewer bucket additions for the same points.
 
-// Window w's bucket counts from the entries of one block's range (dense or sparse, as
-// tile_of), one global atomic each.
+// One block's range of window w's entries (dense or sparse, as tile_of), one global atomic
+// on its bucket's counter each: SCATTER false counts them (counter = counts); true writes
+// each to its bucket's slot (counter = cursor; the order inside a bucket depends on timing,
+// its sum does not).
+template<bool SCATTER>
+__device__ __forceinline__ void global_pass(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                            uint32_t tile, uint32_t skip_ones,
+                                            const uint32_t* rest, const uint32_t* nrest,
+                                            uint32_t cap, uint32_t* counter, uint32_t* idx)
+{
+    const tile_range r = tile_of(n, tile, rest, nrest, cap);
+    const uint32_t w = blockIdx.y;
+    uint32_t* cw = counter + ((size_t)w << (c - 1));
+    for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x) {
+        const uint32_t i = r.point(j);
+        const scalar_words sw(scalars + 8 * (size_t)i);
+        const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, 1);
+        if (e == 0)
+            continue;
+        const uint32_t slot = atomicAdd(&cw[entry_bucket(e)], 1u);
+        if (SCATTER)
+            idx[slot] = i | (e & MSM_NEG_BIT);
+    }
+}
+
+// Window w's bucket counts from the entries of one block's range.
 extern "C" __global__ void msm_hist_global(const uint32_t* scalars, uint32_t n, uint32_t c,
                                            uint32_t tile, uint32_t skip_ones,
                                            const uint32_t* rest, const uint32_t* nrest,
                                            uint32_t cap, uint32_t* counts)
 {
-    const tile_range r = tile_of(n, tile, rest, nrest, cap);
-    const uint32_t w = blockIdx.y;
-    uint32_t* cw = counts + ((size_t)w << (c - 1));
-    for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x) {
-        const scalar_words sw(scalars + 8 * (size_t)r.point(j));
-        const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, 1);
-        if (e != 0)
-            atomicAdd(&cw[entry_bucket(e)], 1u);
-    }
+    global_pass<false>(scalars, n, c, tile, skip_ones, rest, nrest, cap, counts, nullptr);
 }
 
-// The entries of the same ranges written to their buckets' slots, one global atomic each
-// on the bucket's cursor (the order inside a bucket depends on timing; its sum does not).
+// The entries of the same ranges written to their buckets' slots.
 extern "C" __global__ void msm_scatter_global(const uint32_t* scalars, uint32_t n, uint32_t c,
                                               uint32_t tile, uint32_t skip_ones,
                                               const uint32_t* rest, const uint32_t* nrest,
                                               uint32_t cap, uint32_t* cursor, uint32_t* idx)
 {
-    const tile_range r = tile_of(n, tile, rest, nrest, cap);
-    const uint32_t w = blockIdx.y;
-    uint32_t* cw = cursor + ((size_t)w << (c - 1));
-    for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x) {
-        const uint32_t i = r.point(j);
-        const scalar_words sw(scalars + 8 * (size_t)i);
-        const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, 1);
-        if (e != 0)
-            idx[atomicAdd(&cw[entry_bucket(e)], 1u)] = i | (e & MSM_NEG_BIT);
-    }
+    global_pass<true>(scalars, n, c, tile, skip_ones, rest, nrest, cap, cursor, idx);
 }
 
 // Counts one block of the multi-block scan covers: SCAN_PER_THREAD consecutive counts per
@@ -342,12 +348,21 @@ __device__ __forceinline__ void block_scan2(uint32_t& a, uint32_t& b, uint32_t& 
     __syncthreads();
 }
 
-// This thread's counts in block blockIdx.x of the scan: [lo, hi).
-__device__ __forceinline__ void scan_span(uint32_t m, uint32_t& lo, uint32_t& hi)
+// This thread's counts in block blockIdx.x of the scan, [lo, hi), and their totals: sc of
+// the counts, sp of the pieces (ceil(count / piece_len)).
+__device__ __forceinline__ void scan_span(const uint32_t* counts, uint32_t m, uint32_t piece_len,
+                                          uint32_t& lo, uint32_t& hi, uint32_t& sc, uint32_t& sp)
 {
     const size_t l = (size_t)blockIdx.x * SCAN_BLOCK_COUNTS + (size_t)threadIdx.x * SCAN_PER_THREAD;
     lo = (uint32_t)min(l, (size_t)m);
     hi = (uint32_t)min(l + SCAN_PER_THREAD, (size_t)m);
+    sc = 0;
+    sp = 0;
+    for (uint32_t i = lo; i < hi; i++) {
+        const uint32_t k = counts[i];
+        sc += k;
+        sp += (k + piece_len - 1) / piece_len;
+    }
 }
 
 // Scan, launch 1 of 3: each block's totals of counts and of pieces (ceil(count /
@@ -355,13 +370,8 @@ __device__ __forceinline__ void scan_span(uint32_t m, uint32_t& lo, uint32_t& hi
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
 msm_scan_sums(const uint32_t* counts, uint32_t m, uint32_t piece_len, uint32_t* sums)
 {
-    uint32_t lo, hi, sc = 0, sp = 0, tc, tp;
-    scan_span(m, lo, hi);
-    for (uint32_t i = lo; i < hi; i++) {
-        const uint32_t k = counts[i];
-        sc += k;
-        sp += (k + piece_len - 1) / piece_len;
-    }
+    uint32_t lo, hi, sc, sp, tc, tp;
+    scan_span(counts, m, piece_len, lo, hi, sc, sp);
     block_scan2(sc, sp, tc, tp);
     if (threadIdx.x == 0) {
         sums[blockIdx.x] = tc;
@@ -398,13 +408,8 @@ extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
 msm_scan_write(const uint32_t* counts, uint32_t m, uint32_t piece_len, const uint32_t* sums,
                uint32_t* offsets, uint32_t* cursor, uint32_t* poffsets)
 {
-    uint32_t lo, hi, sc = 0, sp = 0, tc, tp;
-    scan_span(m, lo, hi);
-    for (uint32_t i = lo; i < hi; i++) {
-        const uint32_t k = counts[i];
-        sc += k;
-        sp += (k + piece_len - 1) / piece_len;
-    }
+    uint32_t lo, hi, sc, sp, tc, tp;
+    scan_span(counts, m, piece_len, lo, hi, sc, sp);
     block_scan2(sc, sp, tc, tp);
     uint32_t rc = sums[blockIdx.x] + sc, rp = sums[gridDim.x + blockIdx.x] + sp;
     for (uint32_t i = lo; i < hi; i++) {
