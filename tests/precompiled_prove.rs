@@ -73,3 +73,66 @@ fn precompiled_proofs_verify_and_equal_the_generic_path() {
     let report = engine.shutdown(ShutdownMode::Drain);
     assert_eq!(report.slabs_outstanding, 0);
 }
+
+/// The native witness through a recording (`precompiled_native`: the gadgets' `enforce`s
+/// only count) proves the same bytes as the generic path, for every test circuit kind; a
+/// recording of another kind fails that partition alone, named, and the next proves.
+#[test]
+fn precompiled_native_proofs_verify_and_equal_the_generic_path() {
+    use arenaprove::circuits::circuits::ShaCircuit;
+    use arenaprove::circuits::native::ViaBridge;
+    use arenaprove::circuits::record_native;
+    use arenaprove::engine::pipeline::precompiled_native;
+    let chain = |seed| ChainCircuit::new(2_000, seed);
+    let sector = |seed| SectorPartitionCircuit::for_constraints(seed, 0, 4096);
+    let sha = |seed| ShaCircuit::new(2, seed);
+    let mut rng = ChaCha20Rng::seed_from_u64(2);
+    let mem = ParamsMemory::default();
+    let spec = |kind: &str, shape, params| CircuitSpec {
+        kind: kind.into(),
+        shape,
+        params: Arc::new(params),
+        matrices: None,
+    };
+    let specs = vec![
+        spec(
+            "chain",
+            shape_of(chain(0)).unwrap(),
+            generate_random_parameters(chain(0), &mut rng, &mem).unwrap(),
+        ),
+        spec(
+            "sector",
+            shape_of(sector(0)).unwrap(),
+            generate_random_parameters(sector(0), &mut rng, &mem).unwrap(),
+        ),
+        spec("sha", shape_of(sha(0)).unwrap(), generate_random_parameters(sha(0), &mut rng, &mem).unwrap()),
+    ];
+    let config = EngineConfig { slots: 2, synth_workers: 2, ..EngineConfig::default() };
+    let engine = Engine::new(config, specs).unwrap();
+    let chain_pc = Arc::new(record_native(&chain(0), "chain@2000").unwrap());
+    let sector_pc = Arc::new(record_native(&sector(0), "sector@4096").unwrap());
+    // sha recorded through the bridge: the same constraints as the native recording.
+    let sha_pc = Arc::new(record(ViaBridge(sha(0)), "sha@2").unwrap());
+
+    let ours =
+        prove(&engine, "chain", (1..=3).map(|s| precompiled_native(chain(s), chain_pc.clone())).collect());
+    let theirs = prove(&engine, "chain", (1..=3).map(|s| generic(chain(s))).collect());
+    assert_eq!(ours, theirs, "chain: same randomness, same proofs");
+    let ours =
+        prove(&engine, "sector", (7..=8).map(|s| precompiled_native(sector(s), sector_pc.clone())).collect());
+    let theirs = prove(&engine, "sector", (7..=8).map(|s| generic(sector(s))).collect());
+    assert_eq!(ours, theirs, "sector: same randomness, same proofs");
+    let ours = prove(&engine, "sha", (3..=4).map(|s| precompiled_native(sha(s), sha_pc.clone())).collect());
+    let theirs = prove(&engine, "sha", (3..=4).map(|s| generic(sha(s))).collect());
+    assert_eq!(ours, theirs, "sha: same randomness, same proofs");
+
+    let out = engine
+        .prove(Job::new("sha", vec![precompiled_native(sha(5), chain_pc.clone()), generic(sha(6))]))
+        .unwrap();
+    let err = out.partitions[0].as_ref().unwrap_err().to_string();
+    assert!(err.contains("chain@2000"), "{err}");
+    assert!(out.partitions[1].is_ok());
+
+    let report = engine.shutdown(ShutdownMode::Drain);
+    assert_eq!(report.slabs_outstanding, 0);
+}

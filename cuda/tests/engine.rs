@@ -134,7 +134,8 @@ fn precompiled_kind(
     (pc, spec, cfg)
 }
 
-/// A job of `partitions` partitions synthesized through `pc`, with r and s seeded by `seed`.
+/// A job of `partitions` partitions synthesized through `pc` (the native witness alone,
+/// `precompiled_native`), with r and s seeded by `seed`.
 fn precompiled_job(
     kind: CircuitKind,
     constraints: usize,
@@ -144,9 +145,7 @@ fn precompiled_job(
 ) -> Job {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let parts = (0..partitions)
-        .map(|p| {
-            arenaprove_engine::pipeline::precompiled(ViaBridge(circuit(kind, constraints, p)), pc.clone())
-        })
+        .map(|p| arenaprove_engine::pipeline::precompiled_native(circuit(kind, constraints, p), pc.clone()))
         .collect();
     let mut j = Job::new(kind.to_string(), parts);
     j.randomness = Some(

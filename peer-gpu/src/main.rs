@@ -8,7 +8,7 @@
 //!     peer-gpu-bench --circuit chain|sha|sector --constraints N [--partitions 10]
 //!         [--sectors 3] [--warmup-partitions P] [--rounds 1] [--slots 2]
 //!         [--synth-workers W] [--finalize-workers F] [--no-peer] [--cpu] [--peer-exe PATH] [--peer-timeout S]
-//!         [--bellperson-params]
+//!         [--bellperson-params] [--precompiled]
 //!     peer-gpu-bench --msm 20,22,24 [--msm-reps 5]
 //!
 //! The baseline runs in a child process (`--peer-only`), so the two CUDA stacks (cudarc's
@@ -18,7 +18,9 @@
 //! version supraseal-c2 0.1.2's lockfile names; scripts/peer-gpu.sh builds both). Without
 //! it the child is this binary. `--cpu` puts our engine on the CPU backend.
 //! `--bellperson-params` (diagnosis) has the baseline prove with parameters from
-//! bellperson's own generator instead of the file ours wrote.
+//! bellperson's own generator instead of the file ours wrote. `--precompiled` has ours
+//! synthesize through the circuit's recording (native witness alone, products from the
+//! recording on the device); the baseline synthesizes as bellperson does either way.
 //!
 //! Prints one line per side and round, then one JSON object (`ratio` = baseline seconds
 //! per partition / ours; higher is better for us). Build: scripts/peer-gpu.sh.
@@ -76,6 +78,7 @@ fn parse() -> Result<Args, String> {
             slots: 2,
             synth_workers: 2,
             finalize_workers: None,
+            precompiled: false,
         },
         rounds: 1,
         peer: true,
@@ -109,6 +112,7 @@ fn parse() -> Result<Args, String> {
             "--bellperson-params" => a.bellperson_params = true,
             "--peer-timeout" => a.peer_timeout = Some(std::time::Duration::from_secs(num(value()?)? as u64)),
             "--no-peer" => a.peer = false,
+            "--precompiled" => a.cfg.precompiled = true,
             "--msm" => {
                 a.msm = value()?
                     .split(',')
@@ -122,7 +126,7 @@ fn parse() -> Result<Args, String> {
                 a.peer_only = Some((params, PathBuf::from(value()?)));
             }
             "-h" | "--help" => {
-                println!("{}", include_str!("main.rs").lines().take(20).collect::<Vec<_>>().join("\n"));
+                println!("{}", include_str!("main.rs").lines().take(26).collect::<Vec<_>>().join("\n"));
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument '{other}' (--help)")),
@@ -398,6 +402,7 @@ fn real_main() -> Result<(), String> {
             "slots": cfg.slots,
             "synth_workers": cfg.synth_workers,
             "finalize_workers": cfg.finalize_workers,
+            "precompiled": cfg.precompiled,
             "rounds": a.rounds,
             "ours_backend": ours.backend,
             "ours_s_per_partition": ours_pp,

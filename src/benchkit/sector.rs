@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::circuits::circuits::{build, AnyCircuit, CircuitKind, SectorPartitionCircuit};
-use crate::circuits::shape_of_native;
+use crate::circuits::{record_native, shape_of_native};
 use crate::engine::deps::blstrs::Scalar;
 use crate::engine::groth16::Parameters;
 use crate::engine::pipeline::{
-    native, CircuitSpec, Engine, EngineConfig, Job, JobOutput, ShutdownMode, Span,
+    native, precompiled_native, CircuitSpec, Engine, EngineConfig, Job, JobOutput, ShutdownMode, Span,
 };
 use crate::engine::BackendFactory;
 
@@ -35,6 +35,11 @@ pub struct Config {
     pub synth_workers: usize,
     /// Finalizer threads (`None`: the backend's choice, see `EngineConfig::finalize_workers`).
     pub finalize_workers: Option<usize>,
+    /// Synthesize through the circuit's recording (made once before the run, not timed):
+    /// each partition computes its native witness alone, and the products a, b, c come from
+    /// the recording (on the device where the backend proves from the witness). Otherwise
+    /// each partition runs the native gadgets, constraints and all.
+    pub precompiled: bool,
 }
 
 /// The circuit of `kind` nearest `constraints` for partition `partition` of sector
@@ -91,7 +96,14 @@ pub fn run_ours(
             cfg.sectors, cfg.partitions
         ));
     }
-    let shape = shape_of_native(&partition(cfg.kind, cfg.constraints, 1, 0)?).map_err(|e| e.to_string())?;
+    let first = partition(cfg.kind, cfg.constraints, 1, 0)?;
+    let shape = shape_of_native(&first).map_err(|e| e.to_string())?;
+    let recording = match cfg.precompiled {
+        true => Some(Arc::new(
+            record_native(&first, &format!("{}@{}", cfg.kind, cfg.constraints)).map_err(|e| e.to_string())?,
+        )),
+        false => None,
+    };
     let name = backend.name().to_string();
     let config = EngineConfig {
         slots: cfg.slots,
@@ -102,13 +114,17 @@ pub fn run_ours(
         backend,
         ..EngineConfig::default()
     };
-    let engine =
-        Engine::new(config, vec![CircuitSpec { kind: cfg.kind.to_string(), shape, params, matrices: None }])
-            .map_err(|e| e.to_string())?;
+    let spec = CircuitSpec { kind: cfg.kind.to_string(), shape, params, matrices: recording.clone() };
+    let engine = Engine::new(config, vec![spec]).map_err(|e| e.to_string())?;
     let job = |sector: u64| -> Result<Job, String> {
         let n = if sector == 1 { cfg.warmup_partitions.clamp(1, cfg.partitions) } else { cfg.partitions };
         let parts = (0..n)
-            .map(|p| partition(cfg.kind, cfg.constraints, sector, p).map(native))
+            .map(|p| {
+                partition(cfg.kind, cfg.constraints, sector, p).map(|c| match &recording {
+                    Some(pc) => precompiled_native(c, pc.clone()),
+                    None => native(c),
+                })
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Job::new(cfg.kind.to_string(), parts))
     };

@@ -10,7 +10,10 @@
 //! * `arena_precompiled`: the same bellpepper-core circuit through precompiled constraints:
 //!   witness-only synthesis, then the sparse products a = A·w, b = B·w,
 //!   c = C·w in parallel. Reported split into `witness` and `products`. The recording is
-//!   made once before the runs (timed as `record_s`, not part of the path's time).
+//!   made once before the runs (timed as `record_s`, not part of the path's time);
+//! * `arena_precompiled_native` (test circuits): the native gadgets' witness through their
+//!   own recording ([`record_native`]): `alloc` writes the values, `enforce` only counts
+//!   (its closures never run), then the products. Split as above.
 //!
 //! Circuits: the test circuits (`chain`, `sha`, `sector`, nearest a target size) and, with
 //! the `filecoin` feature, one real PoRep C2 partition (`filecoin-2KiB`, `filecoin-8MiB`)
@@ -29,8 +32,8 @@ use arenaprove_arena::count_alloc::CountingAlloc;
 use arenaprove_arena::{Ledger, RegionConfig};
 use arenaprove_circuits::circuits::{build, AnyCircuit, CircuitKind};
 use arenaprove_circuits::{
-    record, shape_of, shape_of_native, synthesize_arena, synthesize_heap, synthesize_native, ArenaAssignment,
-    AssignmentPools, Precompiled, ProverWitness, Shape,
+    record, record_native, shape_of, shape_of_native, synthesize_arena, synthesize_heap, synthesize_native,
+    ArenaAssignment, AssignmentPools, Precompiled, ProverWitness, Shape,
 };
 use arenaprove_engine::deps::bellpepper_core::Circuit;
 use arenaprove_engine::deps::blstrs::Scalar;
@@ -42,17 +45,33 @@ pub enum Path {
     ArenaBellpepper,
     ArenaNative,
     ArenaPrecompiled,
+    ArenaPrecompiledNative,
 }
 
 impl Path {
-    pub const ALL: [Path; 4] = [Path::Heap, Path::ArenaBellpepper, Path::ArenaNative, Path::ArenaPrecompiled];
+    pub const ALL: [Path; 5] = [
+        Path::Heap,
+        Path::ArenaBellpepper,
+        Path::ArenaNative,
+        Path::ArenaPrecompiled,
+        Path::ArenaPrecompiledNative,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             Path::Heap => "heap",
             Path::ArenaBellpepper => "arena_bellpepper",
             Path::ArenaNative => "arena_native",
             Path::ArenaPrecompiled => "arena_precompiled",
+            Path::ArenaPrecompiledNative => "arena_precompiled_native",
         }
+    }
+    /// Whether the path is split into witness and products.
+    pub fn precompiled(self) -> bool {
+        matches!(self, Path::ArenaPrecompiled | Path::ArenaPrecompiledNative)
+    }
+    /// Whether the path needs the circuit's native form.
+    pub fn native(self) -> bool {
+        matches!(self, Path::ArenaNative | Path::ArenaPrecompiledNative)
     }
 }
 
@@ -130,7 +149,7 @@ pub struct PathReport {
     pub allocs_per_constraint: f64,
     pub allocs_counted: bool,
     pub ratio_to_heap: f64,
-    /// For `arena_precompiled`.
+    /// For `arena_precompiled` and `arena_precompiled_native`.
     pub split: Option<PrecompiledSplit>,
 }
 
@@ -152,6 +171,8 @@ pub struct Workload<C = AnyCircuit> {
     pub native_shape: Option<Shape>,
     pub precompiled: Precompiled,
     pub record_s: f64,
+    /// The native form's own recording and its recording time (test circuits).
+    pub native_precompiled: Option<(Precompiled, f64)>,
     pub pools: AssignmentPools,
     pub gadgets: &'static str,
 }
@@ -188,19 +209,39 @@ impl<C: Circuit<Scalar> + Clone> Workload<C> {
         let precompiled = record(recorded_from, identity).map_err(|e| e.to_string())?;
         let record_s = t0.elapsed().as_secs_f64();
         precompiled.check_shape(&generic_shape).map_err(|e| e.to_string())?;
+        let native_precompiled = match (&native, &native_shape) {
+            (Some(n), Some(shape)) => {
+                let t0 = Instant::now();
+                let pc = record_native(n, &format!("{identity} (native)")).map_err(|e| e.to_string())?;
+                let secs = t0.elapsed().as_secs_f64();
+                pc.check_shape(shape).map_err(|e| e.to_string())?;
+                Some((pc, secs))
+            }
+            _ => None,
+        };
         // One set of pools big enough for every path's shape.
         let pool_shape = Shape::covering(&[generic_shape, native_shape.unwrap_or(generic_shape)]);
         let ledger = Ledger::unlimited();
         let pools = AssignmentPools::for_shape(&pool_shape, 1, &ledger, RegionConfig::default())
             .map_err(|e| e.to_string())?;
-        Ok(Workload { circuit, native, generic_shape, native_shape, precompiled, record_s, pools, gadgets })
+        Ok(Workload {
+            circuit,
+            native,
+            generic_shape,
+            native_shape,
+            precompiled,
+            record_s,
+            native_precompiled,
+            pools,
+            gadgets,
+        })
     }
 
     /// One timed synthesis: (seconds, heap allocations + reallocations on this thread,
     /// constraints). The result is dropped after the clock stops.
     pub fn run_once(&self, path: Path) -> Result<(f64, u64, usize), String> {
-        if path == Path::ArenaPrecompiled {
-            let (w, p, allocs, n) = self.run_precompiled()?;
+        if path.precompiled() {
+            let (w, p, allocs, n) = self.run_precompiled(path)?;
             return Ok((w + p, allocs, n));
         }
         let pools = &self.pools;
@@ -224,7 +265,7 @@ impl<C: Circuit<Scalar> + Clone> Workload<C> {
                     let w = synthesize_native(native, pools, shape).map_err(|e| e.to_string())?;
                     (w.num_constraints(), Keep::Arena(w))
                 }
-                Path::ArenaPrecompiled => unreachable!("handled above"),
+                Path::ArenaPrecompiled | Path::ArenaPrecompiledNative => unreachable!("handled above"),
             })
         });
         let secs = t0.elapsed().as_secs_f64();
@@ -233,16 +274,30 @@ impl<C: Circuit<Scalar> + Clone> Workload<C> {
         Ok((secs, counted.allocs + counted.reallocs, constraints))
     }
 
-    /// One timed precompiled synthesis, split into witness and products (the
+    /// The recording a precompiled `path` synthesizes through, and its shape.
+    fn recording(&self, path: Path) -> Result<(&Precompiled, &Shape), String> {
+        match (path, &self.native_precompiled, &self.native_shape) {
+            (Path::ArenaPrecompiled, _, _) => Ok((&self.precompiled, &self.generic_shape)),
+            (Path::ArenaPrecompiledNative, Some((pc, _)), Some(shape)) => Ok((pc, shape)),
+            _ => Err(format!("{}: this circuit has no such path", path.name())),
+        }
+    }
+
+    /// One timed synthesis on a precompiled `path`, split into witness and products (the
     /// `input_i * 0 = 0` rows are counted with the products).
-    pub fn run_precompiled(&self) -> Result<SplitRun, String> {
-        let pc = &self.precompiled;
-        let mut cs = ArenaAssignment::new(&self.pools, &self.generic_shape).map_err(|e| e.to_string())?;
+    pub fn run_precompiled(&self, path: Path) -> Result<SplitRun, String> {
+        let (pc, shape) = self.recording(path)?;
+        let mut cs = ArenaAssignment::new(&self.pools, shape).map_err(|e| e.to_string())?;
         let circuit = self.circuit.clone();
+        let native = self.native.as_ref();
         let t0 = Instant::now();
         let (witness, counted) = CountingAlloc::measure_thread(|| -> Result<(), String> {
             cs.alloc_one().map_err(|e| e.to_string())?;
-            pc.witness_into(circuit, &mut cs).map_err(|e| e.to_string())
+            match (path, native) {
+                (Path::ArenaPrecompiledNative, Some(n)) => pc.witness_into_native(n, &mut cs),
+                _ => pc.witness_into(circuit, &mut cs),
+            }
+            .map_err(|e| e.to_string())
         });
         let witness_s = t0.elapsed().as_secs_f64();
         witness?;
@@ -257,7 +312,7 @@ impl<C: Circuit<Scalar> + Clone> Workload<C> {
 
     /// The paths this workload has.
     pub fn paths(&self) -> Vec<Path> {
-        Path::ALL.into_iter().filter(|p| *p != Path::ArenaNative || self.native.is_some()).collect()
+        Path::ALL.into_iter().filter(|p| !p.native() || self.native.is_some()).collect()
     }
 
     /// Runs every path (warm-up, then `reps` measured runs each).
@@ -274,8 +329,8 @@ impl<C: Circuit<Scalar> + Clone> Workload<C> {
             let mut allocs = 0u64;
             let mut constraints = 0;
             for _ in 0..reps {
-                let (s, a, n) = if path == Path::ArenaPrecompiled {
-                    let (w, p, a, n) = self.run_precompiled()?;
+                let (s, a, n) = if path.precompiled() {
+                    let (w, p, a, n) = self.run_precompiled(path)?;
                     witness.push(w);
                     products.push(p);
                     (w + p, a, n)
@@ -291,14 +346,19 @@ impl<C: Circuit<Scalar> + Clone> Workload<C> {
             let constraints_per_s = constraints as f64 / secs_median;
             let heap_rate = out.first().map(|h| h.constraints_per_s).unwrap_or(constraints_per_s);
             let allocs_per_constraint = allocs as f64 / (reps * constraints) as f64;
-            let split = (path == Path::ArenaPrecompiled).then(|| {
-                let terms = self.precompiled.terms();
+            let split = match path {
+                Path::ArenaPrecompiled => Some((&self.precompiled, self.record_s)),
+                Path::ArenaPrecompiledNative => self.native_precompiled.as_ref().map(|(pc, s)| (pc, *s)),
+                _ => None,
+            }
+            .map(|(pc, record_s)| {
+                let terms = pc.terms();
                 PrecompiledSplit {
                     witness_s_median: super::upper_median(&witness),
                     products_s_median: super::upper_median(&products),
                     witness_allocs_per_constraint: allocs_per_constraint,
-                    record_s: self.record_s,
-                    matrix_bytes: self.precompiled.bytes(),
+                    record_s,
+                    matrix_bytes: pc.bytes(),
                     terms: terms.iter().map(|t| t.total()).sum(),
                     terms_general: terms.iter().map(|t| t.general).sum(),
                 }
@@ -308,7 +368,7 @@ impl<C: Circuit<Scalar> + Clone> Workload<C> {
                 circuit: circuit_name.to_string(),
                 constraints,
                 gadgets: match path {
-                    Path::ArenaNative => "native gadgets",
+                    Path::ArenaNative | Path::ArenaPrecompiledNative => "native gadgets",
                     _ => self.gadgets,
                 },
                 secs_median,

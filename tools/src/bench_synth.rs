@@ -84,12 +84,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         threads()
     );
     println!(
-        "{:<18} {:>10} {:>10} {:>14} {:>12} {:>8}  gadgets",
+        "{:<24} {:>10} {:>10} {:>14} {:>12} {:>8}  gadgets",
         "path", "constr", "secs", "constr/s", "allocs/constr", "ratio"
     );
     for r in &reports {
         println!(
-            "{:<18} {:>10} {:>10.3} {:>14.0} {:>12.3} {:>7.2}x  {}",
+            "{:<24} {:>10} {:>10.3} {:>14.0} {:>12.3} {:>7.2}x  {}",
             r.path.name(),
             r.constraints,
             r.secs_median,
@@ -99,9 +99,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             r.gadgets
         );
     }
-    if let Some(s) = reports.iter().find_map(|r| r.split) {
+    for (name, s) in reports.iter().filter_map(|r| r.split.map(|s| (r.path.name(), s))) {
         println!(
-            "precompiled: witness {:.3} s ({:.3} allocs/constraint) + products {:.3} s; recorded once in {:.3} s, \
+            "{name}: witness {:.3} s ({:.3} allocs/constraint) + products {:.3} s; recorded once in {:.3} s, \
              {:.1} MB, {} terms ({} multiply)",
             s.witness_s_median,
             s.witness_allocs_per_constraint,

@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use arenaprove::arena::ledger::{page_faults, rss_bytes};
 use arenaprove::arena::LedgerSnapshot;
 use arenaprove::circuits::circuits::CircuitKind;
-use arenaprove::engine::pipeline::{precompiled, AllocMode, Job, JobHandle, ShutdownMode, Span};
+use arenaprove::engine::pipeline::{precompiled_native, AllocMode, Job, JobHandle, ShutdownMode, Span};
 use serde::Serialize;
 
 use crate::common;
@@ -373,7 +373,7 @@ pub fn run(a: Args) -> Result<()> {
         let parts = (0..a.partitions)
             .map(|p| {
                 common::circuit(a.circuit, a.constraints, k as u64 + 1, p).map(|c| match &recording {
-                    Some(pc) => precompiled(common::ViaBridge(c), pc.clone()),
+                    Some(pc) => precompiled_native(c, pc.clone()),
                     None => common::partition_circuit(c),
                 })
             })

@@ -43,6 +43,9 @@ pub use job::{
     PartitionCircuit, PartitionError, PartitionOutput, Randomness,
 };
 pub use plan::{blst_msm_scratch_bytes, msm_heap_term, EngineMemory, MemoryPlan, PlanError, PlanTerm, Scope};
-pub use precompiled::{precompiled, precompiled_parts, PartedPrecompiled, PrecompiledCircuit};
+pub use precompiled::{
+    precompiled, precompiled_native, precompiled_parts, PartedPrecompiled, PrecompiledCircuit,
+    PrecompiledNative,
+};
 pub use timeline::{chrome_trace_json, Level, Span, StageGap, Timeline, Who};
 pub use work::{current_work, WorkTag};

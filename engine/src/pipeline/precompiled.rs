@@ -7,6 +7,7 @@ use bellpepper_core::{Circuit, SynthesisError};
 use blstrs::Scalar;
 
 use super::job::PartitionCircuit;
+use arenaprove_circuits::native::NativeCircuit;
 use arenaprove_circuits::precompiled::PartedCircuit;
 use arenaprove_circuits::{ArenaAssignment, Precompiled};
 
@@ -33,6 +34,33 @@ pub fn precompiled<C: Circuit<Scalar> + Send + 'static>(
     matrices: Arc<Precompiled>,
 ) -> Box<dyn PartitionCircuit> {
     Box::new(PrecompiledCircuit { circuit, matrices })
+}
+
+/// A native circuit synthesized through its kind's recorded constraints
+/// ([`Precompiled::witness_into_native`]): its gadgets' `alloc`s write the witness and their
+/// `enforce`s only count, so no linear combination is built (through the bellpepper bridge,
+/// [`PrecompiledCircuit`] of a `ViaBridge`, every constraint's combinations are still
+/// built, then dropped); then the products. The assignment is byte-identical to
+/// [`super::Native`]'s.
+pub struct PrecompiledNative<C> {
+    pub circuit: C,
+    pub matrices: Arc<Precompiled>,
+}
+
+impl<C: NativeCircuit + Send + 'static> PartitionCircuit for PrecompiledNative<C> {
+    fn synthesize_into(self: Box<Self>, cs: &mut ArenaAssignment) -> Result<(), SynthesisError> {
+        let PrecompiledNative { circuit, matrices } = *self;
+        matrices.witness_into_native(&circuit, cs).map_err(|e| e.into_synthesis())?;
+        matrices.products_or_defer(cs).map_err(|e| e.into_synthesis())
+    }
+}
+
+/// Boxes a native circuit as a partition circuit synthesized through `matrices`.
+pub fn precompiled_native<C: NativeCircuit + Send + 'static>(
+    circuit: C,
+    matrices: Arc<Precompiled>,
+) -> Box<dyn PartitionCircuit> {
+    Box::new(PrecompiledNative { circuit, matrices })
 }
 
 /// A circuit of a prologue and independent parts ([`PartedCircuit`]) synthesized through
