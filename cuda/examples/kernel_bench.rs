@@ -115,16 +115,16 @@ fn ones_ab<P: PartialEq>(
 
 /// The MSM kernel configurations a bench alternates (name, kernels, pieces longest first,
 /// fixed window width): the signed kernels with their pieces in bucket order (baseline: the
-/// kernels before the pieces' order), the signed kernels with the pieces longest first, the
-/// wide windows with the pieces longest first, and the wide kernels' global-memory sort in
-/// the signed kernels' 16-bit windows (the candidate for the witness MSMs, whose scalars
-/// are 99% zeros and ones). The unsigned kernels were the baseline until the signed ones
-/// were measured against them (BENCHMARKS.md, eleventh session).
+/// kernels before the pieces' order), the signed kernels with the pieces longest first (the
+/// default before `SignedGlobal`), the wide windows with the pieces longest first (the h
+/// MSM's), and the signed kernels with the global-memory sort (the default). The unsigned
+/// kernels were the baseline until the signed ones were measured against them
+/// (BENCHMARKS.md, eleventh session).
 const MSM_CONFIGS: [(&str, MsmKernels, bool, Option<u32>); 4] = [
     ("signed", MsmKernels::Signed, false, None),
     ("signed+order", MsmKernels::Signed, true, None),
     ("wide+order", MsmKernels::Wide, true, None),
-    ("wide16+order", MsmKernels::Wide, true, Some(16)),
+    ("signed-global+order", MsmKernels::SignedGlobal, true, None),
 ];
 
 /// Sets configuration `i` of [`MSM_CONFIGS`].
@@ -261,10 +261,11 @@ fn shared_ab(
 }
 
 /// A proof's witness MSMs (`--witness`), three in G1 over the resident bases' prefixes as
-/// L (all aux), A (3 of 4 aux picked) and B_G1 (1 in 2): the aux staged once for the three
-/// (candidate) against each MSM staging its own copy (baseline: the engine before),
-/// alternating, the aux in registered memory (as the engine's slabs) and 99% 0/1. G2's
-/// B is left out (its 2^27 bases alone would be 24 GiB); it would save one more copy.
+/// L (all aux), A (3 of 4 aux picked) and B_G1 (1 in 2), the aux staged once for the three
+/// as a proof does, under each MSM kernel configuration ([`MSM_CONFIGS`]), alternating, the
+/// aux in registered memory (as the engine's slabs) and 99% 0/1. G2's B is left out (its
+/// 2^27 bases alone would be 24 GiB). The fourteenth session's run of this bench compared
+/// the aux staged once against once per MSM (BENCHMARKS.md).
 fn witness_ab(
     g: &mut Gpu,
     log: u32,
@@ -285,38 +286,30 @@ fn witness_ab(
     let head = common::to_bytes(&common::random_scalars(328, 1301));
     let reg = register(g, &aux)?;
     let msms = [(None, 0), (Some(a_density), head.len()), (Some(b_density), head.len())];
-    let staged = std::cell::Cell::new(false);
+    let set: Vec<_> = msms
+        .iter()
+        .map(|(d, h)| WitnessMsm {
+            curve: Curve::G1,
+            n: h + d.map_or(n, |d: Density<'_>| d.count_ones()),
+            chunk: None,
+            dense: d.is_some(),
+        })
+        .collect();
+    // As a proof runs them: the aux staged once for the three.
     let run = |g: &mut Gpu| -> Result<Vec<_>, arenaprove_cuda::CudaError> {
-        let mut w = if staged.get() {
-            let set: Vec<_> = msms
-                .iter()
-                .map(|(d, h)| WitnessMsm {
-                    curve: Curve::G1,
-                    n: h + d.map_or(n, |d: Density<'_>| d.count_ones()),
-                    chunk: None,
-                    dense: d.is_some(),
-                })
-                .collect();
-            Some(g.stage_witness(&aux, &set)?)
-        } else {
-            None
-        };
+        let mut w = g.stage_witness(&aux, &set)?;
         let mut out = Vec::new();
         for (d, h) in &msms {
             let head = &head[..*h];
-            out.push(match &mut w {
-                Some(w) => g.msm_witness_g1_staged(w, BaseSet::Resident(resident), head, &aux, *d)?,
-                None => g.msm_witness_g1(resident, head, &aux, *d)?,
-            });
+            out.push(g.msm_witness_g1_staged(&mut w, BaseSet::Resident(resident), head, &aux, *d)?);
         }
         Ok(out)
     };
-    let (t, agree, _) = alternate(g, 3, 2, |_, i| staged.set(i == 1), run)?;
+    let (t, agree, _) = alternate(g, 3, MSM_CONFIGS.len(), set_config, run)?;
+    default_config(g);
     println!(
-        "witness MSMs 2^{log} (L, A, B_G1; aux 99% 0/1, registered): aux staged once {:.1} ms ({:.2}x) | staged per MSM {:.1} ms (baseline) | medians of 3 alternating | agree {agree}",
-        t[1],
-        t[0] / t[1],
-        t[0]
+        "witness MSMs 2^{log} (L, A, B_G1; aux 99% 0/1, registered, staged once): {} | medians of 3 alternating | agree {agree}",
+        configs_line(t)
     );
     drop(reg);
     Ok(())

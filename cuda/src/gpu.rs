@@ -137,7 +137,7 @@ impl Gpu {
         self.ntt_kernels = kernels;
     }
 
-    /// Chooses the MSM kernels ([`MsmKernels::Signed`] by default). Results are the same
+    /// Chooses the MSM kernels ([`MsmKernels::SignedGlobal`] by default). Results are the same
     /// point; the unsigned ones exist so a bench can time them in the same run. The device
     /// plan assumes the default: another choice may need more scratch than it reserved.
     pub fn set_msm_kernels(&mut self, kernels: MsmKernels) {

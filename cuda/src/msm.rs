@@ -156,10 +156,18 @@ pub enum MsmKernels {
     /// kept as the baseline kernel_bench and peer-gpu-bench --msm time them against.
     Unsigned,
     /// Signed (Booth) digits, `c <= 16`, the G1 accumulation at 16 warps per SM, the
-    /// segments folded by rounds. The default since the H200 checked it against blst and
-    /// timed it against `Unsigned`: 1.28-1.59x on G1, 1.46-1.65x on G2 (BENCHMARKS.md).
-    #[default]
+    /// segments folded by rounds, the sort in shared memory (a histogram of `2^(c-1)`
+    /// counters per tile block and window). The default from the eleventh session, when
+    /// the H200 checked it against blst and timed it against `Unsigned`: 1.28-1.59x on G1,
+    /// 1.46-1.65x on G2 (BENCHMARKS.md); kept as the baseline of `SignedGlobal`.
     Signed,
+    /// `Signed`'s windows, point kernels and segments with `Wide`'s sort in global memory:
+    /// one atomic per entry, where the shared sort zeroes and flushes `2^(c-1)` counters per
+    /// tile block and window whatever the block holds. That flush is most of the sort on a
+    /// witness's scalars, 99% zeros and ones (the 0/1 path takes those): at 2^27 the sort
+    /// was 1.7 against 19.8 ms (BENCHMARKS.md, sixteenth session). The default.
+    #[default]
+    SignedGlobal,
     /// Signed digits in wider windows, up to 22 bits, chosen from `n` by the same cost as
     /// `Signed` (13 windows of 20 bits at 2^24, 12 of 22 bits at 2^27, where `Signed` has 16
     /// of 16): fewer windows, so fewer bucket additions for the same points. 2^21 buckets
@@ -278,7 +286,7 @@ impl MsmPlan {
                 let c = log_n.saturating_sub(8).clamp(4, WINDOW_BITS_MAX);
                 (c, SCALAR_BITS.div_ceil(c), c)
             }
-            MsmKernels::Signed | MsmKernels::Wide => {
+            MsmKernels::Signed | MsmKernels::SignedGlobal | MsmKernels::Wide => {
                 let c = window.unwrap_or_else(|| {
                     signed_window_bits(n, signed_window_bits_max(kernels, bucket_bits_max))
                 });
@@ -290,13 +298,13 @@ impl MsmPlan {
         let entries = n * windows as usize;
         let (seg_log, tile, sort_threads) = match kernels {
             MsmKernels::Unsigned => (5.min(c - 2), TILE_POINTS, SORT_THREADS.0),
-            MsmKernels::Signed | MsmKernels::Wide => {
+            MsmKernels::Signed | MsmKernels::SignedGlobal | MsmKernels::Wide => {
                 let wide = kernels == MsmKernels::Wide;
                 let win_log = windows.next_power_of_two().trailing_zeros();
                 let seg_threads_log = if wide { WIDE_SEGMENT_THREADS_LOG } else { SEGMENT_THREADS_LOG };
                 let seg_log =
                     (bucket_bits + win_log).saturating_sub(seg_threads_log).clamp(1, bucket_bits - 1);
-                if wide {
+                if kernels != MsmKernels::Signed {
                     (seg_log, WIDE_TILE_POINTS, WIDE_SORT_THREADS)
                 } else {
                     let tile = (entries / SIGNED_TILE_BLOCKS)
@@ -342,12 +350,12 @@ impl MsmPlan {
         self.kernels != MsmKernels::Unsigned
     }
 
-    /// Whether the sort runs in global memory (wide windows).
+    /// Whether the sort runs in global memory (`Wide`, `SignedGlobal`).
     pub fn global_sort(&self) -> bool {
-        self.kernels == MsmKernels::Wide
+        matches!(self.kernels, MsmKernels::Wide | MsmKernels::SignedGlobal)
     }
 
-    /// Blocks of the multi-block scan over the bucket counts (wide windows; 0 otherwise).
+    /// Blocks of the multi-block scan over the bucket counts (the global sort; 0 otherwise).
     fn scan_blocks(&self) -> usize {
         if self.global_sort() {
             self.buckets.div_ceil(SCAN_BLOCK_COUNTS)
@@ -377,8 +385,9 @@ fn signed_windows(c: u32) -> u32 {
     SCALAR_BITS / c + 1
 }
 
-/// The widest signed window `kernels` allow: `Signed` within the device's shared
-/// histogram (`bucket_bits_max + 1`, at most 16), `Wide` 22.
+/// The widest signed window `kernels` allow: `Signed` (and `SignedGlobal`, whose point
+/// kernels are the same) within the device's shared histogram (`bucket_bits_max + 1`, at
+/// most 16), `Wide` 22.
 fn signed_window_bits_max(kernels: MsmKernels, bucket_bits_max: u32) -> u32 {
     match kernels {
         MsmKernels::Wide => WIDE_WINDOW_BITS_MAX,
@@ -620,7 +629,7 @@ pub(crate) struct MsmChoice {
 impl MsmChoice {
     /// The default kernels on an H100/H200: what the device plan assumes.
     pub const DEFAULT: MsmChoice = MsmChoice {
-        kernels: MsmKernels::Signed,
+        kernels: MsmKernels::SignedGlobal,
         bucket_bits_max: BUCKET_BITS_MAX_DEFAULT,
         window_bits: None,
     };
@@ -1279,8 +1288,9 @@ impl Gpu {
         )
     }
 
-    /// [`Gpu::msm_bucket_sort`] for wide windows: counts and cursors in global memory (one
-    /// atomic per entry), the offsets by the three-launch scan, then the pieces.
+    /// [`Gpu::msm_bucket_sort`] in global memory (`Wide`, `SignedGlobal`): counts and
+    /// cursors in global memory (one atomic per entry), the offsets by the three-launch
+    /// scan, then the pieces.
     fn msm_bucket_sort_global(&self, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
         let k = &self.dev.k;
         let (n, m) = (p.n as u32, p.buckets as u32);
@@ -1289,7 +1299,7 @@ impl Gpu {
         let (nrest, cap) = (s.nrest(), p.rest_cap as u32);
         let grid = Dims::blocks_2d((p.n.div_ceil(p.tile) as u32, p.windows), p.sort_threads);
         let (tile, scalars) = (p.tile as u32, s.scalars.dev_ptr());
-        let sums = s.scan_sums.expect("a wide plan lays out the scan's totals").dev_ptr();
+        let sums = s.scan_sums.expect("a global-sort plan lays out the scan's totals").dev_ptr();
         let blocks = p.scan_blocks() as u32;
         k.msm_hist_global.launch(
             grid,
@@ -1666,7 +1676,15 @@ mod tests {
             let n = 1usize << log;
             let p = MsmPlan::with(n, MsmKernels::Signed, BUCKET_BITS_MAX_DEFAULT);
             let u = MsmPlan::with(n, MsmKernels::Unsigned, BUCKET_BITS_MAX_DEFAULT);
-            assert_eq!(p, MsmPlan::new(n), "signed is the default");
+            let g = MsmPlan::new(n);
+            assert_eq!(g.kernels, MsmKernels::SignedGlobal, "signed digits, global sort: the default");
+            // The same windows, buckets and segments as Signed; the sort's tiles as Wide's.
+            assert_eq!(
+                (g.c, g.windows, g.bucket_bits, g.buckets, g.seg_log, g.piece_len, g.pieces_max),
+                (p.c, p.windows, p.bucket_bits, p.buckets, p.seg_log, p.piece_len, p.pieces_max)
+            );
+            assert!(g.global_sort() && !p.global_sort());
+            assert_eq!((g.tile, g.sort_threads), (WIDE_TILE_POINTS, WIDE_SORT_THREADS));
             assert!(p.signed() && !u.signed());
             assert_eq!(p.bucket_bits, p.c - 1);
             assert!(p.c <= SIGNED_WINDOW_BITS_MAX && SCALAR_BITS % p.c != 0, "2^{log}: c {}", p.c);

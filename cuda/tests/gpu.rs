@@ -142,9 +142,10 @@ fn bad_lengths_are_typed_errors() {
     assert!(matches!(g.msm_g1(&bases, &[[0u8; 32]; 3]), Err(CudaError::Length { .. })));
 }
 
-/// Every MSM kernel choice (the default signed windows, the unsigned baseline, the wide
-/// windows).
-const MSM_KERNELS: [MsmKernels; 3] = [MsmKernels::Signed, MsmKernels::Unsigned, MsmKernels::Wide];
+/// Every MSM kernel choice (the default: signed windows sorted in global memory; the
+/// signed windows sorted in shared memory; the unsigned baseline; the wide windows).
+const MSM_KERNELS: [MsmKernels; 4] =
+    [MsmKernels::SignedGlobal, MsmKernels::Signed, MsmKernels::Unsigned, MsmKernels::Wide];
 
 /// The GPU's MSM under every kernel choice against blst's (leaves the default set).
 fn check_msm(g: &mut Gpu, bases: &[blst_p1_affine], scalars: &[[u8; 32]], what: &str) {
