@@ -29,6 +29,39 @@ fn prove(engine: &Engine, kind: &str, partitions: Vec<Box<dyn PartitionCircuit>>
     out.proof_bytes().unwrap()
 }
 
+/// `ours` and `theirs` (the same circuits through two paths) prove the same bytes with the
+/// same randomness.
+fn same_proofs(
+    engine: &Engine,
+    kind: &str,
+    ours: Vec<Box<dyn PartitionCircuit>>,
+    theirs: Vec<Box<dyn PartitionCircuit>>,
+) {
+    assert_eq!(
+        prove(engine, kind, ours),
+        prove(engine, kind, theirs),
+        "{kind}: same randomness, same proofs"
+    );
+}
+
+/// A job of `foreign` (a partition synthesized through another kind's recording, named
+/// `recording`) then `next`: the first fails alone with the recording named, the next
+/// proves; then every slab is back at the drain.
+fn foreign_recording_fails_alone(
+    engine: Engine,
+    kind: &str,
+    foreign: Box<dyn PartitionCircuit>,
+    next: Box<dyn PartitionCircuit>,
+    recording: &str,
+) {
+    let out = engine.prove(Job::new(kind, vec![foreign, next])).unwrap();
+    let err = out.partitions[0].as_ref().unwrap_err().to_string();
+    assert!(err.contains(recording), "{err}");
+    assert!(out.partitions[1].is_ok());
+    let report = engine.shutdown(ShutdownMode::Drain);
+    assert_eq!(report.slabs_outstanding, 0);
+}
+
 #[test]
 fn precompiled_proofs_verify_and_equal_the_generic_path() {
     let chain = |seed| ChainCircuit::new(2_000, seed);
@@ -55,23 +88,26 @@ fn precompiled_proofs_verify_and_equal_the_generic_path() {
     let chain_pc = Arc::new(record(chain(0), "chain@2000").unwrap());
     let sector_pc = Arc::new(record(sector(0), "sector@4096").unwrap());
 
-    let ours = prove(&engine, "chain", (1..=3).map(|s| precompiled(chain(s), chain_pc.clone())).collect());
-    let theirs = prove(&engine, "chain", (1..=3).map(|s| generic(chain(s))).collect());
-    assert_eq!(ours, theirs, "chain: same randomness, same proofs");
-    let ours = prove(&engine, "sector", (7..=8).map(|s| precompiled(sector(s), sector_pc.clone())).collect());
-    let theirs = prove(&engine, "sector", (7..=8).map(|s| generic(sector(s))).collect());
-    assert_eq!(ours, theirs, "sector: same randomness, same proofs");
-
+    same_proofs(
+        &engine,
+        "chain",
+        (1..=3).map(|s| precompiled(chain(s), chain_pc.clone())).collect(),
+        (1..=3).map(|s| generic(chain(s))).collect(),
+    );
+    same_proofs(
+        &engine,
+        "sector",
+        (7..=8).map(|s| precompiled(sector(s), sector_pc.clone())).collect(),
+        (7..=8).map(|s| generic(sector(s))).collect(),
+    );
     // The chain recording used for a sector circuit: that partition fails, named.
-    let out = engine
-        .prove(Job::new("sector", vec![precompiled(sector(9), chain_pc.clone()), generic(sector(10))]))
-        .unwrap();
-    let err = out.partitions[0].as_ref().unwrap_err().to_string();
-    assert!(err.contains("chain@2000"), "{err}");
-    assert!(out.partitions[1].is_ok());
-
-    let report = engine.shutdown(ShutdownMode::Drain);
-    assert_eq!(report.slabs_outstanding, 0);
+    foreign_recording_fails_alone(
+        engine,
+        "sector",
+        precompiled(sector(9), chain_pc.clone()),
+        generic(sector(10)),
+        "chain@2000",
+    );
 }
 
 /// The native witness through a recording (`precompiled_native`: the gadgets' `enforce`s
@@ -114,25 +150,29 @@ fn precompiled_native_proofs_verify_and_equal_the_generic_path() {
     // sha recorded through the bridge: the same constraints as the native recording.
     let sha_pc = Arc::new(record(ViaBridge(sha(0)), "sha@2").unwrap());
 
-    let ours =
-        prove(&engine, "chain", (1..=3).map(|s| precompiled_native(chain(s), chain_pc.clone())).collect());
-    let theirs = prove(&engine, "chain", (1..=3).map(|s| generic(chain(s))).collect());
-    assert_eq!(ours, theirs, "chain: same randomness, same proofs");
-    let ours =
-        prove(&engine, "sector", (7..=8).map(|s| precompiled_native(sector(s), sector_pc.clone())).collect());
-    let theirs = prove(&engine, "sector", (7..=8).map(|s| generic(sector(s))).collect());
-    assert_eq!(ours, theirs, "sector: same randomness, same proofs");
-    let ours = prove(&engine, "sha", (3..=4).map(|s| precompiled_native(sha(s), sha_pc.clone())).collect());
-    let theirs = prove(&engine, "sha", (3..=4).map(|s| generic(sha(s))).collect());
-    assert_eq!(ours, theirs, "sha: same randomness, same proofs");
-
-    let out = engine
-        .prove(Job::new("sha", vec![precompiled_native(sha(5), chain_pc.clone()), generic(sha(6))]))
-        .unwrap();
-    let err = out.partitions[0].as_ref().unwrap_err().to_string();
-    assert!(err.contains("chain@2000"), "{err}");
-    assert!(out.partitions[1].is_ok());
-
-    let report = engine.shutdown(ShutdownMode::Drain);
-    assert_eq!(report.slabs_outstanding, 0);
+    same_proofs(
+        &engine,
+        "chain",
+        (1..=3).map(|s| precompiled_native(chain(s), chain_pc.clone())).collect(),
+        (1..=3).map(|s| generic(chain(s))).collect(),
+    );
+    same_proofs(
+        &engine,
+        "sector",
+        (7..=8).map(|s| precompiled_native(sector(s), sector_pc.clone())).collect(),
+        (7..=8).map(|s| generic(sector(s))).collect(),
+    );
+    same_proofs(
+        &engine,
+        "sha",
+        (3..=4).map(|s| precompiled_native(sha(s), sha_pc.clone())).collect(),
+        (3..=4).map(|s| generic(sha(s))).collect(),
+    );
+    foreign_recording_fails_alone(
+        engine,
+        "sha",
+        precompiled_native(sha(5), chain_pc),
+        generic(sha(6)),
+        "chain@2000",
+    );
 }
