@@ -60,6 +60,7 @@ pub mod params;
 pub mod pce;
 pub mod post;
 pub mod random;
+pub mod request_file;
 pub mod seal;
 mod sha_witness;
 pub mod shape;

@@ -349,3 +349,27 @@ fn registered_post_proofs_follow_go_state_types() {
     assert!(matches!(err, FilecoinError::MissingParams { .. }), "{err}");
     assert!(err.to_string().contains("2KiB WinningPoSt") && err.to_string().contains("post-params"), "{err}");
 }
+
+/// A request written for a baseline's child process reads back as the same request; a file
+/// that is not one is an error naming the file.
+#[test]
+fn a_request_file_reads_back_the_same_request() {
+    use arenaprove_filecoin::request_file::ProofRequest;
+    let replicas = replicas();
+    let request = vanilla_request(WINDOW, randomness(6), prover_id(), 2, replicas).unwrap();
+    let (sectors, blobs) = (request.sectors(), request.vanilla_bincode().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("request");
+    ProofRequest::Post(request).write(&path).unwrap();
+    let ProofRequest::Post(back) = ProofRequest::read(&path).unwrap() else { panic!("a PoSt request") };
+    assert_eq!((back.proof, back.randomness, back.prover_id), (WINDOW, randomness(6), prover_id()));
+    assert_eq!(back.partition_index, 2);
+    assert_eq!(back.sectors(), sectors);
+    assert_eq!(back.vanilla_bincode().unwrap(), blobs);
+
+    std::fs::write(&path, b"not a request").unwrap();
+    let err = ProofRequest::read(&path).unwrap_err().to_string();
+    assert!(err.contains("request") && err.contains("not a request file"), "{err}");
+    let err = ProofRequest::read(&dir.path().join("absent")).unwrap_err().to_string();
+    assert!(err.contains("absent"), "{err}");
+}

@@ -116,3 +116,24 @@ fn registered_update_proofs_follow_go_state_types() {
     assert!(name.starts_with("v28-empty-sector-update-merkletree-poseidon_hasher-8-0-0-"), "{name}");
     assert!(storage_proofs_core::parameter_cache::get_parameter_data_from_id(&name).is_some(), "{name}");
 }
+
+/// An update request written for a baseline's child process reads back as the same request.
+#[test]
+fn an_update_request_file_reads_back_the_same_request() {
+    use arenaprove_filecoin::request_file::ProofRequest;
+    let request = updated();
+    let blobs = request.vanilla_bincode().unwrap();
+    let copy =
+        SnapRequest::from_bincode(PROOF, request.comm_r_old, request.comm_r_new, request.comm_d_new, &blobs)
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("request");
+    ProofRequest::Snap(copy).write(&path).unwrap();
+    let ProofRequest::Snap(back) = ProofRequest::read(&path).unwrap() else { panic!("an update request") };
+    assert_eq!(back.proof, PROOF);
+    assert_eq!(
+        (back.comm_r_old, back.comm_r_new, back.comm_d_new),
+        (request.comm_r_old, request.comm_r_new, request.comm_d_new)
+    );
+    assert_eq!(back.vanilla_bincode().unwrap(), blobs);
+}

@@ -846,31 +846,49 @@ fn bench(a: BenchArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     Ok(())
 }
 
-/// A baseline binary run as a child process (`bench --peer-exe`): it reads the C1 and
-/// sector.json from files and the parameters from `FIL_PROOFS_PARAMETER_CACHE`.
-struct Peer {
+/// A baseline binary run as a child process (`bench`, `post-bench`, `snap-bench`
+/// `--peer-exe`; `peer-gpu/filecoin-baseline`): it reads its inputs from files in a
+/// directory of its own and the parameters from `FIL_PROOFS_PARAMETER_CACHE`.
+pub(crate) struct Peer {
     exe: PathBuf,
     dir: PathBuf,
     cache: PathBuf,
+    /// The arguments naming the inputs (`--c1 .. --sector ..`, or `--request ..`).
+    inputs: Vec<std::ffi::OsString>,
 }
 
 impl Peer {
+    /// For a C2: the C1 and sector.json written for it.
     fn new(exe: &Path, sealed: &fc::SealedSector, cache: &Path) -> Result<Self> {
         let dir = tempfile_dir()?;
-        write_file(&dir.join("c1.json"), &sealed.c1.to_api_json()?)?;
-        sealed.info.write(&dir.join("sector.json"))?;
-        Ok(Peer { exe: exe.to_path_buf(), dir, cache: cache.to_path_buf() })
+        let (c1, sector) = (dir.join("c1.json"), dir.join("sector.json"));
+        write_file(&c1, &sealed.c1.to_api_json()?)?;
+        sealed.info.write(&sector)?;
+        let inputs = vec!["--c1".into(), c1.into(), "--sector".into(), sector.into()];
+        Ok(Peer { exe: exe.to_path_buf(), dir, cache: cache.to_path_buf(), inputs })
     }
 
-    /// One process: its warm-up, then one timed C2; the seconds it measured and its proof.
-    fn run(&self) -> Result<(f64, Vec<u8>)> {
+    /// For a PoSt or SnapDeals request: the request file `write` writes
+    /// ([`fc::request_file::write_post`], [`fc::request_file::write_snap`]).
+    pub(crate) fn for_request(
+        exe: &Path,
+        write: impl FnOnce(&Path) -> std::result::Result<(), fc::FilecoinError>,
+        cache: &Path,
+    ) -> Result<Self> {
+        let dir = tempfile_dir()?;
+        let path = dir.join("request");
+        write(&path)?;
+        let inputs = vec!["--request".into(), path.into()];
+        Ok(Peer { exe: exe.to_path_buf(), dir, cache: cache.to_path_buf(), inputs })
+    }
+
+    /// One process: its warm-up, then one timed proof; the seconds it measured and its proof.
+    pub(crate) fn run(&self) -> Result<(f64, Vec<u8>)> {
         let proof_path = self.dir.join("proof");
         let output = std::process::Command::new(&self.exe)
             .env(PARAM_CACHE_VAR, &self.cache)
-            .args(["--runs", "1", "--c1"])
-            .arg(self.dir.join("c1.json"))
-            .arg("--sector")
-            .arg(self.dir.join("sector.json"))
+            .args(["--runs", "1"])
+            .args(&self.inputs)
             .arg("--out")
             .arg(&proof_path)
             .stderr(std::process::Stdio::inherit())

@@ -9,7 +9,9 @@
 //!   keep their replicas, draw the vanilla proofs with filecoin-proofs' PoSt worker
 //!   functions (as Curio's tasks do), then prove them with ours and with filecoin-proofs'
 //!   `generate_winning_post_with_vanilla` / `generate_single_window_post_with_vanilla`
-//!   (the baseline, in this process), alternating, each proof checked by its verifier;
+//!   (the baseline, in this process, or with `--peer-exe` another build of it as a child
+//!   process, e.g. `filecoin-baseline` with cuda-supraseal), alternating, each proof
+//!   checked by its verifier;
 //! * `snap-params`, `snap-bench --sector-size S`: the same for a SnapDeals update proof: a
 //!   sector sealed, kept, updated with new data (`encode_into`), its partition proofs
 //!   (`generate_partition_proofs`), ours against
@@ -68,6 +70,46 @@ struct BenchRun {
     /// One JSON object on stdout.
     #[arg(long)]
     json: bool,
+    /// The baseline as a child process: another build of filecoin-proofs, e.g. with
+    /// cuda-supraseal (`scripts/peer-gpu.sh` builds `filecoin-baseline`), one process per run
+    /// (its own untimed warm-up, then one timed proof), alternating with ours. Default:
+    /// filecoin-proofs' `generate_*_with_vanilla` of this build, in this process.
+    #[arg(long, value_name = "EXE")]
+    peer_exe: Option<std::path::PathBuf>,
+}
+
+/// A baseline's prover: (seconds it measured, proof) per call.
+type Baseline<'a> = Box<dyn FnMut() -> Result<(f64, Vec<u8>)> + 'a>;
+
+impl BenchRun {
+    /// The baseline's prover: the child process of `--peer-exe` on the request file `write`
+    /// writes, or `in_process` (timed here); (seconds, proof) per call.
+    fn baseline<'a>(
+        &self,
+        cache: &Path,
+        write: impl FnOnce(&Path) -> std::result::Result<(), fc::FilecoinError>,
+        in_process: impl Fn() -> std::result::Result<Vec<u8>, fc::FilecoinError> + 'a,
+    ) -> Result<Baseline<'a>> {
+        Ok(match &self.peer_exe {
+            Some(exe) => {
+                let peer = crate::filecoin::Peer::for_request(exe, write, cache)?;
+                Box::new(move || peer.run())
+            }
+            None => Box::new(move || {
+                let started = Instant::now();
+                let proof = in_process()?;
+                Ok((started.elapsed().as_secs_f64(), proof))
+            }),
+        })
+    }
+
+    /// What the report names as the baseline.
+    fn baseline_name(&self, function: &str) -> String {
+        match &self.peer_exe {
+            Some(exe) => format!("{function}, child process {}", exe.display()),
+            None => format!("{function}, this build, in process"),
+        }
+    }
 }
 
 /// A directory under the system's temporary one, removed with everything in it on drop.
@@ -176,20 +218,21 @@ pub fn post_bench(a: PostBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
     eprintln!("params load {load_s:.2} s; synthesis: {synthesis}");
 
     let verify = |bytes: &[u8]| Ok(post::verify_post(&request, bytes)?);
-    let (ours, theirs, stages) = alternate(
-        a.bench.runs,
-        || Ok(engine.submit_post(&request)?.wait()?),
-        || Ok(post::reference_post(&request)?),
-        verify,
+    let theirs = a.bench.baseline(
+        cache,
+        |path| fc::request_file::write_post(&request, path),
+        || post::reference_post(&request),
     )?;
+    let (ours, theirs, stages) =
+        alternate(a.bench.runs, || Ok(engine.submit_post(&request)?.wait()?), theirs, verify)?;
     stop(engine)?;
-    let baseline = match kind {
+    let baseline = a.bench.baseline_name(match kind {
         PostKind::Winning => "generate_winning_post_with_vanilla",
         PostKind::Window => "generate_single_window_post_with_vanilla",
-    };
+    });
     report_bench(
         &format!("{kind} {size} ({sectors} sector(s))"),
-        baseline,
+        &baseline,
         a.bench.json,
         a.bench.backend,
         a.bench.runs,
@@ -261,16 +304,17 @@ pub fn snap_bench(a: SnapBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
     let load_s = started.elapsed().as_secs_f64();
     eprintln!("params load {load_s:.2} s; synthesis: {synthesis}");
     let verify = |bytes: &[u8]| Ok(snap::verify_snap(&request, bytes)?);
-    let (ours, theirs, stages) = alternate(
-        a.bench.runs,
-        || Ok(engine.submit_snap(&request)?.wait()?),
-        || Ok(snap::reference_snap(&request)?),
-        verify,
+    let theirs = a.bench.baseline(
+        cache,
+        |path| fc::request_file::write_snap(&request, path),
+        || snap::reference_snap(&request),
     )?;
+    let (ours, theirs, stages) =
+        alternate(a.bench.runs, || Ok(engine.submit_snap(&request)?.wait()?), theirs, verify)?;
     stop(engine)?;
     report_bench(
         &format!("SnapDeals {size}"),
-        "generate_empty_sector_update_proof_with_vanilla",
+        &a.bench.baseline_name("generate_empty_sector_update_proof_with_vanilla"),
         a.bench.json,
         a.bench.backend,
         a.bench.runs,
@@ -289,7 +333,7 @@ type Runs = (Vec<f64>, Vec<f64>, Vec<fc::C2Stages>);
 fn alternate(
     runs: usize,
     mut ours: impl FnMut() -> Result<fc::C2Output>,
-    mut theirs: impl FnMut() -> Result<Vec<u8>>,
+    mut theirs: impl FnMut() -> Result<(f64, Vec<u8>)>,
     verify: impl Fn(&[u8]) -> Result<fc::Verdict>,
 ) -> Result<Runs> {
     let accepted = |bytes: &[u8], who: &str, run: usize| -> Result<()> {
@@ -299,7 +343,7 @@ fn alternate(
         }
     };
     accepted(ours()?.proof(), "our", 0)?;
-    accepted(&theirs()?, "filecoin-proofs'", 0)?;
+    accepted(&theirs()?.1, "filecoin-proofs'", 0)?;
     let (mut ours_s, mut theirs_s, mut stages) = (Vec::new(), Vec::new(), Vec::new());
     for run in 0..runs {
         let started = Instant::now();
@@ -308,9 +352,8 @@ fn alternate(
         accepted(out.proof(), "our", run)?;
         eprintln!("ours   run {run}: {:.3} s ({})", ours_s[run], out.stages());
         stages.push(out.stages().clone());
-        let started = Instant::now();
-        let bytes = theirs()?;
-        theirs_s.push(started.elapsed().as_secs_f64());
+        let (seconds, bytes) = theirs()?;
+        theirs_s.push(seconds);
         accepted(&bytes, "filecoin-proofs'", run)?;
         eprintln!("theirs run {run}: {:.3} s", theirs_s[run]);
     }
@@ -350,7 +393,7 @@ fn report_bench(
             "runs": runs,
             "ours_s_median": ours_s,
             "ours_params_load_s": load_s,
-            "baseline": format!("{baseline} of this build, in process"),
+            "baseline": baseline,
             "baseline_s_median": theirs_s,
             "speedup": speedup,
             "stages": mid.to_json(),
@@ -361,8 +404,8 @@ fn report_bench(
         println!("{obj}");
     } else {
         println!(
-            "filecoin {what}: ours {ours_s:.3} s, {baseline} {theirs_s:.3} s, speedup {speedup:.2}x (median of \
-             {runs} runs; both verified; params load {load_s:.2} s not included; baseline in process)"
+            "filecoin {what}: ours {ours_s:.3} s, baseline {theirs_s:.3} s, speedup {speedup:.2}x (median of \
+             {runs} runs; both verified; params load {load_s:.2} s not included; baseline: {baseline})"
         );
         println!("ours stages: {mid}");
     }
