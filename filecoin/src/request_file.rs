@@ -9,9 +9,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::post::{reference_post, verify_post, PostRequest, RegisteredPoStProof};
-use crate::snap::{reference_snap, verify_snap, RegisteredUpdateProof, SnapRequest};
-use crate::{FilecoinError, Verdict};
+use crate::post::{reference_post, PostRequest, RegisteredPoStProof};
+use crate::snap::{reference_snap, RegisteredUpdateProof, SnapRequest};
+use crate::FilecoinError;
 
 /// The file's contents.
 #[derive(Serialize, Deserialize)]
@@ -118,14 +118,6 @@ impl ProofRequest {
         match self {
             ProofRequest::Post(r) => reference_post(r),
             ProofRequest::Snap(r) => reference_snap(r),
-        }
-    }
-
-    /// filecoin-proofs' verdict on `proof` for it.
-    pub fn verify(&self, proof: &[u8]) -> Result<Verdict, FilecoinError> {
-        match self {
-            ProofRequest::Post(r) => verify_post(r, proof),
-            ProofRequest::Snap(r) => verify_snap(r, proof),
         }
     }
 }
