@@ -73,15 +73,7 @@ pub enum ProofRequest {
 }
 
 impl ProofRequest {
-    /// Writes the request to `path`.
-    pub fn write(&self, path: &Path) -> Result<(), FilecoinError> {
-        match self {
-            ProofRequest::Post(r) => write_post(r, path),
-            ProofRequest::Snap(r) => write_snap(r, path),
-        }
-    }
-
-    /// Reads a request [`ProofRequest::write`] wrote; a file that is not one is an error
+    /// Reads a request [`write_post`] or [`write_snap`] wrote; a file that is not one is an error
     /// naming it.
     pub fn read(path: &Path) -> Result<ProofRequest, FilecoinError> {
         let bytes = std::fs::read(path).map_err(|source| FilecoinError::Io { path: path.into(), source })?;

@@ -360,7 +360,7 @@ fn a_request_file_reads_back_the_same_request() {
     let (sectors, blobs) = (request.sectors(), request.vanilla_bincode().unwrap());
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("request");
-    ProofRequest::Post(request).write(&path).unwrap();
+    arenaprove_filecoin::request_file::write_post(&request, &path).unwrap();
     let ProofRequest::Post(back) = ProofRequest::read(&path).unwrap() else { panic!("a PoSt request") };
     assert_eq!((back.proof, back.randomness, back.prover_id), (WINDOW, randomness(6), prover_id()));
     assert_eq!(back.partition_index, 2);

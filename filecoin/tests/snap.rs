@@ -123,12 +123,9 @@ fn an_update_request_file_reads_back_the_same_request() {
     use arenaprove_filecoin::request_file::ProofRequest;
     let request = updated();
     let blobs = request.vanilla_bincode().unwrap();
-    let copy =
-        SnapRequest::from_bincode(PROOF, request.comm_r_old, request.comm_r_new, request.comm_d_new, &blobs)
-            .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("request");
-    ProofRequest::Snap(copy).write(&path).unwrap();
+    arenaprove_filecoin::request_file::write_snap(request, &path).unwrap();
     let ProofRequest::Snap(back) = ProofRequest::read(&path).unwrap() else { panic!("an update request") };
     assert_eq!(back.proof, PROOF);
     assert_eq!(

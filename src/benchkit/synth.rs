@@ -274,11 +274,12 @@ impl<C: Circuit<Scalar> + Clone> Workload<C> {
         Ok((secs, counted.allocs + counted.reallocs, constraints))
     }
 
-    /// The recording a precompiled `path` synthesizes through, and its shape.
-    fn recording(&self, path: Path) -> Result<(&Precompiled, &Shape), String> {
+    /// The recording a precompiled `path` synthesizes through, its shape, and the seconds
+    /// its recording took.
+    fn recording(&self, path: Path) -> Result<(&Precompiled, &Shape, f64), String> {
         match (path, &self.native_precompiled, &self.native_shape) {
-            (Path::ArenaPrecompiled, _, _) => Ok((&self.precompiled, &self.generic_shape)),
-            (Path::ArenaPrecompiledNative, Some((pc, _)), Some(shape)) => Ok((pc, shape)),
+            (Path::ArenaPrecompiled, _, _) => Ok((&self.precompiled, &self.generic_shape, self.record_s)),
+            (Path::ArenaPrecompiledNative, Some((pc, secs)), Some(shape)) => Ok((pc, shape, *secs)),
             _ => Err(format!("{}: this circuit has no such path", path.name())),
         }
     }
@@ -286,7 +287,7 @@ impl<C: Circuit<Scalar> + Clone> Workload<C> {
     /// One timed synthesis on a precompiled `path`, split into witness and products (the
     /// `input_i * 0 = 0` rows are counted with the products).
     pub fn run_precompiled(&self, path: Path) -> Result<SplitRun, String> {
-        let (pc, shape) = self.recording(path)?;
+        let (pc, shape, _) = self.recording(path)?;
         let mut cs = ArenaAssignment::new(&self.pools, shape).map_err(|e| e.to_string())?;
         let circuit = self.circuit.clone();
         let native = self.native.as_ref();
@@ -346,12 +347,8 @@ impl<C: Circuit<Scalar> + Clone> Workload<C> {
             let constraints_per_s = constraints as f64 / secs_median;
             let heap_rate = out.first().map(|h| h.constraints_per_s).unwrap_or(constraints_per_s);
             let allocs_per_constraint = allocs as f64 / (reps * constraints) as f64;
-            let split = match path {
-                Path::ArenaPrecompiled => Some((&self.precompiled, self.record_s)),
-                Path::ArenaPrecompiledNative => self.native_precompiled.as_ref().map(|(pc, s)| (pc, *s)),
-                _ => None,
-            }
-            .map(|(pc, record_s)| {
+            let recording = if path.precompiled() { Some(self.recording(path)?) } else { None };
+            let split = recording.map(|(pc, _, record_s)| {
                 let terms = pc.terms();
                 PrecompiledSplit {
                     witness_s_median: super::upper_median(&witness),

@@ -864,8 +864,7 @@ impl Peer {
         let (c1, sector) = (dir.join("c1.json"), dir.join("sector.json"));
         write_file(&c1, &sealed.c1.to_api_json()?)?;
         sealed.info.write(&sector)?;
-        let inputs = vec!["--c1".into(), c1.into(), "--sector".into(), sector.into()];
-        Ok(Peer { exe: exe.to_path_buf(), dir, cache: cache.to_path_buf(), inputs })
+        Ok(Peer::at(exe, dir, cache, vec!["--c1".into(), c1.into(), "--sector".into(), sector.into()]))
     }
 
     /// For a PoSt or SnapDeals request: the request file `write` writes
@@ -878,8 +877,11 @@ impl Peer {
         let dir = tempfile_dir()?;
         let path = dir.join("request");
         write(&path)?;
-        let inputs = vec!["--request".into(), path.into()];
-        Ok(Peer { exe: exe.to_path_buf(), dir, cache: cache.to_path_buf(), inputs })
+        Ok(Peer::at(exe, dir, cache, vec!["--request".into(), path.into()]))
+    }
+
+    fn at(exe: &Path, dir: PathBuf, cache: &Path, inputs: Vec<std::ffi::OsString>) -> Self {
+        Peer { exe: exe.to_path_buf(), dir, cache: cache.to_path_buf(), inputs }
     }
 
     /// One process: its warm-up, then one timed proof; the seconds it measured and its proof.
