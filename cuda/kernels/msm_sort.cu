@@ -254,7 +254,9 @@ extern "C" __global__ void msm_pieces(const uint32_t* counts, const uint32_t* of
 // a scan over all blocks in three launches instead of msm_scan's single block. Then
 // msm_pieces and the point kernels as for the other schemes. Wider windows mean fewer of
 // them: 13 windows of 20 bits at 2^24 and 12 of 22 bits at 2^27 instead of 16 of 16, so
-// fewer bucket additions for the same points.
+// fewer bucket additions for the same points. `MsmKernels::SignedGlobal` runs this sort
+// with the signed windows' widths (at most 16 bits): the shared histogram zeroes and
+// flushes 2^15 counters per block and window whatever the block holds.
 
 // One block's range of window w's entries (dense or sparse, as tile_of), one global atomic
 // on its bucket's counter each: SCATTER false counts them (counter = counts); true writes

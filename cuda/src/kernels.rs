@@ -316,8 +316,8 @@ kernels! {
         cursor: DevPtr,
         idx: DevPtr,
     );
-    /// Wide windows: bucket counts in global memory, one atomic per entry (dense or
-    /// sparse ranges as `msm_hist`).
+    /// The global-memory sort (`MsmKernels::Wide` and `SignedGlobal`): bucket counts in
+    /// global memory, one atomic per entry (dense or sparse ranges as `msm_hist`).
     MsmHistGlobal: msm_hist_global(
         scalars: DevPtr,
         n: u32,
@@ -329,7 +329,8 @@ kernels! {
         cap: u32,
         counts: DevPtr,
     );
-    /// Wide windows: point indices sorted into buckets by global cursors.
+    /// The global-memory sort (`Wide`, `SignedGlobal`): point indices sorted into buckets
+    /// by global cursors.
     MsmScatterGlobal: msm_scatter_global(
         scalars: DevPtr,
         n: u32,

@@ -71,7 +71,8 @@ const SEGMENT_THREADS_LOG: u32 = 16;
 /// Widest window of [`MsmKernels::Wide`]: 2^21 buckets per window, whose counts (8 MiB)
 /// stay in the H200's L2 (50 MiB) while that window's sort runs.
 const WIDE_WINDOW_BITS_MAX: u32 = 22;
-/// Wide windows: points one block of the global-memory sort reads, and its block size.
+/// The global-memory sort (`Wide`, `SignedGlobal`): points one of its blocks reads, and
+/// its block size.
 const WIDE_TILE_POINTS: usize = 1 << 12;
 const WIDE_SORT_THREADS: u32 = 256;
 /// Wide windows: about `2^this` threads run the running sums (their windows have up to 64
@@ -438,7 +439,8 @@ struct MsmSpans {
     ones_folded: DevSpan,
     rest: DevSpan,
     out: DevSpan,
-    /// The multi-block scan's per-block totals (wide windows only).
+    /// The multi-block scan's per-block totals (the global-memory sort only: `Wide`,
+    /// `SignedGlobal`).
     scan_sums: Option<DevSpan>,
     /// The pieces by decreasing length (signed kernels): the classes' counts, offsets,
     /// cursors and (unused) piece offsets for `msm_scan`, and the order.
