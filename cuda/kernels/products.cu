@@ -166,3 +166,30 @@ extern "C" __global__ void fr_gather_canonical(const fr_t* aux, size_t naux, uin
     x.from();
     out[j] = x;
 }
+
+// A witness's aux packed on the host (cuda/src/aux_pack.rs), written out as the slab holds
+// it (Montgomery form): 2-bit codes, 16 per word (0: zero, 1: one, 2: the next of
+// `others`), and per block of 256 variables the count of others before the block. One
+// thread per variable, 256 per block (the block ranks its others with warp ballots).
+extern "C" __global__ void fr_unpack_aux(const uint32_t* codes, const uint32_t* block_others, const fr_t* others,
+                                         size_t n, fr_t* out)
+{
+    __shared__ uint32_t warp_others[8];
+    const size_t i = global_tid();
+    const uint32_t code = i < n ? (codes[i >> 4] >> (2 * (uint32_t)(i & 15))) & 3u : 0u;
+    const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    const uint32_t mask = __ballot_sync(0xffffffffu, code == 2u);
+    if (lane == 0)
+        warp_others[warp] = __popc(mask);
+    __syncthreads();
+    if (i >= n)
+        return;
+    if (code == 2u) {
+        uint32_t rank = __popc(mask & ((1u << lane) - 1u));
+        for (uint32_t w = 0; w < warp; w++)
+            rank += warp_others[w];
+        out[i] = others[block_others[blockIdx.x] + rank];
+    } else {
+        out[i] = fr_t::one(code == 0u);
+    }
+}

@@ -46,6 +46,7 @@ use arenaprove_engine::pipeline::{current_work, PlanTerm, Scope, WorkTag};
 use arenaprove_engine::{Backend, BackendFactory};
 
 use crate::arena::ArenaStats;
+use crate::aux_pack::{aux_pack_bytes, AuxPack};
 use crate::error::CudaError;
 use crate::gpu::Gpu;
 use crate::msm::{BaseSet, Curve, G1Bases, G2Bases};
@@ -55,6 +56,10 @@ use crate::plan::{DevicePlan, DeviceShape, BASE_SETS};
 use crate::products::{DeviceRows, DeviceWitness, WitnessMsm};
 
 type Result<T, E = Groth16Error> = std::result::Result<T, E>;
+
+/// Packed-aux buffers per GPU for a kind proving from its recording: its prover thread
+/// (the h stage) and its finalizer (the witness MSMs) each pack before taking a GPU.
+const AUX_PACKS_PER_GPU: usize = 2;
 
 pub(crate) fn backend_err(e: CudaError) -> Groth16Error {
     Groth16Error::Backend { backend: "cuda", source: Box::new(e) }
@@ -406,6 +411,12 @@ impl CudaFactory {
             .collect()
     }
 
+    /// Witness auxes the GPUs took so far, summed: (packed, whole) ([`Gpu::aux_uploads`];
+    /// waits for each GPU's operation in flight).
+    pub fn aux_uploads(&self) -> (u64, u64) {
+        self.gpus.iter().map(|s| lock(&s.gpu).aux_uploads()).fold((0, 0), |(p, w), (a, b)| (p + a, w + b))
+    }
+
     /// (free, total) device memory of each GPU now, in the order of
     /// [`CudaFactory::ordinals`] (waits for each GPU's operation in flight).
     pub fn mem_info_each(&self) -> Vec<Option<(usize, usize)>> {
@@ -483,7 +494,18 @@ impl BackendFactory for CudaFactory {
         self.note_planned(shape, plan);
         // One prover per GPU: the device terms do not scale with the slots; each GPU holds
         // its own copy.
-        self.gpus.iter().flat_map(|s| device_terms(s.ordinal, &plan)).collect()
+        let mut terms: Vec<PlanTerm> =
+            self.gpus.iter().flat_map(|s| device_terms(s.ordinal, &plan)).collect();
+        if rows.is_some_and(|r| self.proves_from_witness_for(shape, r)) {
+            terms.push(PlanTerm {
+                pool: "cuda",
+                what: "cuda: packed aux for the bus (page-locked)".into(),
+                slab_bytes: aux_pack_bytes(shape.aux),
+                count: AUX_PACKS_PER_GPU * self.gpus.len(),
+                scope: Scope::Resident,
+            });
+        }
+        terms
     }
 
     /// a, b, c from a kind's recording, split vectors from the assignment: the engine
@@ -560,12 +582,36 @@ impl BackendFactory for CudaFactory {
             Some(pc) => Some((self.resident_rows(&pc, &shape)?, pc)),
             None => None,
         };
-        let ops = CudaOps { gpus: self.gpus.clone(), bases, rows, next: AtomicUsize::new(0) };
+        let packs = match &rows {
+            Some(_) => self.aux_packs(shape.aux)?,
+            None => Vec::new(),
+        };
+        let ops = CudaOps {
+            gpus: self.gpus.clone(),
+            bases,
+            rows,
+            next: AtomicUsize::new(0),
+            packs: Mutex::new(packs),
+        };
         Ok(Arc::new(Prover::from_ops(params, memory, ops)?))
     }
 }
 
 impl CudaFactory {
+    /// Packed-aux buffers of a kind proving from its recording: one per prover and
+    /// finalizer thread ([`AUX_PACKS_PER_GPU`] per GPU), page-locked (registrations are
+    /// portable, so one GPU's driver pins them for all).
+    fn aux_packs(&self, aux: usize) -> Result<Vec<AuxPack>> {
+        let gpu = lock(&self.gpus[0].gpu);
+        (0..AUX_PACKS_PER_GPU * self.gpus.len())
+            .map(|_| {
+                let mut p = AuxPack::new(aux);
+                p.register(&gpu).map_err(backend_err)?;
+                Ok(p)
+            })
+            .collect()
+    }
+
     /// Records a shape's device plan for the arenas reserved at the first build.
     fn note_planned(&self, shape: &ProofShape, plan: DevicePlan) {
         let mut planned = self.planned.lock().unwrap_or_else(|e| e.into_inner());
@@ -753,6 +799,30 @@ pub struct CudaOps {
     rows: Option<(PerGpuRows, Arc<Precompiled>)>,
     /// Where the next operation starts looking for a free GPU (round robin).
     next: AtomicUsize,
+    /// Packed-aux buffers (with a recording: one per prover and finalizer thread), taken
+    /// for a packing before the GPU is and given back after its copy is waited for.
+    packs: Mutex<Vec<AuxPack>>,
+}
+
+/// An [`AuxPack`] out of [`CudaOps::packs`], back there on drop.
+struct PackLease<'a> {
+    pool: &'a Mutex<Vec<AuxPack>>,
+    pack: Option<AuxPack>,
+}
+
+impl PackLease<'_> {
+    /// The pack, holding the aux it was leased for.
+    fn get(&self) -> Option<&AuxPack> {
+        self.pack.as_ref()
+    }
+}
+
+impl Drop for PackLease<'_> {
+    fn drop(&mut self) {
+        if let Some(p) = self.pack.take() {
+            lock_any(self.pool).push(p);
+        }
+    }
 }
 
 /// The GPU backend for one parameter set: the engine's prover on [`CudaOps`].
@@ -794,6 +864,19 @@ impl CudaOps {
             .find_map(|i| try_lock(&self.gpus[i].gpu).map(|g| (i, g)))
             .unwrap_or_else(|| (start, lock(&self.gpus[start].gpu)));
         (i, Held::new(&self.gpus[i], gpu))
+    }
+
+    /// `aux` packed for the bus, on this thread before a GPU is taken (so the packing
+    /// never holds a device): `None` when no pack is free or `aux` does not pack (too
+    /// many values other than 0 and 1), and it then goes up whole.
+    fn packed(&self, aux: &[Scalar]) -> Option<PackLease<'_>> {
+        let mut pack = lock_any(&self.packs).pop()?;
+        if pack.pack(aux) {
+            Some(PackLease { pool: &self.packs, pack: Some(pack) })
+        } else {
+            lock_any(&self.packs).push(pack);
+            None
+        }
     }
 
     /// Runs `f` on a free GPU (one lock hold) with that GPU's index for the bases, and
@@ -881,8 +964,17 @@ impl ProverOps for CudaOps {
                 resident[0].identity()
             ))));
         }
+        let pack = self.packed(aux);
         let (index, mut gpu) = self.take_gpu();
-        let h = gpu.h_quotient_rows(&resident[index], inputs, aux, domain.size).map_err(backend_err)?;
+        let h = gpu
+            .h_quotient_rows(
+                &resident[index],
+                inputs,
+                aux,
+                pack.as_ref().and_then(PackLease::get),
+                domain.size,
+            )
+            .map_err(backend_err)?;
         *device += gpu.last_device_time();
         Ok(GpuQuotient { gpu, bases: self.bases.g1(index, 0), h })
     }
@@ -890,6 +982,7 @@ impl ProverOps for CudaOps {
     /// Takes a GPU and stages the aux there above the largest of the four MSMs' layouts
     /// (each set resident or streamed as this GPU reads it).
     fn witness_begin<'a>(&'a self, aux: &'a [Scalar], device: &mut Duration) -> Result<GpuWitness<'a>> {
+        let pack = self.packed(aux);
         let (index, mut gpu) = self.take_gpu();
         let b = &self.bases;
         let g1 = |set: usize, dense| WitnessMsm {
@@ -909,7 +1002,9 @@ impl ProverOps for CudaOps {
                 dense: true,
             },
         ];
-        let staged = gpu.stage_witness(aux, &msms).map_err(backend_err)?;
+        let staged = gpu
+            .stage_witness_packed(aux, pack.as_ref().and_then(PackLease::get), &msms)
+            .map_err(backend_err)?;
         *device += gpu.last_device_time();
         Ok(GpuWitness { gpu, index, staged })
     }

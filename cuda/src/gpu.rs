@@ -48,6 +48,8 @@ pub struct Gpu {
     pub(crate) msm_stage_timing: bool,
     /// The last MSM's stage split (zero unless `msm_stage_timing`).
     pub(crate) last_msm_stages: Cell<MsmStageTimes>,
+    /// Witness auxes uploaded so far: (packed, whole).
+    pub(crate) aux_uploads: Cell<(u64, u64)>,
 }
 
 // SAFETY: the driver handles inside (context, stream, functions, device pointers) may be
@@ -92,6 +94,7 @@ impl Gpu {
             last_device: Cell::new(Duration::ZERO),
             msm_stage_timing: false,
             last_msm_stages: Cell::new(MsmStageTimes::default()),
+            aux_uploads: Cell::new((0, 0)),
         })
     }
 
@@ -212,6 +215,12 @@ impl Gpu {
     /// reports as kernel-level timers beside its host-clock call timers.
     pub fn last_device_time(&self) -> Duration {
         self.last_device.get()
+    }
+
+    /// Witness auxes this GPU took so far (the h stage's and the witness MSMs'), as
+    /// (packed: [`crate::AuxPack`], whole).
+    pub fn aux_uploads(&self) -> (u64, u64) {
+        self.aux_uploads.get()
     }
 
     pub fn ordinal(&self) -> usize {

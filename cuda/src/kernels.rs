@@ -278,6 +278,10 @@ kernels! {
         out: DevPtr,
     );
 
+    /// A packed aux (`AuxPack`) written out as the slab holds it, one thread per variable,
+    /// 256 per block.
+    FrUnpackAux: fr_unpack_aux(codes: DevPtr, block_others: DevPtr, others: DevPtr, n: usize, out: DevPtr);
+
     // msm_sort.cu
     /// Per-tile bucket histograms summed into `counts[w][b]` (unsigned or signed digits).
     /// Sparse sort: only the entries of `rest` (point indices) while `*nrest <= cap`.

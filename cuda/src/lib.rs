@@ -23,6 +23,7 @@
 //! are copied with the driver's pageable path unless they lie in a registered region.
 
 mod arena;
+mod aux_pack;
 mod backend;
 mod device;
 mod error;
@@ -40,6 +41,7 @@ mod products;
 mod subgroup;
 
 pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
+pub use aux_pack::{aux_pack_bytes, AuxPack, PACK_OTHERS_ONE_IN};
 pub use backend::{
     device_plan, device_plan_sized, device_plan_within, device_shape, device_terms, CudaBackend, CudaFactory,
     CudaOps, GpuActivity, GpuQuotient,

@@ -20,7 +20,8 @@ use arenaprove_circuits::{Density, Precompiled};
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
 use blstrs::{G1Projective, G2Projective, Scalar};
 
-use crate::arena::{Bump, DevPtr, DevSpan};
+use crate::arena::{Bump, DevPtr, DevSpan, SPAN_ALIGN_BYTES};
+use crate::aux_pack::{AuxPack, PACK_BLOCK};
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
 use crate::kernels::Dims;
@@ -103,6 +104,15 @@ fn h_rows_spans(b: &mut Bump, n: usize, inputs: usize, aux: usize) -> Result<([D
     let witness =
         [b.take("h from rows: inputs", inputs * FR_BYTES)?, b.take("h from rows: aux", aux * FR_BYTES)?];
     Ok((abc, witness))
+}
+
+/// A witness as the h stage gets it from the host: the inputs (ONE first), the aux, and
+/// the aux packed for the bus when it is.
+#[derive(Clone, Copy)]
+struct HostWitness<'a> {
+    inputs: &'a [Scalar],
+    aux: &'a [Scalar],
+    pack: Option<&'a AuxPack>,
 }
 
 /// A witness's staging, above the layout of the largest MSM it feeds.
@@ -279,11 +289,15 @@ impl Gpu {
     /// exactly as the host's products, `finish` and padding lay them out. Waits for the
     /// device; [`Gpu::last_device_time`] covers the witness upload, the products and the
     /// pipeline.
+    ///
+    /// `pack`, when it holds this `aux` ([`AuxPack::pack`]), is what goes over the bus
+    /// instead of the aux itself (unpacked on the device into the same bytes).
     pub fn h_quotient_rows(
         &mut self,
         rows: &DeviceRows,
         inputs: &[Scalar],
         aux: &[Scalar],
+        pack: Option<&AuxPack>,
         domain_size: usize,
     ) -> Result<DeviceH> {
         let checks =
@@ -312,7 +326,7 @@ impl Gpu {
         let (spans, witness) = h_rows_spans(&mut bump, n, inputs.len(), aux.len())?;
         // Once a copy is queued, every way out waits for the stream first: the host slices
         // (the witness's slabs) must not go back to their pool while a copy reads them.
-        let enqueued = self.enqueue_h_rows(rows, inputs, aux, &spans, witness, log_n);
+        let enqueued = self.enqueue_h_rows(rows, HostWitness { inputs, aux, pack }, &spans, witness, log_n);
         let done = enqueued.and_then(|()| self.h_finish(&spans[0], n, bump));
         if done.is_err() {
             let _ = self.dev.sync_all();
@@ -324,8 +338,7 @@ impl Gpu {
     fn enqueue_h_rows(
         &self,
         rows: &DeviceRows,
-        inputs: &[Scalar],
-        aux: &[Scalar],
+        HostWitness { inputs, aux, pack }: HostWitness<'_>,
         spans: &[DevSpan; 3],
         [d_inputs, d_aux]: [DevSpan; 2],
         log_n: u32,
@@ -337,7 +350,8 @@ impl Gpu {
         // an error), after these copies on the same stream.
         unsafe {
             self.dev.upload_async(d_inputs.ptr, inputs)?;
-            self.dev.upload_async(d_aux.ptr, aux)?;
+            // A packed aux goes through c's span, which the products write only later.
+            self.enqueue_aux(d_aux, spans[2], aux, pack)?;
             // Past the recorded rows: a holds the inputs (their rows), everything else 0.
             if n > r + k {
                 self.dev.zero(spans[0].ptr + ((r + k) * FR_BYTES) as u64, (n - r - k) * FR_BYTES)?;
@@ -469,6 +483,75 @@ impl Gpu {
         self.msm_witness_g2_staged(&mut w, bases, head, aux, density)
     }
 
+    /// Enqueues the aux into `dst`, as the slab holds it. With `pack` holding this `aux`
+    /// (and room for its parts in `borrowed`), the packed parts go up into `borrowed` and
+    /// `fr_unpack_aux` writes `dst` from them; otherwise the aux goes up whole. Returns
+    /// whether it went packed.
+    ///
+    /// # Safety
+    /// `dst` holds `aux.len()` scalars; no work enqueued before this reads `borrowed`
+    /// afterwards, and `borrowed` does not overlap `dst`; `aux` and `pack` stay borrowed
+    /// and unchanged until the stream is waited for.
+    unsafe fn enqueue_aux(
+        &self,
+        dst: DevSpan,
+        borrowed: DevSpan,
+        aux: &[Scalar],
+        pack: Option<&AuxPack>,
+    ) -> Result<bool> {
+        if aux.is_empty() {
+            return Ok(false);
+        }
+        let packed = pack.filter(|p| p.holds(aux)).map(AuxPack::parts);
+        let align = |b: usize| b.next_multiple_of(SPAN_ALIGN_BYTES);
+        match packed {
+            Some((codes, offsets, others))
+                if align(std::mem::size_of_val(codes))
+                    + align(std::mem::size_of_val(offsets))
+                    + std::mem::size_of_val(others)
+                    <= borrowed.len_bytes =>
+            {
+                let part = |offset: usize, bytes: usize| DevSpan {
+                    ptr: borrowed.ptr + offset as u64,
+                    len_bytes: bytes,
+                };
+                let d_codes = part(0, std::mem::size_of_val(codes));
+                let d_offsets = part(align(d_codes.len_bytes), std::mem::size_of_val(offsets));
+                let d_others = part(
+                    align(d_codes.len_bytes) + align(d_offsets.len_bytes),
+                    std::mem::size_of_val(others),
+                );
+                // SAFETY: each part lies in `borrowed` (checked above) and is sized for its
+                // slice; the caller keeps the slices alive until the stream is waited for.
+                unsafe {
+                    self.dev.upload_async(d_codes.ptr, codes)?;
+                    self.dev.upload_async(d_offsets.ptr, offsets)?;
+                    if !others.is_empty() {
+                        self.dev.upload_async(d_others.ptr, others)?;
+                    }
+                }
+                self.dev.k.fr_unpack_aux.launch(
+                    Dims::per_item(aux.len(), PACK_BLOCK as u32),
+                    d_codes.dev_ptr(),
+                    d_offsets.dev_ptr(),
+                    if others.is_empty() { DevPtr::NULL } else { d_others.dev_ptr() },
+                    aux.len(),
+                    dst.dev_ptr(),
+                )?;
+                let (packed, whole) = self.aux_uploads.get();
+                self.aux_uploads.set((packed + 1, whole));
+                Ok(true)
+            }
+            _ => {
+                // SAFETY: forwarded to the caller.
+                unsafe { self.dev.upload_async(dst.ptr, aux) }?;
+                let (packed, whole) = self.aux_uploads.get();
+                self.aux_uploads.set((packed, whole + 1));
+                Ok(false)
+            }
+        }
+    }
+
     /// `aux` staged for one MSM over `bases`.
     fn stage_one<A>(
         &mut self,
@@ -489,6 +572,17 @@ impl Gpu {
     /// read one aux: staged once, it goes over the bus once, not four times (at 2^27,
     /// ~78 ms each). `last_device_time` is then the copy's.
     pub fn stage_witness(&mut self, aux: &[Scalar], msms: &[WitnessMsm]) -> Result<DeviceWitness> {
+        self.stage_witness_packed(aux, None, msms)
+    }
+
+    /// [`Gpu::stage_witness`] with `pack`, when it holds this `aux`, going over the bus
+    /// instead of the aux (unpacked on the device into the same bytes).
+    pub fn stage_witness_packed(
+        &mut self,
+        aux: &[Scalar],
+        pack: Option<&AuxPack>,
+        msms: &[WitnessMsm],
+    ) -> Result<DeviceWitness> {
         let n = msms.iter().map(|m| m.n).max().unwrap_or(0);
         if n > MSM_POINTS_MAX {
             return Err(CudaError::Limit { what: "MSM points", value: n, limit: MSM_POINTS_MAX });
@@ -499,13 +593,18 @@ impl Gpu {
         let mut b = arena.scratch();
         let spans = witness_spans(&mut b, layout, n, aux.len(), msms.iter().any(|m| m.dense))?;
         self.dev.timer_start()?;
-        if !aux.is_empty() {
-            // SAFETY: the aux span holds `aux.len()` scalars; the copy is waited for.
-            unsafe { self.dev.upload(spans.aux.ptr, aux) }?;
-        }
+        let layout_bytes = (spans.aux.ptr - spans.scalars.ptr) as usize;
+        // A packed aux goes through the MSMs' layout below the staged aux: nothing of it is
+        // laid out before the first MSM.
+        let below = DevSpan { ptr: spans.scalars.ptr, len_bytes: layout_bytes };
+        // SAFETY: the aux span holds `aux.len()` scalars and `below` is this layout's own;
+        // the stream is waited for before the host slices are released.
+        let copied = unsafe { self.enqueue_aux(spans.aux, below, aux, pack) };
+        let synced = self.dev.sync();
+        copied?;
+        synced?;
         self.dev.timer_stop()?;
         self.last_device.set(self.dev.timer_elapsed()?);
-        let layout_bytes = (spans.aux.ptr - spans.scalars.ptr) as usize;
         let arena = self.arena_mut()?;
         arena.note_scratch(&b);
         Ok(DeviceWitness {

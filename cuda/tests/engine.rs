@@ -357,6 +357,7 @@ fn a_precompiled_kind_proves_from_the_witness_alone_on_the_gpu() {
         assert!(!plan.host_abc(), "no a, b, c on the host:\n{plan}");
         assert!(plan.terms.iter().any(|t| t.what.contains("precompiled rows")), "{plan}");
         let precompiled_job = |seed: u64| precompiled_job(kind, constraints, &pc, 3, seed);
+        let uploads_before = gpu.aux_uploads();
         let want = cpu.prove(precompiled_job(5)).expect("cpu job");
         assert!(want.is_ok(), "cpu: {:?}", want.first_error());
         let t = Instant::now();
@@ -369,6 +370,14 @@ fn a_precompiled_kind_proves_from_the_witness_alone_on_the_gpu() {
             "{kind} 2^{log}: GPU proofs differ"
         );
         bellperson_verifies(&params, &got);
+        // Each proof's aux went to the device twice (the h stage, the witness MSMs): packed
+        // for sha, whose aux is bits; the others' have too many other values to pack.
+        let (packed, whole) = gpu.aux_uploads();
+        let (packed, whole) = (packed - uploads_before.0, whole - uploads_before.1);
+        assert_eq!(packed + whole, 2 * 3, "{kind}: two aux uploads per proof");
+        if kind == CircuitKind::Sha {
+            assert_eq!(packed, 2 * 3, "{kind}: a witness of bits goes up packed");
+        }
         // A generic job of this kind has nowhere to put a, b, c: a typed error, no panic.
         let generic = dev.prove(job(kind, constraints, 1, 3)).expect("submitted");
         let err =
@@ -377,7 +386,7 @@ fn a_precompiled_kind_proves_from_the_witness_alone_on_the_gpu() {
         let again = dev.prove(precompiled_job(6)).expect("gpu job");
         assert!(again.is_ok(), "the next job proves: {:?}", again.first_error());
         println!(
-            "{kind} 2^{log} x3 from the witness alone: identical to the CPU and verified; gpu job {:.3}s; host per slot {} KiB (cpu: {} KiB)",
+            "{kind} 2^{log} x3 from the witness alone: identical to the CPU and verified; gpu job {:.3}s; aux uploads packed {packed}, whole {whole}; host per slot {} KiB (cpu: {} KiB)",
             t_gpu.as_secs_f64(),
             plan.slot_bytes() >> 10,
             cpu.memory_plan().slot_bytes() >> 10

@@ -710,6 +710,69 @@ fn streamed_bases_match_blst_for_every_chunking() {
     assert!(matches!(err, CudaError::Limit { .. }), "{err}");
 }
 
+/// A witness's aux packed on the host (`AuxPack`: two bits per 0 or 1, the others whole)
+/// is unpacked on the device into the bytes the slab holds: the staged witness MSMs equal
+/// those over the aux sent whole, and blst's. A pack that holds another aux goes up whole;
+/// an aux with too many others does not pack.
+#[test]
+fn a_packed_aux_stages_the_same_witness() {
+    use arenaprove_circuits::Density;
+    use arenaprove_cuda::{AuxPack, BaseSet, Curve, WitnessMsm};
+    let Some(mut g) = gpu(1) else { return };
+    // Off the 256-variable block grid; a first block of others only, then ~1 in 48
+    // neither 0 nor 1, alone and in pairs.
+    let n = 70_001;
+    let others = random_scalars(n, 31);
+    let aux: Vec<Scalar> = (0..n)
+        .map(|i| match i % 97 {
+            _ if i < 256 => others[i],
+            0 | 1 => others[i],
+            k if k % 3 == 0 => Scalar::ONE,
+            _ => Scalar::ZERO,
+        })
+        .collect();
+    let words: Vec<u64> =
+        (0..n.div_ceil(64)).map(|i| 0x9E37_79B9_7F4A_7C15u64.rotate_left(i as u32)).collect();
+    let density = Density::new(&words, n);
+    let selected = density.count_ones();
+    let b = bases(n, 32);
+    let all = g.upload_g1_bases(&b).unwrap();
+    let dense = g.upload_g1_bases(&b[..selected]).unwrap();
+    let split: Vec<[u8; 32]> =
+        aux.iter().enumerate().filter(|(i, _)| density.get(*i)).map(|(_, s)| s.to_bytes_le()).collect();
+    let want = (msm_g1(&b, &to_bytes(&aux)), msm_g1(&b[..selected], &split));
+    let msms = [
+        WitnessMsm { curve: Curve::G1, n, chunk: None, dense: false },
+        WitnessMsm { curve: Curve::G1, n: selected, chunk: None, dense: true },
+    ];
+    let staged = |g: &mut Gpu, aux: &[Scalar], pack: Option<&AuxPack>| {
+        let mut w = g.stage_witness_packed(aux, pack, &msms).unwrap();
+        let l = g.msm_witness_g1_staged(&mut w, BaseSet::Resident(&all), &[], aux, None).unwrap();
+        let a = g.msm_witness_g1_staged(&mut w, BaseSet::Resident(&dense), &[], aux, Some(density)).unwrap();
+        (l, a)
+    };
+    let mut pack = AuxPack::new(n);
+    assert!(pack.pack(&aux), "1 in 48 others packs");
+    assert!(pack.packed_bytes() * 10 < n * 32, "{} bytes packed", pack.packed_bytes());
+    let (p0, w0) = g.aux_uploads();
+    assert!(staged(&mut g, &aux, None) == want, "the aux sent whole");
+    assert_eq!(g.aux_uploads(), (p0, w0 + 1));
+    assert!(staged(&mut g, &aux, Some(&pack)) == want, "the aux packed (pageable)");
+    assert_eq!(g.aux_uploads(), (p0 + 1, w0 + 1));
+    pack.register(&g).unwrap();
+    assert!(pack.is_registered());
+    assert!(staged(&mut g, &aux, Some(&pack)) == want, "the aux packed (page-locked)");
+    assert_eq!(g.aux_uploads(), (p0 + 2, w0 + 1));
+    // The same values at another address: the pack does not hold it, it goes up whole.
+    let copy = aux.clone();
+    assert!(staged(&mut g, &copy, Some(&pack)) == want, "another aux than the pack's");
+    assert_eq!(g.aux_uploads(), (p0 + 2, w0 + 2));
+    // Random values do not pack, and the pack then holds nothing.
+    assert!(!pack.pack(&others));
+    assert!(staged(&mut g, &aux, Some(&pack)) == want);
+    assert_eq!(g.aux_uploads(), (p0 + 2, w0 + 3));
+}
+
 /// Parameters whose sections are `g1` (h, l, a, b_g1 alike) and `g2`, with a verifying key
 /// of generator multiples (a checked load's subgroup half never looks at the key).
 fn params_of(g1: &[blst_p1_affine], g2: &[blst_p2_affine]) -> arenaprove_engine::groth16::Parameters {
