@@ -222,6 +222,62 @@ pub fn synth_workers(slots: usize) -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, slots.max(1))
 }
 
+/// Partitions in flight and synthesis threads of an engine, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineSizes {
+    pub slots: usize,
+    pub synth_workers: usize,
+    pub why: String,
+}
+
+/// The daemon's sizing (`serve::lifecycle::engine_sizes`, and the benches' defaults) over a
+/// `fits(slots, synth_workers)` test of the plan: configured values
+/// win; otherwise `max(1, cores / 2)` synthesis workers (a PoRep partition's witness
+/// already spreads its challenges over the engine's witness pool; several partitions at
+/// once keep the cores busy where a partition has few challenges) and two slots more per
+/// device, then the most slots up to that which the plan fits (at least 1: the engine's own
+/// refusal then names the plan).
+pub fn choose_sizes(
+    slots: Option<usize>,
+    synth: Option<usize>,
+    cores: usize,
+    devices: usize,
+    fits: impl Fn(usize, usize) -> bool,
+) -> EngineSizes {
+    // Two slots per device more than the synthesis workers, within the engine's slot limit.
+    let extra = 2 * devices.max(1);
+    let synth_want = synth.unwrap_or((cores / 2).clamp(1, SLOTS_MAX.saturating_sub(extra).max(1)));
+    match slots {
+        Some(s) => EngineSizes {
+            slots: s,
+            synth_workers: synth_want.min(s),
+            why: format!(
+                "slots {s} (configured), synth workers {} ({})",
+                synth_want.min(s),
+                if synth.is_some() { "configured" } else { "half the cores, at most the slots" }
+            ),
+        },
+        None => {
+            let want = (synth_want + extra).min(SLOTS_MAX);
+            let fitting = (1..=want).rev().find(|&n| fits(n, synth_want.min(n)));
+            let slots = fitting.unwrap_or(1);
+            let why = match fitting {
+                Some(n) if n == want => format!(
+                    "slots {n} = synth workers + {extra} (2 per device; fits the memory limit), synth workers {} ({} of {cores} cores)",
+                    synth_want.min(n),
+                    if synth.is_some() { "configured" } else { "half" }
+                ),
+                Some(n) => format!(
+                    "slots {n}: the most the memory limit fits (wanted {want}), synth workers {}",
+                    synth_want.min(n)
+                ),
+                None => "slots 1: even one does not fit the memory limit (the engine says why)".to_string(),
+            };
+            EngineSizes { slots, synth_workers: synth_want.min(slots), why }
+        }
+    }
+}
+
 /// `--mlock` (a global flag): lock every engine region in memory.
 pub static MLOCK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 

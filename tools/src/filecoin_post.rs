@@ -21,7 +21,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use arenaprove::engine::pipeline::{AllocMode, ShutdownMode};
+use arenaprove::engine::pipeline::{AllocMode, EngineConfig, ShutdownMode, SLOTS_MAX};
 use arenaprove::filecoin::post::{self, PostCircuit, PostKind, RegisteredPoStProof};
 use arenaprove::filecoin::snap::{self, RegisteredUpdateProof};
 use arenaprove::filecoin::{self as fc, SectorSize};
@@ -64,6 +64,13 @@ struct BenchRun {
     /// Prover backend: cpu, or gpu.
     #[arg(long, value_enum, default_value = "cpu")]
     backend: BackendChoice,
+    /// Partitions in flight (default: as `arenaprove serve` sizes itself: half the cores
+    /// synthesizing, two slots more per device).
+    #[arg(long)]
+    slots: Option<usize>,
+    /// Synthesis threads (default: half the cores, at most the slots).
+    #[arg(long)]
+    synth_workers: Option<usize>,
     /// Synthesize through the bellpepper trait instead of the precompiled constraints.
     #[arg(long)]
     no_precompiled: bool,
@@ -101,6 +108,25 @@ impl BenchRun {
                 Ok((started.elapsed().as_secs_f64(), proof))
             }),
         })
+    }
+
+    /// Our engine's configuration: the slots and synthesis workers given, else those the
+    /// daemon would choose on this host (`common::choose_sizes`; a plan over the memory
+    /// limit is the engine's error to name). Says which on stderr.
+    fn engine_config(&self, limit: &common::ResolvedLimit) -> Result<EngineConfig> {
+        if let Some(s) = self.slots.filter(|&s| s == 0 || s > SLOTS_MAX) {
+            bail!("--slots {s} not in 1..={SLOTS_MAX}");
+        }
+        if self.synth_workers == Some(0) {
+            bail!("--synth-workers must be at least 1");
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let sizes = common::choose_sizes(self.slots, self.synth_workers, cores, 1, |_, _| true);
+        eprintln!("engine: {}", sizes.why);
+        let backend = common::backend_factory(self.backend);
+        let mut config = common::engine_config(sizes.slots, AllocMode::Slab, limit, backend);
+        config.synth_workers = sizes.synth_workers;
+        Ok(config)
     }
 
     /// What the report names as the baseline.
@@ -205,10 +231,9 @@ pub fn post_bench(a: PostBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
     randomness[31] &= 0x3f;
     let request = post::vanilla_request(proof, randomness, prover_id, 0, &replicas)?;
 
-    // Ours: one slot, the PoSt circuit only.
+    // Ours: the PoSt circuit only.
     let limit = limit.resolve()?;
-    let backend = common::backend_factory(a.bench.backend);
-    let engine_config = common::engine_config(1, AllocMode::Slab, &limit, backend);
+    let engine_config = a.bench.engine_config(&limit)?;
     let started = Instant::now();
     let options = fc::LoadOptions { precompiled: !a.bench.no_precompiled, ..fc::LoadOptions::default() };
     let circuit = PostCircuit::load(proof, cache, options)?;
@@ -291,8 +316,7 @@ pub fn snap_bench(a: SnapBenchArgs, cache: &Path, limit: MemoryLimit) -> Result<
     eprintln!("sealed and updated a {size} sector in {:.1} s", started.elapsed().as_secs_f64());
 
     let limit = limit.resolve()?;
-    let engine_config =
-        common::engine_config(1, AllocMode::Slab, &limit, common::backend_factory(a.bench.backend));
+    let engine_config = a.bench.engine_config(&limit)?;
     let started = Instant::now();
     let options = fc::LoadOptions { precompiled: !a.bench.no_precompiled, ..fc::LoadOptions::default() };
     let circuit = snap::SnapCircuit::load(proof, cache, options)?;

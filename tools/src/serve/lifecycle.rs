@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arenaprove::engine::pipeline::{EngineConfig, ShutdownMode, ShutdownReport, SLOTS_MAX};
+use arenaprove::engine::pipeline::{EngineConfig, ShutdownMode, ShutdownReport};
 use arenaprove::engine::{BackendFactory, CpuBackend};
 use arenaprove::filecoin::params::ParamFiles;
 use arenaprove::filecoin::post::PostCircuit;
@@ -20,6 +20,7 @@ use super::circuits::{self, CircuitId, Family};
 use super::config::Devices;
 use super::config::{GpuFallback, ServeConfig};
 use crate::backend::{open_gpus, GpuOpenError, GpusInfo};
+pub use crate::common::{choose_sizes, EngineSizes};
 
 /// Partitions one job may carry (PoRep: 10 for 32 GiB; 1 for the sizes proven today).
 pub const PARTITIONS_PER_JOB_MAX: usize = 16;
@@ -225,14 +226,6 @@ fn engine_config(
     }
 }
 
-/// Partitions in flight and synthesis threads of an engine, and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EngineSizes {
-    pub slots: usize,
-    pub synth_workers: usize,
-    pub why: String,
-}
-
 /// The configured slots and synthesis workers, else chosen for this host
 /// ([`choose_sizes`]): half the cores synthesizing, two more slots per device (one
 /// partition at its prover, one at its finalizer), as many as the memory plan of
@@ -253,53 +246,6 @@ pub fn engine_sizes(
         !matches!(Engine::plan(&cfg, &specs), Err(EngineError::Plan(PlanError::TooLarge { .. })))
     };
     choose_sizes(config.slots, config.synth_workers, cores, devices, fits)
-}
-
-/// [`engine_sizes`] over a `fits(slots, synth_workers)` test of the plan: configured values
-/// win; otherwise `max(1, cores / 2)` synthesis workers (a PoRep partition's witness
-/// already spreads its challenges over the engine's witness pool; several partitions at
-/// once keep the cores busy where a partition has few challenges) and two slots more per
-/// device, then the most slots up to that which the plan fits (at least 1: the engine's own
-/// refusal then names the plan).
-pub fn choose_sizes(
-    slots: Option<usize>,
-    synth: Option<usize>,
-    cores: usize,
-    devices: usize,
-    fits: impl Fn(usize, usize) -> bool,
-) -> EngineSizes {
-    // Two slots per device more than the synthesis workers, within the engine's slot limit.
-    let extra = 2 * devices.max(1);
-    let synth_want = synth.unwrap_or((cores / 2).clamp(1, SLOTS_MAX.saturating_sub(extra).max(1)));
-    match slots {
-        Some(s) => EngineSizes {
-            slots: s,
-            synth_workers: synth_want.min(s),
-            why: format!(
-                "slots {s} (configured), synth workers {} ({})",
-                synth_want.min(s),
-                if synth.is_some() { "configured" } else { "half the cores, at most the slots" }
-            ),
-        },
-        None => {
-            let want = (synth_want + extra).min(SLOTS_MAX);
-            let fitting = (1..=want).rev().find(|&n| fits(n, synth_want.min(n)));
-            let slots = fitting.unwrap_or(1);
-            let why = match fitting {
-                Some(n) if n == want => format!(
-                    "slots {n} = synth workers + {extra} (2 per device; fits the memory limit), synth workers {} ({} of {cores} cores)",
-                    synth_want.min(n),
-                    if synth.is_some() { "configured" } else { "half" }
-                ),
-                Some(n) => format!(
-                    "slots {n}: the most the memory limit fits (wanted {want}), synth workers {}",
-                    synth_want.min(n)
-                ),
-                None => "slots 1: even one does not fit the memory limit (the engine says why)".to_string(),
-            };
-            EngineSizes { slots, synth_workers: synth_want.min(slots), why }
-        }
-    }
 }
 
 /// A backend factory and the GPUs it proves on (`None`: the CPU).
@@ -369,7 +315,8 @@ impl Engines {
 
 #[cfg(test)]
 mod sizes_tests {
-    use super::{choose_sizes, SLOTS_MAX};
+    use super::choose_sizes;
+    use arenaprove::engine::pipeline::SLOTS_MAX;
 
     #[test]
     fn sizes_follow_the_cores_and_the_memory_plan() {
