@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use arenaprove_circuits::precompiled::{PartCs, PartedCircuit, WitnessCs};
+use bellpepper_core::num::AllocatedNum;
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use filecoin_hashers::poseidon::PoseidonDomain;
@@ -41,10 +42,13 @@ use filecoin_proofs::types::{
 };
 use storage_proofs_core::api_version::ApiVersion;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::gadgets::por::PoRCircuit;
+use storage_proofs_core::gadgets::variables::Root;
+use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_core::sector::SectorId;
 use storage_proofs_post::fallback::{
-    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
+    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector, Sector,
 };
 
 use crate::api::SectorSize;
@@ -255,9 +259,16 @@ impl Circuit<Scalar> for FallbackCircuit {
 
 /// The FallbackPoSt circuit as a parallel witness ([`PartedCircuit`]): no prologue, one
 /// part per circuit "sector" (WinningPoSt: 66 one-challenge sectors; WindowPoSt: the
-/// partition's sectors), in the order `FallbackPoStCircuit` synthesizes them, each through
-/// storage-proofs' own `Sector` circuit. Every part has the same shape (one tree, one
+/// partition's sectors), in the order `FallbackPoStCircuit` synthesizes them, each in one
+/// piece per challenge, so that a WindowPoSt of a few sectors (a small provider's
+/// deadline) still spreads over the cores. Every part has the same shape (one tree, one
 /// challenge count), which the precompiled witness requires and checks.
+///
+/// Piece 0 is storage-proofs' own `Sector` circuit with the sector's first challenge only:
+/// the sector's own values (comm_r_last, comm_c, comm_r as an input, comm_r =
+/// H(comm_c, comm_r_last)) and that challenge's inclusion proof. Piece `j > 0` is challenge
+/// `j`'s inclusion proof, `PoRCircuit` against comm_r_last as `Sector::synthesize` calls
+/// it; comm_r_last, allocated in piece 0, is rebuilt inside [`PartCs::replay`].
 pub struct PostParts(pub FallbackCircuit);
 
 impl PartedCircuit for PostParts {
@@ -267,15 +278,56 @@ impl PartedCircuit for PostParts {
     fn parts(&self) -> usize {
         each_shape!(&self.0, FallbackCircuit, c => c.sectors.len())
     }
-    fn part(&self, i: usize, _piece: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
+    fn pieces(&self) -> usize {
+        each_shape!(&self.0, FallbackCircuit, c => c.sectors.first().map_or(1, |s| s.leafs.len().max(1)))
+    }
+    fn part(&self, i: usize, piece: usize, cs: &mut PartCs<'_>) -> Result<(), SynthesisError> {
         each_shape!(&self.0, FallbackCircuit, c => {
             let sector = c.sectors.get(i).ok_or(SynthesisError::AssignmentMissing)?;
-            Circuit::synthesize(sector, &mut cs.namespace(|| format!("sector_{i}")))
+            sector_piece(sector, i, piece, cs)
         })
     }
     fn replays_prologue(&self) -> bool {
         false
     }
+}
+
+/// Piece `piece` of `sector`, the circuit's part `i` (see [`PostParts`]).
+fn sector_piece<Tree: 'static + MerkleTreeTrait>(
+    sector: &Sector<Tree>,
+    i: usize,
+    piece: usize,
+    cs: &mut PartCs<'_>,
+) -> Result<(), SynthesisError> {
+    if sector.leafs.len() != sector.paths.len() || piece >= sector.leafs.len().max(1) {
+        return Err(SynthesisError::AssignmentMissing);
+    }
+    if piece == 0 {
+        let first = Sector::<Tree> {
+            comm_r: sector.comm_r,
+            comm_c: sector.comm_c,
+            comm_r_last: sector.comm_r_last,
+            id: sector.id,
+            leafs: sector.leafs.iter().take(1).copied().collect(),
+            paths: sector.paths.iter().take(1).cloned().collect(),
+        };
+        return Circuit::synthesize(&first, &mut cs.namespace(|| format!("sector_{i}")));
+    }
+    // `Sector::synthesize` allocated comm_r_last before the challenges (piece 0): rebuilt
+    // as scratch, since the inclusion proof needs its value (its root), not its index.
+    let comm_r_last = cs.replay(|cs| {
+        AllocatedNum::alloc(cs.namespace(|| "comm_r_last"), || {
+            sector.comm_r_last.ok_or(SynthesisError::AssignmentMissing)
+        })
+    })?;
+    let mut cs = cs.namespace(|| format!("sector_{i}"));
+    PoRCircuit::<Tree>::synthesize(
+        cs.namespace(|| format!("challenge_inclusion_{piece}")),
+        Root::Val(sector.leafs[piece]),
+        sector.paths[piece].clone(),
+        Root::Var(comm_r_last),
+        true,
+    )
 }
 
 /// Vanilla proofs of one request, by tree shape (not `Clone`: filecoin-proofs derives
