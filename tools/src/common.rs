@@ -222,6 +222,14 @@ pub fn synth_workers(slots: usize) -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, slots.max(1))
 }
 
+/// A `--slots` value the engine takes (1 ..= `SLOTS_MAX`), else an error naming the range.
+pub fn check_slots(slots: usize) -> Result<()> {
+    if slots == 0 || slots > SLOTS_MAX {
+        bail!("--slots {slots} not in 1..={SLOTS_MAX}");
+    }
+    Ok(())
+}
+
 /// Partitions in flight and synthesis threads of an engine, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineSizes {
@@ -738,9 +746,7 @@ pub fn guard_test_circuit_with(
     limit: MemoryLimit,
     precompiled: Option<BackendChoice>,
 ) -> Result<(Shape, MemoryPlan, ResolvedLimit)> {
-    if slots == 0 || slots > SLOTS_MAX {
-        bail!("--slots {slots} not in 1..={SLOTS_MAX}");
-    }
+    check_slots(slots)?;
     let shape = predicted_shape(kind, constraints)?;
     let cached = cached_params_path(kind, &shape);
     let params = match precompiled {

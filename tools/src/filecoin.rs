@@ -934,14 +934,11 @@ fn tempfile_dir() -> Result<PathBuf> {
 
 fn soak(a: SoakArgs, cache: &Path, limit: MemoryLimit) -> Result<()> {
     use arenaprove::arena::ledger::rss_bytes;
-    use arenaprove::engine::pipeline::SLOTS_MAX;
 
     if a.sectors == 0 {
         bail!("--sectors must be at least 1");
     }
-    if a.slots == 0 || a.slots > SLOTS_MAX {
-        bail!("--slots {} not in 1..={SLOTS_MAX}", a.slots);
-    }
+    common::check_slots(a.slots)?;
     if a.timing_only {
         return soak_timing_only(a, cache, limit);
     }

@@ -21,7 +21,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use arenaprove::engine::pipeline::{AllocMode, EngineConfig, ShutdownMode, SLOTS_MAX};
+use arenaprove::engine::pipeline::{AllocMode, EngineConfig, ShutdownMode};
 use arenaprove::filecoin::post::{self, PostCircuit, PostKind, RegisteredPoStProof};
 use arenaprove::filecoin::snap::{self, RegisteredUpdateProof};
 use arenaprove::filecoin::{self as fc, SectorSize};
@@ -114,8 +114,8 @@ impl BenchRun {
     /// daemon would choose on this host (`common::choose_sizes`; a plan over the memory
     /// limit is the engine's error to name). Says which on stderr.
     fn engine_config(&self, limit: &common::ResolvedLimit) -> Result<EngineConfig> {
-        if let Some(s) = self.slots.filter(|&s| s == 0 || s > SLOTS_MAX) {
-            bail!("--slots {s} not in 1..={SLOTS_MAX}");
+        if let Some(s) = self.slots {
+            common::check_slots(s)?;
         }
         if self.synth_workers == Some(0) {
             bail!("--synth-workers must be at least 1");

@@ -7,7 +7,6 @@
 use anyhow::{bail, Result};
 use arenaprove::circuits::circuits::CircuitKind;
 use arenaprove::circuits::Shape;
-use arenaprove::engine::pipeline::SLOTS_MAX;
 use serde_json::json;
 
 use crate::common::{self, MemoryLimit, ParamsEstimate};
@@ -100,9 +99,7 @@ const CUZK_32GIB: Cuzk = Cuzk {
 };
 
 pub fn run(a: Args) -> Result<()> {
-    if a.slots == 0 || a.slots > SLOTS_MAX {
-        bail!("--slots {} not in 1..={SLOTS_MAX}", a.slots);
-    }
+    crate::common::check_slots(a.slots)?;
     let subject = match &a.filecoin {
         Some(size) => filecoin_subject(size, a.json)?,
         None => test_subject(a.circuit, a.constraints, a.precompiled)?,
