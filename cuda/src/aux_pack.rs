@@ -40,6 +40,9 @@ const BLOCKS_PER_TASK: usize = 1024;
 const CODE_ZERO: u32 = 0;
 const CODE_ONE: u32 = 1;
 const CODE_OTHER: u32 = 2;
+/// The high bit of every code in a word: set exactly for the others.
+const OTHER_BITS: u32 = 0xAAAA_AAAA;
+const _: () = assert!(CODE_ZERO & 2 == 0 && CODE_ONE & 2 == 0 && CODE_OTHER & 2 != 0);
 
 /// The packed form of one aux vector, in buffers sized once for `capacity` variables.
 pub struct AuxPack {
@@ -185,15 +188,20 @@ impl AuxPack {
             tasks.push((first, head));
             rest = tail;
         }
+        // Each task walks its blocks' codes and reads only the variables coded other (the
+        // high bit of a 2-bit code), so the zeros and ones are not read a second time.
+        let codes = &self.codes[..blocks * WORDS_PER_BLOCK];
         tasks.into_par_iter().for_each(|(first, out)| {
-            let start = first * PACK_BLOCK;
-            let end = ((first + BLOCKS_PER_TASK) * PACK_BLOCK).min(aux.len());
+            let words =
+                first * WORDS_PER_BLOCK..((first + BLOCKS_PER_TASK) * WORDS_PER_BLOCK).min(codes.len());
             let mut next = out.iter_mut();
-            for s in aux[start..end].iter().filter(|s| {
-                let l = limbs(s);
-                l != zero && l != one
-            }) {
-                *next.next().expect("a task's slice holds its blocks' others") = *s;
+            for w in words {
+                let mut bits = codes[w] & OTHER_BITS;
+                while bits != 0 {
+                    let i = w * CODES_PER_WORD + bits.trailing_zeros() as usize / 2;
+                    *next.next().expect("a task's slice holds its blocks' others") = aux[i];
+                    bits &= bits - 1;
+                }
             }
         });
         self.source = Some((aux.as_ptr() as usize, aux.len()));

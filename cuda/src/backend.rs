@@ -811,9 +811,9 @@ struct PackLease<'a> {
 }
 
 impl PackLease<'_> {
-    /// The pack, holding the aux it was leased for.
-    fn get(&self) -> Option<&AuxPack> {
-        self.pack.as_ref()
+    /// The pack, holding the aux it was leased for (`pack` is only taken by the drop).
+    fn get(&self) -> &AuxPack {
+        self.pack.as_ref().expect("a lease holds its pack until dropped")
     }
 }
 
@@ -967,13 +967,7 @@ impl ProverOps for CudaOps {
         let pack = self.packed(aux);
         let (index, mut gpu) = self.take_gpu();
         let h = gpu
-            .h_quotient_rows(
-                &resident[index],
-                inputs,
-                aux,
-                pack.as_ref().and_then(PackLease::get),
-                domain.size,
-            )
+            .h_quotient_rows(&resident[index], inputs, aux, pack.as_ref().map(PackLease::get), domain.size)
             .map_err(backend_err)?;
         *device += gpu.last_device_time();
         Ok(GpuQuotient { gpu, bases: self.bases.g1(index, 0), h })
@@ -1002,9 +996,8 @@ impl ProverOps for CudaOps {
                 dense: true,
             },
         ];
-        let staged = gpu
-            .stage_witness_packed(aux, pack.as_ref().and_then(PackLease::get), &msms)
-            .map_err(backend_err)?;
+        let staged =
+            gpu.stage_witness_packed(aux, pack.as_ref().map(PackLease::get), &msms).map_err(backend_err)?;
         *device += gpu.last_device_time();
         Ok(GpuWitness { gpu, index, staged })
     }

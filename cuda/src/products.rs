@@ -485,8 +485,8 @@ impl Gpu {
 
     /// Enqueues the aux into `dst`, as the slab holds it. With `pack` holding this `aux`
     /// (and room for its parts in `borrowed`), the packed parts go up into `borrowed` and
-    /// `fr_unpack_aux` writes `dst` from them; otherwise the aux goes up whole. Returns
-    /// whether it went packed.
+    /// `fr_unpack_aux` writes `dst` from them; otherwise the aux goes up whole (each way
+    /// counted in [`Gpu::aux_uploads`]).
     ///
     /// # Safety
     /// `dst` holds `aux.len()` scalars; no work enqueued before this reads `borrowed`
@@ -498,13 +498,13 @@ impl Gpu {
         borrowed: DevSpan,
         aux: &[Scalar],
         pack: Option<&AuxPack>,
-    ) -> Result<bool> {
+    ) -> Result<()> {
         if aux.is_empty() {
-            return Ok(false);
+            return Ok(());
         }
         let packed = pack.filter(|p| p.holds(aux)).map(AuxPack::parts);
         let align = |b: usize| b.next_multiple_of(SPAN_ALIGN_BYTES);
-        match packed {
+        let went_packed = match packed {
             Some((codes, offsets, others))
                 if align(std::mem::size_of_val(codes))
                     + align(std::mem::size_of_val(offsets))
@@ -538,18 +538,21 @@ impl Gpu {
                     aux.len(),
                     dst.dev_ptr(),
                 )?;
-                let (packed, whole) = self.aux_uploads.get();
-                self.aux_uploads.set((packed + 1, whole));
-                Ok(true)
+                true
             }
             _ => {
                 // SAFETY: forwarded to the caller.
                 unsafe { self.dev.upload_async(dst.ptr, aux) }?;
-                let (packed, whole) = self.aux_uploads.get();
-                self.aux_uploads.set((packed, whole + 1));
-                Ok(false)
+                false
             }
-        }
+        };
+        let (packed_uploads, whole) = self.aux_uploads.get();
+        self.aux_uploads.set(if went_packed {
+            (packed_uploads + 1, whole)
+        } else {
+            (packed_uploads, whole + 1)
+        });
+        Ok(())
     }
 
     /// `aux` staged for one MSM over `bases`.
