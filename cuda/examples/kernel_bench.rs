@@ -113,32 +113,41 @@ fn ones_ab<P: PartialEq>(
     Ok((t[0], t[1], agree, fast))
 }
 
-/// The MSM kernel configurations a bench alternates (name, kernels, pieces longest first,
-/// fixed window width): the signed kernels with their pieces in bucket order (baseline: the
-/// kernels before the pieces' order), the signed kernels with the pieces longest first (the
-/// default before `SignedGlobal`), the wide windows with the pieces longest first (the h
-/// MSM's), and the signed kernels with the global-memory sort (the default). The unsigned
-/// kernels were the baseline until the signed ones were measured against them
-/// (BENCHMARKS.md, eleventh session).
-const MSM_CONFIGS: [(&str, MsmKernels, bool, Option<u32>); 4] = [
-    ("signed", MsmKernels::Signed, false, None),
-    ("signed+order", MsmKernels::Signed, true, None),
-    ("wide+order", MsmKernels::Wide, true, None),
-    ("signed-global+order", MsmKernels::SignedGlobal, true, None),
+/// The MSM kernel configurations a bench alternates: the default (baseline: the signed
+/// windows, the global-memory sort one window at a time, the pieces longest first), the
+/// same sort reading each scalar once for all its windows (candidate), the wide windows
+/// (the h MSM's), and the wide windows with the one-read sort (candidate). The kernels
+/// before the pieces' order and before the global sort were measured against these in
+/// earlier sessions (BENCHMARKS.md).
+struct MsmConfig {
+    name: &'static str,
+    kernels: MsmKernels,
+    order: bool,
+    window: Option<u32>,
+    one_read: bool,
+}
+
+const MSM_CONFIGS: [MsmConfig; 4] = [
+    MsmConfig { name: "signed-global", kernels: MsmKernels::SignedGlobal, order: true, window: None, one_read: false },
+    MsmConfig { name: "signed-global+one-read", kernels: MsmKernels::SignedGlobal, order: true, window: None, one_read: true },
+    MsmConfig { name: "wide", kernels: MsmKernels::Wide, order: true, window: None, one_read: false },
+    MsmConfig { name: "wide+one-read", kernels: MsmKernels::Wide, order: true, window: None, one_read: true },
 ];
 
 /// Sets configuration `i` of [`MSM_CONFIGS`].
 fn set_config(g: &mut Gpu, i: usize) {
-    let (_, kernels, order, window) = MSM_CONFIGS[i];
-    g.set_msm_kernels(kernels);
-    g.set_msm_piece_order(order);
-    g.set_msm_window_bits(window).expect("every configuration's width is one its kernels run");
+    let c = &MSM_CONFIGS[i];
+    g.set_msm_kernels(c.kernels);
+    g.set_msm_piece_order(c.order);
+    g.set_msm_sort_one_read(c.one_read);
+    g.set_msm_window_bits(c.window).expect("every configuration's width is one its kernels run");
 }
 
 /// Back to the defaults.
 fn default_config(g: &mut Gpu) {
     g.set_msm_kernels(MsmKernels::default());
     g.set_msm_piece_order(true);
+    g.set_msm_sort_one_read(false);
     g.set_msm_window_bits(None).expect("no fixed width is always allowed");
 }
 
@@ -153,7 +162,7 @@ fn kernels_ab<P: PartialEq>(
     let (t, agree, first) = alternate(g, reps, MSM_CONFIGS.len(), set_config, &mut msm)?;
     // One more call of each configuration with the stage split on (not among the timed calls).
     g.set_msm_stage_timing(true);
-    for (i, (name, _, _, _)) in MSM_CONFIGS.iter().enumerate() {
+    for (i, MsmConfig { name, .. }) in MSM_CONFIGS.iter().enumerate() {
         set_config(g, i);
         msm(g)?;
         print_stages(name, g.last_msm_stages());
@@ -169,7 +178,7 @@ fn configs_line(t: Vec<f64>) -> String {
         .iter()
         .zip(&t)
         .enumerate()
-        .map(|(i, ((name, _, _, _), ms))| {
+        .map(|(i, (MsmConfig { name, .. }, ms))| {
             if i == 0 {
                 format!("{name} {ms:.1} ms (baseline)")
             } else {
@@ -522,7 +531,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let c: u32 = configs[i];
                 g.set_resident_chunking(if c >= log { n } else { 1 << c }, 1 << c);
             };
-            for (ci, (kname, _, _, _)) in MSM_CONFIGS.iter().enumerate() {
+            for (ci, MsmConfig { name: kname, .. }) in MSM_CONFIGS.iter().enumerate() {
                 set_config(&mut g, ci);
                 let (times, agree, out) =
                     alternate(&mut g, 3, configs.len(), chunking, |g| g.msm_g1_resident(&resident, &s))?;

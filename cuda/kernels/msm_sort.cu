@@ -258,47 +258,52 @@ extern "C" __global__ void msm_pieces(const uint32_t* counts, const uint32_t* of
 // with the signed windows' widths (at most 16 bits): the shared histogram zeroes and
 // flushes 2^15 counters per block and window whatever the block holds.
 
-// One block's range of window w's entries (dense or sparse, as tile_of), one global atomic
-// on its bucket's counter each: SCATTER false counts them (counter = counts); true writes
-// each to its bucket's slot (counter = cursor; the order inside a bucket depends on timing,
-// its sum does not).
+// One block's range of entries in windows [blockIdx.y * wins, (blockIdx.y + 1) * wins) (dense
+// or sparse, as tile_of), one global atomic on its bucket's counter each: SCATTER false
+// counts them (counter = counts); true writes each to its bucket's slot (counter = cursor;
+// the order inside a bucket depends on timing, its sum does not). With wins = 1 the grid's
+// y is the window (a window's counters stay in L2 while its blocks run); with wins = the
+// window count each scalar is read once for all its windows.
 template<bool SCATTER>
 __device__ __forceinline__ void global_pass(const uint32_t* scalars, uint32_t n, uint32_t c,
                                             uint32_t tile, uint32_t skip_ones,
                                             const uint32_t* rest, const uint32_t* nrest,
-                                            uint32_t cap, uint32_t* counter, uint32_t* idx)
+                                            uint32_t cap, uint32_t wins, uint32_t* counter,
+                                            uint32_t* idx)
 {
     const tile_range r = tile_of(n, tile, rest, nrest, cap);
-    const uint32_t w = blockIdx.y;
-    uint32_t* cw = counter + ((size_t)w << (c - 1));
+    const uint32_t w0 = blockIdx.y * wins;
     for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x) {
         const uint32_t i = r.point(j);
         const scalar_words sw(scalars + 8 * (size_t)i);
-        const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, 1);
-        if (e == 0)
-            continue;
-        const uint32_t slot = atomicAdd(&cw[entry_bucket(e)], 1u);
-        if (SCATTER)
-            idx[slot] = i | (e & MSM_NEG_BIT);
+        for (uint32_t w = w0; w < w0 + wins; w++) {
+            const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, 1);
+            if (e == 0)
+                continue;
+            const uint32_t slot = atomicAdd(&counter[((size_t)w << (c - 1)) + entry_bucket(e)], 1u);
+            if (SCATTER)
+                idx[slot] = i | (e & MSM_NEG_BIT);
+        }
     }
 }
 
-// Window w's bucket counts from the entries of one block's range.
+// The bucket counts of the entries of one block's range.
 extern "C" __global__ void msm_hist_global(const uint32_t* scalars, uint32_t n, uint32_t c,
                                            uint32_t tile, uint32_t skip_ones,
                                            const uint32_t* rest, const uint32_t* nrest,
-                                           uint32_t cap, uint32_t* counts)
+                                           uint32_t cap, uint32_t wins, uint32_t* counts)
 {
-    global_pass<false>(scalars, n, c, tile, skip_ones, rest, nrest, cap, counts, nullptr);
+    global_pass<false>(scalars, n, c, tile, skip_ones, rest, nrest, cap, wins, counts, nullptr);
 }
 
 // The entries of the same ranges written to their buckets' slots.
 extern "C" __global__ void msm_scatter_global(const uint32_t* scalars, uint32_t n, uint32_t c,
                                               uint32_t tile, uint32_t skip_ones,
                                               const uint32_t* rest, const uint32_t* nrest,
-                                              uint32_t cap, uint32_t* cursor, uint32_t* idx)
+                                              uint32_t cap, uint32_t wins, uint32_t* cursor,
+                                              uint32_t* idx)
 {
-    global_pass<true>(scalars, n, c, tile, skip_ones, rest, nrest, cap, cursor, idx);
+    global_pass<true>(scalars, n, c, tile, skip_ones, rest, nrest, cap, wins, cursor, idx);
 }
 
 // Counts one block of the multi-block scan covers: SCAN_PER_THREAD consecutive counts per

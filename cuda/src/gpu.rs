@@ -40,6 +40,7 @@ pub struct Gpu {
     pub(crate) msm_window_bits: Option<u32>,
     /// Whether the signed kernels accumulate their pieces longest first.
     pub(crate) msm_piece_order: bool,
+    pub(crate) msm_sort_one_read: bool,
     /// The kernels of the h MSM, whose scalars are dense ([`Gpu::set_msm_dense_kernels`]).
     pub(crate) msm_dense_kernels: MsmKernels,
     /// Device time of the last MSM or h pipeline call (GPU events).
@@ -90,6 +91,7 @@ impl Gpu {
             msm_kernels: MsmKernels::default(),
             msm_window_bits: None,
             msm_piece_order: true,
+            msm_sort_one_read: false,
             msm_dense_kernels: MsmKernels::DENSE_DEFAULT,
             last_device: Cell::new(Duration::ZERO),
             msm_stage_timing: false,
@@ -173,6 +175,13 @@ impl Gpu {
     /// bucket order as before, for a bench's baseline.
     pub fn set_msm_piece_order(&mut self, on: bool) {
         self.msm_piece_order = on;
+    }
+
+    /// Whether the global-memory sort reads each scalar once for all its windows (on)
+    /// or once per window, the grid's y being the window (off, the default). Results are
+    /// the same point.
+    pub fn set_msm_sort_one_read(&mut self, on: bool) {
+        self.msm_sort_one_read = on;
     }
 
     /// Fixes the window width of the signed MSM kernels at `c` bits (`None`, the default:

@@ -331,6 +331,7 @@ kernels! {
         rest: DevPtr,
         nrest: DevPtr,
         cap: u32,
+        wins: u32,
         counts: DevPtr,
     );
     /// The global-memory sort (`Wide`, `SignedGlobal`): point indices sorted into buckets
@@ -344,6 +345,7 @@ kernels! {
         rest: DevPtr,
         nrest: DevPtr,
         cap: u32,
+        wins: u32,
         cursor: DevPtr,
         idx: DevPtr,
     );

@@ -1305,7 +1305,9 @@ impl Gpu {
         let skip_ones = self.msm_ones as u32;
         let rest = if self.msm_sparse() { s.rest.dev_ptr() } else { DevPtr::NULL };
         let (nrest, cap) = (s.nrest(), p.rest_cap as u32);
-        let grid = Dims::blocks_2d((p.n.div_ceil(p.tile) as u32, p.windows), p.sort_threads);
+        // A block per tile and window, or (one read) per tile for every window.
+        let wins = if self.msm_sort_one_read { p.windows } else { 1 };
+        let grid = Dims::blocks_2d((p.n.div_ceil(p.tile) as u32, p.windows / wins), p.sort_threads);
         let (tile, scalars) = (p.tile as u32, s.scalars.dev_ptr());
         let sums = s.scan_sums.expect("a global-sort plan lays out the scan's totals").dev_ptr();
         let blocks = p.scan_blocks() as u32;
@@ -1319,6 +1321,7 @@ impl Gpu {
             rest,
             nrest,
             cap,
+            wins,
             s.counts.dev_ptr(),
         )?;
         k.msm_scan_sums.launch(Dims::blocks(blocks, 1024), s.counts.dev_ptr(), m, p.piece_len, sums)?;
@@ -1349,6 +1352,7 @@ impl Gpu {
             rest,
             nrest,
             cap,
+            wins,
             s.cursor.dev_ptr(),
             s.idx.dev_ptr(),
         )?;

@@ -377,6 +377,10 @@ fn wide_windows_match_blst_at_every_fixed_width() {
             [("random", &random), ("one scalar everywhere", &same), ("0/1 mix", &mix), ("digit edges", &edge)]
         {
             assert!(g.msm_g1(&b, s).unwrap() == msm_g1(&b, s), "wide c {c}: {what}");
+            // The sort reading each scalar once for all its windows.
+            g.set_msm_sort_one_read(true);
+            assert!(g.msm_g1(&b, s).unwrap() == msm_g1(&b, s), "wide c {c}, one read: {what}");
+            g.set_msm_sort_one_read(false);
         }
         // Resident, in chunks of 1000 sharing one set of buckets.
         g.set_resident_chunking(1000, 1000);
@@ -392,6 +396,14 @@ fn wide_windows_match_blst_at_every_fixed_width() {
     let b2 = bases_g2(1000, 34);
     let s2 = to_bytes(&random_scalars(1000, 35));
     assert!(g.msm_g2(&b2, &s2).unwrap() == msm_g2(&b2, &s2), "wide G2, c 19");
+    g.set_msm_sort_one_read(true);
+    assert!(g.msm_g2(&b2, &s2).unwrap() == msm_g2(&b2, &s2), "wide G2, c 19, one read");
+    g.set_msm_window_bits(None).unwrap();
+    g.set_msm_kernels(MsmKernels::SignedGlobal);
+    for (what, s) in [("random", &random), ("0/1 mix", &mix)] {
+        assert!(g.msm_g1(&b, s).unwrap() == msm_g1(&b, s), "signed-global, one read: {what}");
+    }
+    g.set_msm_sort_one_read(false);
     g.set_msm_window_bits(None).unwrap();
 }
 
