@@ -190,6 +190,95 @@ fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_lo
     NTT_BLOCK_STORE(a, sm, base, lo_bits, lo_cnt, s0, 1u << block_log)
 }
 
+// Radix 2^R for R <= 3: a group is the 2^R entries m0 + j * 2^t (j < 2^R) of stages t ..
+// t + R - 1, held in registers for all R stages (one shared-memory round trip and one
+// barrier per R stages). Stage t + u pairs j with j + 2^u (bit u of j clear) with the
+// twiddle of index x + (j mod 2^u) * 2^t; DIT runs u upwards with t = v * w, (u + t,
+// u - t); DIF downwards with (u + v, (u - v) * w). R = 2 is fr_ntt_pass4's group. R and
+// DIF are template arguments so that every register index is known after unrolling (else
+// v and w would live in local memory).
+template<int R, bool DIF>
+__device__ __forceinline__ void pass_group(fr_t* sm, const fr_t* tw, uint32_t tw_log, uint32_t s0,
+                                           uint32_t t, uint32_t lo_bits, size_t lo0, uint32_t g,
+                                           uint32_t inv)
+{
+    const uint32_t lo = g & ((1u << lo_bits) - 1), q = g >> lo_bits;
+    const uint32_t x = q & ((1u << t) - 1);
+    const uint32_t m0 = ((q >> t) << (t + R)) | x;
+    const uint32_t e0 = (m0 << lo_bits) | lo, h = 1u << (t + lo_bits);
+    const size_t l = lo0 + lo;
+    fr_t v[1 << R];
+#pragma unroll
+    for (int j = 0; j < (1 << R); j++)
+        v[j] = sm[e0 + j * h];
+#pragma unroll
+    for (int step = 0; step < R; step++) {
+        const int u = DIF ? R - 1 - step : step, half = 1 << u;
+        // Twiddle r serves the butterflies (j, j + half) with j mod 2 * half = r.
+#pragma unroll
+        for (int r = 0; r < half; r++) {
+            const fr_t w = pass_twiddle(tw, tw_log, s0, t + u, x + ((uint32_t)r << t), l, inv);
+#pragma unroll
+            for (int j = r; j < (1 << R); j += 2 * half) {
+                const fr_t a = v[j];
+                if (DIF) {
+                    const fr_t b = v[j + half];
+                    v[j] = a + b;
+                    v[j + half] = (a - b) * w;
+                } else {
+                    const fr_t b = v[j + half] * w;
+                    v[j] = a + b;
+                    v[j + half] = a - b;
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < (1 << R); j++)
+        sm[e0 + j * h] = v[j];
+}
+
+// Radix 8: 2^(block_log - 3) threads (block_log >= 3). The pass's k stages go in steps of
+// three (the last step one or two when 3 does not divide k), DIT upwards and DIF
+// downwards, a barrier per step; each thread takes its step's groups in turn.
+extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 3))
+fr_ntt_pass8(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
+             uint32_t inv, uint32_t dif)
+{
+    __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
+    fr_t* sm = reinterpret_cast<fr_t*>(raw);
+    const uint32_t lo_bits = block_log - k, lo_cnt = 1u << lo_bits;
+    const size_t groups = (size_t)1 << (s0 - lo_bits);
+    const size_t lo0 = (blockIdx.x % groups) << lo_bits;
+    const size_t base = ((blockIdx.x / groups) << (s0 + k)) + lo0;
+    NTT_BLOCK_LOAD(a, sm, base, lo_bits, lo_cnt, s0, 1u << block_log)
+    __syncthreads();
+    const uint32_t steps = (k + 2) / 3;
+    for (uint32_t i = 0; i < steps; i++) {
+        const uint32_t t = 3 * (dif ? steps - 1 - i : i), r = min(3u, k - t);
+        const uint32_t count = 1u << (block_log - r);
+        for (uint32_t g = threadIdx.x; g < count; g += blockDim.x) {
+            if (dif) {
+                if (r == 3)
+                    pass_group<3, true>(sm, tw, tw_log, s0, t, lo_bits, lo0, g, inv);
+                else if (r == 2)
+                    pass_group<2, true>(sm, tw, tw_log, s0, t, lo_bits, lo0, g, inv);
+                else
+                    pass_group<1, true>(sm, tw, tw_log, s0, t, lo_bits, lo0, g, inv);
+            } else {
+                if (r == 3)
+                    pass_group<3, false>(sm, tw, tw_log, s0, t, lo_bits, lo0, g, inv);
+                else if (r == 2)
+                    pass_group<2, false>(sm, tw, tw_log, s0, t, lo_bits, lo0, g, inv);
+                else
+                    pass_group<1, false>(sm, tw, tw_log, s0, t, lo_bits, lo0, g, inv);
+            }
+        }
+        __syncthreads();
+    }
+    NTT_BLOCK_STORE(a, sm, base, lo_bits, lo_cnt, s0, 1u << block_log)
+}
+
 // a[i] *= c[0] * g^(bitrev(i)): the coset scaling of coefficients held in bit-reversed
 // order (after a DIF transform), so the forward DIT transform reads them as they lie.
 extern "C" __global__ void fr_scale_powers_bitrev(fr_t* a, uint32_t log_n, const fr_t* c, const fr_t* lo,

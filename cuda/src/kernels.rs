@@ -211,9 +211,9 @@ kernels! {
     FrNttShared: fr_ntt_shared(a: DevPtr, tw: DevPtr, stages: u32, tw_log: u32, inv: u32);
     /// Two DIT stages `s, s + 1` (radix 4), or one.
     FrNttStage: fr_ntt_stage2, fr_ntt_stage(a: DevPtr, tw: DevPtr, log_n: u32, s: u32, tw_log: u32, inv: u32);
-    /// `k` stages from `s0` in shared memory (DIT upwards, DIF downwards), radix 2 or two
-    /// stages per barrier (radix 4).
-    FrNttPass: fr_ntt_pass, fr_ntt_pass4(
+    /// `k` stages from `s0` in shared memory (DIT upwards, DIF downwards), radix 2, two
+    /// stages per barrier (radix 4) or three (radix 8).
+    FrNttPass: fr_ntt_pass, fr_ntt_pass4, fr_ntt_pass8(
         a: DevPtr,
         tw: DevPtr,
         s0: u32,

@@ -36,6 +36,9 @@ pub enum NttKernels {
     /// in registers). The default.
     #[default]
     Passes,
+    /// As `Passes`, three stages per barrier (`fr_ntt_pass8`: eight entries per thread in
+    /// registers, a pass's last step one or two stages when 3 does not divide its count).
+    Passes8,
 }
 
 /// h's coefficients left on the device by [`Gpu::h_quotient_resident`] (canonical bytes
@@ -140,8 +143,13 @@ impl Gpu {
         }
         for p in plan {
             let blocks = 1u32 << (log_n - p.block_log);
-            // Radix 4 needs four entries per thread; a transform of 2 takes radix 2.
-            if self.ntt_kernels == NttKernels::Passes && p.block_log >= 2 {
+            // Radix 8 needs eight entries per thread, radix 4 four; a transform of 2 takes
+            // radix 2.
+            if self.ntt_kernels == NttKernels::Passes8 && p.block_log >= 3 {
+                let dims = Dims::blocks(blocks, 1 << (p.block_log - 3));
+                k.fr_ntt_pass8.launch(dims, a, tw, p.s0, p.k, p.block_log, tw_log, inv, dif as u32)?;
+            } else if matches!(self.ntt_kernels, NttKernels::Passes | NttKernels::Passes8) && p.block_log >= 2
+            {
                 let dims = Dims::blocks(blocks, 1 << (p.block_log - 2));
                 k.fr_ntt_pass4.launch(dims, a, tw, p.s0, p.k, p.block_log, tw_log, inv, dif as u32)?;
             } else {

@@ -118,16 +118,69 @@ mod tests {
         }
     }
 
-    /// The kernels `fr_ntt_pass` (radix 2) and `fr_ntt_pass4` (radix 4), block by block and
-    /// thread by thread in the kernels' order.
-    fn pass_model(a: &mut [Scalar], tw: &[Scalar], tw_log: u32, p: Pass, inv: bool, dif: bool, radix4: bool) {
+    /// ntt.cu's `pass_group<R>`: the 2^r entries of group `g` for stages `t .. t + r`.
+    #[allow(clippy::too_many_arguments)]
+    fn group(
+        sm: &mut [Scalar],
+        tw: &[Scalar],
+        tw_log: u32,
+        s0: u32,
+        t: u32,
+        r: u32,
+        lo_bits: u32,
+        lo0: usize,
+        g: usize,
+        inv: bool,
+        dif: bool,
+    ) {
+        let (lo, q) = (g & ((1 << lo_bits) - 1), g >> lo_bits);
+        let x = q & ((1 << t) - 1);
+        let m0 = ((q >> t) << (t + r)) | x;
+        let (e0, h) = ((m0 << lo_bits) | lo, 1usize << (t + lo_bits));
+        let l = lo0 + lo;
+        let mut v: Vec<Scalar> = (0..1usize << r).map(|j| sm[e0 + j * h]).collect();
+        for step in 0..r {
+            let u = if dif { r - 1 - step } else { step };
+            let half = 1usize << u;
+            let w: Vec<Scalar> =
+                (0..half).map(|k| pass_twiddle(tw, tw_log, s0, t + u, x + (k << t), l, inv)).collect();
+            for j in (0..1usize << r).filter(|j| j & half == 0) {
+                let a = v[j];
+                if dif {
+                    let b = v[j + half];
+                    v[j] = a + b;
+                    v[j + half] = (a - b) * w[j & (half - 1)];
+                } else {
+                    let b = v[j + half] * w[j & (half - 1)];
+                    v[j] = a + b;
+                    v[j + half] = a - b;
+                }
+            }
+        }
+        for (j, x) in v.into_iter().enumerate() {
+            sm[e0 + j * h] = x;
+        }
+    }
+
+    /// The kernels `fr_ntt_pass` (radix 2, `radix_log` 1), `fr_ntt_pass4` (radix 4, 2) and
+    /// `fr_ntt_pass8` (radix 8, 3), block by block and thread by thread in the kernels' order.
+    fn pass_model(
+        a: &mut [Scalar],
+        tw: &[Scalar],
+        tw_log: u32,
+        p: Pass,
+        inv: bool,
+        dif: bool,
+        radix_log: u32,
+    ) {
         let Pass { s0, k, block_log } = p;
         let lo_bits = block_log - k;
         assert!(lo_bits <= s0, "{p:?}");
         let lo_cnt = 1usize << lo_bits;
         let groups = 1usize << (s0 - lo_bits);
         let blocks = a.len() >> block_log;
-        let radix4 = radix4 && block_log >= 2;
+        let radix4 = radix_log == 2 && block_log >= 2;
+        let radix8 = radix_log == 3 && block_log >= 3;
         let mut sm = vec![Scalar::ZERO; 1 << block_log];
         for block in 0..blocks {
             let (hi, lo0) = (block / groups, (block % groups) << lo_bits);
@@ -135,7 +188,16 @@ mod tests {
             for (e, v) in sm.iter_mut().enumerate() {
                 *v = a[base + ((e >> lo_bits) << s0) + (e & (lo_cnt - 1))];
             }
-            if !radix4 {
+            if radix8 {
+                let steps = k.div_ceil(3);
+                for i in 0..steps {
+                    let t = 3 * if dif { steps - 1 - i } else { i };
+                    let r = 3.min(k - t);
+                    for g in 0..1usize << (block_log - r) {
+                        group(&mut sm, tw, tw_log, s0, t, r, lo_bits, lo0, g, inv, dif);
+                    }
+                }
+            } else if !radix4 {
                 for step in 0..k {
                     let t = if dif { k - 1 - step } else { step };
                     for bf in 0..1usize << (block_log - 1) {
@@ -208,15 +270,15 @@ mod tests {
         inv: bool,
         dif: bool,
         plan: &[Pass],
-        radix4: bool,
+        radix_log: u32,
     ) {
         if dif {
             for p in plan.iter().rev() {
-                pass_model(a, tw, tw_log, *p, inv, true, radix4);
+                pass_model(a, tw, tw_log, *p, inv, true, radix_log);
             }
         } else {
             for p in plan {
-                pass_model(a, tw, tw_log, *p, inv, false, radix4);
+                pass_model(a, tw, tw_log, *p, inv, false, radix_log);
             }
         }
     }
@@ -257,26 +319,26 @@ mod tests {
     fn the_pass_model_equals_the_cpu_transforms() {
         let tw_log = 14;
         let tw = table(tw_log);
-        for (block_log, stages_max) in [(3, 2), (4, 3), (BLOCK_LOG, PASS_STAGES_MAX)] {
+        for (block_log, stages_max) in [(3, 2), (4, 3), (5, 4), (BLOCK_LOG, PASS_STAGES_MAX)] {
             for log_n in 1..=13u32 {
                 let n = 1usize << log_n;
                 let plan = passes(log_n, block_log, stages_max);
                 let domain = Domain::new(n).unwrap();
                 let mut scratch = vec![Scalar::ZERO; domain.twiddle_len()];
-                for radix4 in [false, true] {
-                    let what = format!("2^{log_n}, blocks 2^{block_log}, radix 4 {radix4}: {plan:?}");
+                for radix_log in [1, 2, 3] {
+                    let what = format!("2^{log_n}, blocks 2^{block_log}, radix 2^{radix_log}: {plan:?}");
                     let x = values(n, log_n as u64);
                     let mut want = x.clone();
                     domain.fft(&mut want, &mut scratch);
                     let mut got = x.clone();
                     bitrev(&mut got);
-                    transform(&mut got, &tw, tw_log, false, false, &plan, radix4);
+                    transform(&mut got, &tw, tw_log, false, false, &plan, radix_log);
                     assert!(got == want, "fft, {what}");
 
                     let mut want = x.clone();
                     domain.ifft(&mut want, &mut scratch);
                     let mut got = x.clone();
-                    transform(&mut got, &tw, tw_log, true, true, &plan, radix4);
+                    transform(&mut got, &tw, tw_log, true, true, &plan, radix_log);
                     bitrev(&mut got);
                     let n_inv = Scalar::from(n as u64).invert().unwrap();
                     got.iter_mut().for_each(|v| *v *= n_inv);
@@ -287,13 +349,13 @@ mod tests {
                     domain.ifft(&mut want, &mut scratch);
                     domain.coset_fft(&mut want, &mut scratch);
                     let mut got = x.clone();
-                    transform(&mut got, &tw, tw_log, true, true, &plan, radix4);
+                    transform(&mut got, &tw, tw_log, true, true, &plan, radix_log);
                     let g = Scalar::MULTIPLICATIVE_GENERATOR;
                     for (i, v) in got.iter_mut().enumerate() {
                         let j = if log_n == 0 { 0 } else { i.reverse_bits() >> (usize::BITS - log_n) };
                         *v *= n_inv * g.pow_vartime([j as u64]);
                     }
-                    transform(&mut got, &tw, tw_log, false, false, &plan, radix4);
+                    transform(&mut got, &tw, tw_log, false, false, &plan, radix_log);
                     assert!(got == want, "ifft + coset_fft, {what}");
                 }
             }

@@ -81,7 +81,8 @@ fn ntt_matches_cpu_domain_2e1_to_2e20() {
 }
 
 /// The NTT kernel choices, the default first.
-const MODES: [NttKernels; 3] = [NttKernels::Passes, NttKernels::PassesRadix2, NttKernels::Stages];
+const MODES: [NttKernels; 4] =
+    [NttKernels::Passes, NttKernels::Passes8, NttKernels::PassesRadix2, NttKernels::Stages];
 
 /// The CPU prover's h steps (engine/src/groth16/prover.rs, prove_start).
 fn cpu_h(a: &mut [Scalar], b: &mut [Scalar], c: &mut [Scalar]) {
