@@ -113,10 +113,11 @@ fn ones_ab<P: PartialEq>(
     Ok((t[0], t[1], agree, fast))
 }
 
-/// The MSM kernel configurations a bench alternates: the default (baseline: the signed
-/// windows, the global-memory sort one window at a time, the pieces longest first), the
-/// same sort reading each scalar once for all its windows (candidate), the wide windows
-/// (the h MSM's), and the wide windows with the one-read sort (candidate). The kernels
+/// The MSM kernel configurations a bench alternates: the signed windows with the
+/// global-memory sort one window at a time and the pieces longest first (baseline: the
+/// default before the one-read sort), the same sort reading each scalar once for all its
+/// windows (what the default now runs where `MsmPlan::sort_one_read_pays`), the wide
+/// windows (the h MSM's), and the wide windows with the one-read sort. The kernels
 /// before the pieces' order and before the global sort were measured against these in
 /// earlier sessions (BENCHMARKS.md).
 struct MsmConfig {
@@ -151,7 +152,7 @@ fn set_config(g: &mut Gpu, i: usize) {
     let c = &MSM_CONFIGS[i];
     g.set_msm_kernels(c.kernels);
     g.set_msm_piece_order(c.order);
-    g.set_msm_sort_one_read(c.one_read);
+    g.set_msm_sort_one_read(Some(c.one_read));
     g.set_msm_window_bits(c.window).expect("every configuration's width is one its kernels run");
 }
 
@@ -159,7 +160,7 @@ fn set_config(g: &mut Gpu, i: usize) {
 fn default_config(g: &mut Gpu) {
     g.set_msm_kernels(MsmKernels::default());
     g.set_msm_piece_order(true);
-    g.set_msm_sort_one_read(false);
+    g.set_msm_sort_one_read(None);
     g.set_msm_window_bits(None).expect("no fixed width is always allowed");
 }
 
@@ -395,8 +396,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("prepare_ntt(2^{max_log}): {:.1} ms", ms(t));
 
     // The NTT kernels, alternating: three rounds of every choice, medians of the rounds'
-    // medians; the first choice (the default) is the baseline. The kernels before `Passes`
-    // were measured against it in the fourth session (BENCHMARKS.md).
+    // medians; the first choice (radix 4, the default before `Auto`) is the baseline, radix
+    // 8 the candidate; `Auto` runs one of the two by size. The kernels before `Passes` were
+    // measured against it in the fourth session (BENCHMARKS.md).
     const MODES: [NttKernels; 2] = [NttKernels::Passes, NttKernels::Passes8];
     for &log in &h_logs {
         let (mut ntt, mut h) = ([vec![], vec![]], [vec![], vec![]]);

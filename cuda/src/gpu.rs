@@ -40,7 +40,7 @@ pub struct Gpu {
     pub(crate) msm_window_bits: Option<u32>,
     /// Whether the signed kernels accumulate their pieces longest first.
     pub(crate) msm_piece_order: bool,
-    pub(crate) msm_sort_one_read: bool,
+    pub(crate) msm_sort_one_read: Option<bool>,
     /// The kernels of the h MSM, whose scalars are dense ([`Gpu::set_msm_dense_kernels`]).
     pub(crate) msm_dense_kernels: MsmKernels,
     /// Device time of the last MSM or h pipeline call (GPU events).
@@ -91,7 +91,7 @@ impl Gpu {
             msm_kernels: MsmKernels::default(),
             msm_window_bits: None,
             msm_piece_order: true,
-            msm_sort_one_read: false,
+            msm_sort_one_read: None,
             msm_dense_kernels: MsmKernels::DENSE_DEFAULT,
             last_device: Cell::new(Duration::ZERO),
             msm_stage_timing: false,
@@ -136,7 +136,7 @@ impl Gpu {
         self.resident_chunking
     }
 
-    /// Chooses the NTT kernels ([`NttKernels::Passes`] by default). Results are the same
+    /// Chooses the NTT kernels ([`NttKernels::Auto`] by default). Results are the same
     /// bit for bit; the others exist so a bench can time them in the same run.
     pub fn set_ntt_kernels(&mut self, kernels: NttKernels) {
         self.ntt_kernels = kernels;
@@ -177,10 +177,11 @@ impl Gpu {
         self.msm_piece_order = on;
     }
 
-    /// Whether the global-memory sort reads each scalar once for all its windows (on)
-    /// or once per window, the grid's y being the window (off, the default). Results are
+    /// Whether the global-memory sort reads each scalar once for all its windows
+    /// (`Some(true)`) or once per window, the grid's y being the window (`Some(false)`);
+    /// `None` (the default) chooses per MSM ([`MsmPlan::sort_one_read_pays`]). Results are
     /// the same point.
-    pub fn set_msm_sort_one_read(&mut self, on: bool) {
+    pub fn set_msm_sort_one_read(&mut self, on: Option<bool>) {
         self.msm_sort_one_read = on;
     }
 

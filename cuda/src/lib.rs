@@ -55,7 +55,7 @@ pub use msm::{
     bucket_bits_max_for, msm_scratch_bytes, streamed_scratch_bytes, BaseSet, Bases, Curve, G1Bases, G2Bases,
     MsmKernels, MsmPlan, MsmStageTimes, BUCKET_BITS_MAX_DEFAULT, MSM_POINTS_MAX, SCALAR_BYTES,
 };
-pub use ntt::{h_scratch_bytes, DeviceH, NttKernels};
+pub use ntt::{h_scratch_bytes, DeviceH, NttKernels, PASSES8_FROM_LOG};
 pub use ntt_tables::{ntt_tables_bytes, omega, NTT_LOG_MAX};
 pub use pinned::{CudaRegionHook, HostRegistration};
 pub use plan::{DevicePlan, DeviceShape, BASE_SETS};

@@ -352,6 +352,18 @@ impl MsmPlan {
         MsmPlan { n, ..self }
     }
 
+    /// Whether the global-memory sort should read each scalar once for all its windows:
+    /// when every window's counters together stay small (at most
+    /// [`ONE_READ_COUNTERS_BYTES_MAX`]: the signed windows of at most 16 bits, whose
+    /// counters stay in L2 whatever the window) and the grid has at least
+    /// [`ONE_READ_TILES_MIN`] tile blocks (it has no window dimension). On the H200 the
+    /// sort of `SignedGlobal` took 15.2 against 17.1 ms at 2^24 and 122 against 137 at 2^27
+    /// so; the wide windows' (2^19 counters each) 21.6 against 18.2, and a G2 MSM of 2^14
+    /// points (4 tiles) 0.36 against 0.08 (BENCHMARKS.md, eighteenth session).
+    pub fn sort_one_read_pays(&self) -> bool {
+        self.buckets * 4 <= ONE_READ_COUNTERS_BYTES_MAX && self.n.div_ceil(self.tile) >= ONE_READ_TILES_MIN
+    }
+
     /// Whether the digits are signed.
     pub fn signed(&self) -> bool {
         self.kernels != MsmKernels::Unsigned
@@ -517,6 +529,11 @@ struct MsmPart {
 /// H200 the 2^27 h MSM took 2.04 s in one piece and 1.71 s as eight 2^24 chunks (the
 /// streamed run of BENCHMARKS.md, "A device-memory budget"): each chunk's sorted indices
 /// (1.25 GiB instead of 10) stay closer to the cache.
+/// [`MsmPlan::sort_one_read_pays`]: most bytes of bucket counters (every window's).
+pub const ONE_READ_COUNTERS_BYTES_MAX: usize = 4 << 20;
+/// [`MsmPlan::sort_one_read_pays`]: fewest tile blocks.
+pub const ONE_READ_TILES_MIN: usize = 256;
+
 const RESIDENT_CHUNK_ABOVE: usize = 1 << 25;
 const RESIDENT_CHUNK: usize = 1 << 24;
 /// Both, as [`Gpu`] keeps them.
@@ -1306,7 +1323,8 @@ impl Gpu {
         let rest = if self.msm_sparse() { s.rest.dev_ptr() } else { DevPtr::NULL };
         let (nrest, cap) = (s.nrest(), p.rest_cap as u32);
         // A block per tile and window, or (one read) per tile for every window.
-        let wins = if self.msm_sort_one_read { p.windows } else { 1 };
+        let one_read = self.msm_sort_one_read.unwrap_or_else(|| p.sort_one_read_pays());
+        let wins = if one_read { p.windows } else { 1 };
         let grid = Dims::blocks_2d((p.n.div_ceil(p.tile) as u32, p.windows / wins), p.sort_threads);
         let (tile, scalars) = (p.tile as u32, s.scalars.dev_ptr());
         let sums = s.scan_sums.expect("a global-sort plan lays out the scan's totals").dev_ptr();
@@ -1634,6 +1652,21 @@ mod tests {
                 assert_eq!(signed_digit(&s, windows, c), 0, "c {c}");
             }
         }
+    }
+
+    #[test]
+    fn the_one_read_sort_is_chosen_where_it_was_measured_to_pay() {
+        let plan = |log: u32, k| MsmPlan::with(1 << log, k, BUCKET_BITS_MAX_DEFAULT);
+        for log in [20u32, 24, 27] {
+            assert!(plan(log, MsmKernels::SignedGlobal).sort_one_read_pays(), "signed-global 2^{log}");
+        }
+        for log in [24u32, 27] {
+            assert!(
+                !plan(log, MsmKernels::Wide).sort_one_read_pays(),
+                "wide 2^{log}: 2^19+ counters a window"
+            );
+        }
+        assert!(!plan(14, MsmKernels::SignedGlobal).sort_one_read_pays(), "2^14: four tiles");
     }
 
     #[test]

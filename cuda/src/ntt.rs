@@ -33,12 +33,33 @@ pub enum NttKernels {
     /// forward transforms, so only its last step permutes.
     PassesRadix2,
     /// As `PassesRadix2`, two stages per barrier (`fr_ntt_pass4`: four entries per thread
-    /// in registers). The default.
-    #[default]
+    /// in registers).
     Passes,
     /// As `Passes`, three stages per barrier (`fr_ntt_pass8`: eight entries per thread in
     /// registers, a pass's last step one or two stages when 3 does not divide its count).
     Passes8,
+    /// `Passes8` for transforms of at least 2^[`PASSES8_FROM_LOG`], `Passes` below (on the
+    /// H200 radix 8 was 1.04x on the h transforms at 2^24 and 2^27 and 0.97x at 2^20;
+    /// BENCHMARKS.md, eighteenth session). The default.
+    #[default]
+    Auto,
+}
+
+/// The smallest transform (log2) [`NttKernels::Auto`] runs radix 8 on.
+pub const PASSES8_FROM_LOG: u32 = 24;
+
+impl NttKernels {
+    /// The pass kernel's radix (log2: 1, 2 or 3) for a transform of 2^`log_n` (`Stages`: 1,
+    /// not used by its own kernels).
+    fn radix_log(self, log_n: u32) -> u32 {
+        match self {
+            NttKernels::Stages | NttKernels::PassesRadix2 => 1,
+            NttKernels::Passes => 2,
+            NttKernels::Passes8 => 3,
+            NttKernels::Auto if log_n >= PASSES8_FROM_LOG => 3,
+            NttKernels::Auto => 2,
+        }
+    }
 }
 
 /// h's coefficients left on the device by [`Gpu::h_quotient_resident`] (canonical bytes
@@ -141,15 +162,15 @@ impl Gpu {
         if dif {
             plan.reverse();
         }
+        let radix_log = self.ntt_kernels.radix_log(log_n);
         for p in plan {
             let blocks = 1u32 << (log_n - p.block_log);
             // Radix 8 needs eight entries per thread, radix 4 four; a transform of 2 takes
             // radix 2.
-            if self.ntt_kernels == NttKernels::Passes8 && p.block_log >= 3 {
+            if radix_log == 3 && p.block_log >= 3 {
                 let dims = Dims::blocks(blocks, 1 << (p.block_log - 3));
                 k.fr_ntt_pass8.launch(dims, a, tw, p.s0, p.k, p.block_log, tw_log, inv, dif as u32)?;
-            } else if matches!(self.ntt_kernels, NttKernels::Passes | NttKernels::Passes8) && p.block_log >= 2
-            {
+            } else if radix_log >= 2 && p.block_log >= 2 {
                 let dims = Dims::blocks(blocks, 1 << (p.block_log - 2));
                 k.fr_ntt_pass4.launch(dims, a, tw, p.s0, p.k, p.block_log, tw_log, inv, dif as u32)?;
             } else {

@@ -81,8 +81,8 @@ fn ntt_matches_cpu_domain_2e1_to_2e20() {
 }
 
 /// The NTT kernel choices, the default first.
-const MODES: [NttKernels; 4] =
-    [NttKernels::Passes, NttKernels::Passes8, NttKernels::PassesRadix2, NttKernels::Stages];
+const MODES: [NttKernels; 5] =
+    [NttKernels::Auto, NttKernels::Passes, NttKernels::Passes8, NttKernels::PassesRadix2, NttKernels::Stages];
 
 /// The CPU prover's h steps (engine/src/groth16/prover.rs, prove_start).
 fn cpu_h(a: &mut [Scalar], b: &mut [Scalar], c: &mut [Scalar]) {
@@ -379,9 +379,9 @@ fn wide_windows_match_blst_at_every_fixed_width() {
         {
             assert!(g.msm_g1(&b, s).unwrap() == msm_g1(&b, s), "wide c {c}: {what}");
             // The sort reading each scalar once for all its windows.
-            g.set_msm_sort_one_read(true);
+            g.set_msm_sort_one_read(Some(true));
             assert!(g.msm_g1(&b, s).unwrap() == msm_g1(&b, s), "wide c {c}, one read: {what}");
-            g.set_msm_sort_one_read(false);
+            g.set_msm_sort_one_read(None);
         }
         // Resident, in chunks of 1000 sharing one set of buckets.
         g.set_resident_chunking(1000, 1000);
@@ -397,14 +397,14 @@ fn wide_windows_match_blst_at_every_fixed_width() {
     let b2 = bases_g2(1000, 34);
     let s2 = to_bytes(&random_scalars(1000, 35));
     assert!(g.msm_g2(&b2, &s2).unwrap() == msm_g2(&b2, &s2), "wide G2, c 19");
-    g.set_msm_sort_one_read(true);
+    g.set_msm_sort_one_read(Some(true));
     assert!(g.msm_g2(&b2, &s2).unwrap() == msm_g2(&b2, &s2), "wide G2, c 19, one read");
     g.set_msm_window_bits(None).unwrap();
     g.set_msm_kernels(MsmKernels::SignedGlobal);
     for (what, s) in [("random", &random), ("0/1 mix", &mix)] {
         assert!(g.msm_g1(&b, s).unwrap() == msm_g1(&b, s), "signed-global, one read: {what}");
     }
-    g.set_msm_sort_one_read(false);
+    g.set_msm_sort_one_read(None);
     g.set_msm_window_bits(None).unwrap();
 }
 
