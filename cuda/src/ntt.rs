@@ -39,14 +39,14 @@ pub enum NttKernels {
     /// registers, a pass's last step one or two stages when 3 does not divide its count).
     Passes8,
     /// `Passes8` for transforms of at least 2^[`PASSES8_FROM_LOG`], `Passes` below (on the
-    /// H200 radix 8 was 1.04x on the h transforms at 2^24 and 2^27 and 0.97x at 2^20;
-    /// BENCHMARKS.md, eighteenth session). The default.
+    /// H200 radix 8 was 1.03-1.05x on the h transforms from 2^22 to 2^27 and 0.97-0.99x at
+    /// 2^20 and 2^21; BENCHMARKS.md, eighteenth session). The default.
     #[default]
     Auto,
 }
 
 /// The smallest transform (log2) [`NttKernels::Auto`] runs radix 8 on.
-pub const PASSES8_FROM_LOG: u32 = 24;
+pub const PASSES8_FROM_LOG: u32 = 22;
 
 impl NttKernels {
     /// The pass kernel's radix (log2: 1, 2 or 3) for a transform of 2^`log_n` (`Stages`: 1,
