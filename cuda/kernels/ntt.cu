@@ -69,12 +69,34 @@ fr_ntt_shared(fr_t* a, const fr_t* tw, uint32_t stages, uint32_t tw_log, uint32_
 // 2^(block_log - k) consecutive lo (requires block_log - k <= s0). DIT (dif = 0) runs the
 // stages upwards with t = v * w, (u + t, u - t); DIF downwards with (u + v, (u - v) * w).
 // The twiddle of stage s for butterfly index j = x * 2^s0 + lo (x = m mod 2^t) is w_{s+1}^j.
-#define NTT_BLOCK_LOAD(a, sm, base, lo_bits, lo_cnt, s0, size)                                   \
-    for (uint32_t e = threadIdx.x; e < (size); e += blockDim.x)                                 \
-        (sm)[e] = (a)[(base) + ((size_t)(e >> (lo_bits)) << (s0)) + (e & ((lo_cnt) - 1))];
-#define NTT_BLOCK_STORE(a, sm, base, lo_bits, lo_cnt, s0, size)                                  \
-    for (uint32_t e = threadIdx.x; e < (size); e += blockDim.x)                                 \
-        (a)[(base) + ((size_t)(e >> (lo_bits)) << (s0)) + (e & ((lo_cnt) - 1))] = (sm)[e];
+// One block of a pass: entry e of its shared array is a[at(e)], for every m and
+// 2^lo_bits consecutive lo (lo_bits = block_log - k) starting at lo0.
+struct pass_block {
+    uint32_t lo_bits, s0, size;
+    size_t lo0, base;
+
+    __device__ __forceinline__ pass_block(uint32_t s0_, uint32_t k, uint32_t block_log)
+        : lo_bits(block_log - k), s0(s0_), size(1u << block_log)
+    {
+        const size_t groups = (size_t)1 << (s0 - lo_bits);
+        lo0 = (blockIdx.x % groups) << lo_bits;
+        base = ((blockIdx.x / groups) << (s0 + k)) + lo0;
+    }
+    __device__ __forceinline__ size_t at(uint32_t e) const
+    {
+        return base + ((size_t)(e >> lo_bits) << s0) + (e & ((1u << lo_bits) - 1));
+    }
+    __device__ __forceinline__ void load(const fr_t* a, fr_t* sm) const
+    {
+        for (uint32_t e = threadIdx.x; e < size; e += blockDim.x)
+            sm[e] = a[at(e)];
+    }
+    __device__ __forceinline__ void store(fr_t* a, const fr_t* sm) const
+    {
+        for (uint32_t e = threadIdx.x; e < size; e += blockDim.x)
+            a[at(e)] = sm[e];
+    }
+};
 
 // The twiddle of stage s = s0 + t for sub-transform index x and offset lo0 + lo.
 __device__ __forceinline__ fr_t pass_twiddle(const fr_t* tw, uint32_t tw_log, uint32_t s0, uint32_t t,
@@ -112,18 +134,17 @@ fr_ntt_pass(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log
 {
     __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
     fr_t* sm = reinterpret_cast<fr_t*>(raw);
-    const uint32_t lo_bits = block_log - k, lo_cnt = 1u << lo_bits;
-    const size_t groups = (size_t)1 << (s0 - lo_bits);
-    const size_t lo0 = (blockIdx.x % groups) << lo_bits;
-    const size_t base = ((blockIdx.x / groups) << (s0 + k)) + lo0;
-    NTT_BLOCK_LOAD(a, sm, base, lo_bits, lo_cnt, s0, 1u << block_log)
+    const pass_block blk(s0, k, block_log);
+    const uint32_t lo_bits = blk.lo_bits;
+    const size_t lo0 = blk.lo0;
+    blk.load(a, sm);
     __syncthreads();
     for (uint32_t step = 0; step < k; step++) {
         const uint32_t t = dif ? k - 1 - step : step;
         pass_butterfly(sm, tw, tw_log, s0, t, lo_bits, lo0, threadIdx.x, inv, dif);
         __syncthreads();
     }
-    NTT_BLOCK_STORE(a, sm, base, lo_bits, lo_cnt, s0, 1u << block_log)
+    blk.store(a, sm);
 }
 
 // Radix 4: 2^(block_log - 2) threads (block_log >= 2). Each thread takes the four entries
@@ -136,12 +157,11 @@ fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_lo
 {
     __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
     fr_t* sm = reinterpret_cast<fr_t*>(raw);
-    const uint32_t lo_bits = block_log - k, lo_cnt = 1u << lo_bits;
-    const size_t groups = (size_t)1 << (s0 - lo_bits);
-    const size_t lo0 = (blockIdx.x % groups) << lo_bits;
-    const size_t base = ((blockIdx.x / groups) << (s0 + k)) + lo0;
+    const pass_block blk(s0, k, block_log);
+    const uint32_t lo_bits = blk.lo_bits, lo_cnt = 1u << lo_bits;
+    const size_t lo0 = blk.lo0;
     const uint32_t quarter = 1u << (block_log - 2);
-    NTT_BLOCK_LOAD(a, sm, base, lo_bits, lo_cnt, s0, 1u << block_log)
+    blk.load(a, sm);
     __syncthreads();
     const uint32_t pairs = k / 2, odd = k & 1;
     // DIF: the odd stage (k - 1) first.
@@ -187,7 +207,7 @@ fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_lo
             pass_butterfly(sm, tw, tw_log, s0, k - 1, lo_bits, lo0, bf, inv, 0);
         __syncthreads();
     }
-    NTT_BLOCK_STORE(a, sm, base, lo_bits, lo_cnt, s0, 1u << block_log)
+    blk.store(a, sm);
 }
 
 // Radix 2^R for R <= 3: a group is the 2^R entries m0 + j * 2^t (j < 2^R) of stages t ..
@@ -247,11 +267,10 @@ fr_ntt_pass8(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_lo
 {
     __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
     fr_t* sm = reinterpret_cast<fr_t*>(raw);
-    const uint32_t lo_bits = block_log - k, lo_cnt = 1u << lo_bits;
-    const size_t groups = (size_t)1 << (s0 - lo_bits);
-    const size_t lo0 = (blockIdx.x % groups) << lo_bits;
-    const size_t base = ((blockIdx.x / groups) << (s0 + k)) + lo0;
-    NTT_BLOCK_LOAD(a, sm, base, lo_bits, lo_cnt, s0, 1u << block_log)
+    const pass_block blk(s0, k, block_log);
+    const uint32_t lo_bits = blk.lo_bits;
+    const size_t lo0 = blk.lo0;
+    blk.load(a, sm);
     __syncthreads();
     const uint32_t steps = (k + 2) / 3;
     for (uint32_t i = 0; i < steps; i++) {
@@ -276,7 +295,7 @@ fr_ntt_pass8(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_lo
         }
         __syncthreads();
     }
-    NTT_BLOCK_STORE(a, sm, base, lo_bits, lo_cnt, s0, 1u << block_log)
+    blk.store(a, sm);
 }
 
 // a[i] *= c[0] * g^(bitrev(i)): the coset scaling of coefficients held in bit-reversed
