@@ -63,12 +63,13 @@ fr_ntt_shared(fr_t* a, const fr_t* tw, uint32_t stages, uint32_t tw_log, uint32_
         blk[k] = sm[k];
 }
 
-// One pass of `k` radix-2 stages [s0, s0 + k) in shared memory (ntt_passes.rs has the
-// plan and a CPU model of this kernel). Element i = hi * 2^(s0+k) + m * 2^s0 + lo is entry m
+// One pass of `k` stages [s0, s0 + k) in shared memory (ntt_passes.rs has the plan and a
+// CPU model of the pass kernels). Element i = hi * 2^(s0+k) + m * 2^s0 + lo is entry m
 // of a 2^k-point sub-transform; a block of 2^block_log scalars holds every m for
 // 2^(block_log - k) consecutive lo (requires block_log - k <= s0). DIT (dif = 0) runs the
 // stages upwards with t = v * w, (u + t, u - t); DIF downwards with (u + v, (u - v) * w).
 // The twiddle of stage s for butterfly index j = x * 2^s0 + lo (x = m mod 2^t) is w_{s+1}^j.
+//
 // One block of a pass: entry e of its shared array is a[at(e)], for every m and
 // 2^lo_bits consecutive lo (lo_bits = block_log - k) starting at lo0.
 struct pass_block {
@@ -106,127 +107,22 @@ __device__ __forceinline__ fr_t pass_twiddle(const fr_t* tw, uint32_t tw_log, ui
     return twiddle(tw, tw_log, (((size_t)x << s0) + lo) << (tw_log - s - 1), inv);
 }
 
-// One radix-2 stage t of a pass on shared memory: butterfly q (of 2^(block_log - 1)).
-__device__ __forceinline__ void pass_butterfly(fr_t* sm, const fr_t* tw, uint32_t tw_log, uint32_t s0,
-                                               uint32_t t, uint32_t lo_bits, size_t lo0, uint32_t bf,
-                                               uint32_t inv, uint32_t dif)
-{
-    const uint32_t lo = bf & ((1u << lo_bits) - 1), q = bf >> lo_bits;
-    const uint32_t x = q & ((1u << t) - 1);
-    const uint32_t m0 = ((q >> t) << (t + 1)) | x;
-    const uint32_t e0 = (m0 << lo_bits) | lo, e1 = e0 + (1u << (t + lo_bits));
-    const fr_t w = pass_twiddle(tw, tw_log, s0, t, x, lo0 + lo, inv);
-    fr_t u = sm[e0], v = sm[e1];
-    if (dif) {
-        sm[e0] = u + v;
-        sm[e1] = (u - v) * w;
-    } else {
-        v = v * w;
-        sm[e0] = u + v;
-        sm[e1] = u - v;
-    }
-}
-
-// Radix 2: 2^(block_log - 1) threads, one butterfly each per stage, a barrier per stage.
-extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 1))
-fr_ntt_pass(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
-            uint32_t inv, uint32_t dif)
-{
-    __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
-    fr_t* sm = reinterpret_cast<fr_t*>(raw);
-    const pass_block blk(s0, k, block_log);
-    const uint32_t lo_bits = blk.lo_bits;
-    const size_t lo0 = blk.lo0;
-    blk.load(a, sm);
-    __syncthreads();
-    for (uint32_t step = 0; step < k; step++) {
-        const uint32_t t = dif ? k - 1 - step : step;
-        pass_butterfly(sm, tw, tw_log, s0, t, lo_bits, lo0, threadIdx.x, inv, dif);
-        __syncthreads();
-    }
-    blk.store(a, sm);
-}
-
-// Radix 4: 2^(block_log - 2) threads (block_log >= 2). Each thread takes the four entries
-// m0, m0 + 2^t, m0 + 2^(t+1), m0 + 3 * 2^t of stages t and t + 1 into registers, so one
-// barrier and one shared-memory round trip serve two stages; an odd stage left over (the
-// last one going up, the first going down) is done radix 2, two butterflies per thread.
-extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 2))
-fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
-             uint32_t inv, uint32_t dif)
-{
-    __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
-    fr_t* sm = reinterpret_cast<fr_t*>(raw);
-    const pass_block blk(s0, k, block_log);
-    const uint32_t lo_bits = blk.lo_bits, lo_cnt = 1u << lo_bits;
-    const size_t lo0 = blk.lo0;
-    const uint32_t quarter = 1u << (block_log - 2);
-    blk.load(a, sm);
-    __syncthreads();
-    const uint32_t pairs = k / 2, odd = k & 1;
-    // DIF: the odd stage (k - 1) first.
-    if (dif && odd) {
-        for (uint32_t bf = threadIdx.x; bf < 2 * quarter; bf += quarter)
-            pass_butterfly(sm, tw, tw_log, s0, k - 1, lo_bits, lo0, bf, inv, 1);
-        __syncthreads();
-    }
-    const uint32_t g = threadIdx.x;
-    const uint32_t lo = g & (lo_cnt - 1), q = g >> lo_bits;
-    for (uint32_t p = 0; p < pairs; p++) {
-        const uint32_t t = 2 * (dif ? pairs - 1 - p : p);
-        const uint32_t x = q & ((1u << t) - 1);
-        const uint32_t m0 = ((q >> t) << (t + 2)) | x;
-        const uint32_t e0 = (m0 << lo_bits) | lo, h = 1u << (t + lo_bits);
-        const size_t l = lo0 + lo;
-        // Stage t: pairs (0, 1) and (2, 3), both with index x; stage t + 1: pairs (0, 2)
-        // with index x and (1, 3) with index x + 2^t.
-        const fr_t w = pass_twiddle(tw, tw_log, s0, t, x, l, inv);
-        const fr_t w0 = pass_twiddle(tw, tw_log, s0, t + 1, x, l, inv);
-        const fr_t w1 = pass_twiddle(tw, tw_log, s0, t + 1, x + (1u << t), l, inv);
-        fr_t x0 = sm[e0], x1 = sm[e0 + h], x2 = sm[e0 + 2 * h], x3 = sm[e0 + 3 * h];
-        if (!dif) {
-            fr_t t1 = x1 * w, t3 = x3 * w;
-            fr_t y0 = x0 + t1, y1 = x0 - t1, y2 = x2 + t3, y3 = x2 - t3;
-            fr_t u2 = y2 * w0, u3 = y3 * w1;
-            sm[e0] = y0 + u2;
-            sm[e0 + 2 * h] = y0 - u2;
-            sm[e0 + h] = y1 + u3;
-            sm[e0 + 3 * h] = y1 - u3;
-        } else {
-            fr_t y0 = x0 + x2, y2 = (x0 - x2) * w0, y1 = x1 + x3, y3 = (x1 - x3) * w1;
-            sm[e0] = y0 + y1;
-            sm[e0 + h] = (y0 - y1) * w;
-            sm[e0 + 2 * h] = y2 + y3;
-            sm[e0 + 3 * h] = (y2 - y3) * w;
-        }
-        __syncthreads();
-    }
-    // DIT: the odd stage (k - 1) last.
-    if (!dif && odd) {
-        for (uint32_t bf = threadIdx.x; bf < 2 * quarter; bf += quarter)
-            pass_butterfly(sm, tw, tw_log, s0, k - 1, lo_bits, lo0, bf, inv, 0);
-        __syncthreads();
-    }
-    blk.store(a, sm);
-}
-
-// Radix 2^R for R <= 3: a group is the 2^R entries m0 + j * 2^t (j < 2^R) of stages t ..
-// t + R - 1, held in registers for all R stages (one shared-memory round trip and one
-// barrier per R stages). Stage t + u pairs j with j + 2^u (bit u of j clear) with the
-// twiddle of index x + (j mod 2^u) * 2^t; DIT runs u upwards with t = v * w, (u + t,
-// u - t); DIF downwards with (u + v, (u - v) * w). R = 2 is fr_ntt_pass4's group. R and
-// DIF are template arguments so that every register index is known after unrolling (else
-// v and w would live in local memory).
+// Radix 2^R: a group is the 2^R entries m0 + j * 2^t (j < 2^R) of stages t .. t + R - 1,
+// held in registers for all R stages (one shared-memory round trip and one barrier per R
+// stages). Stage t + u pairs j with j + 2^u (bit u of j clear) with the twiddle of index
+// x + (j mod 2^u) * 2^t; DIT runs u upwards with t = v * w, (u + t, u - t); DIF downwards
+// with (u + v, (u - v) * w). R and DIF are template arguments so that every register
+// index is known after unrolling (else v would live in local memory).
 template<int R, bool DIF>
-__device__ __forceinline__ void pass_group(fr_t* sm, const fr_t* tw, uint32_t tw_log, uint32_t s0,
-                                           uint32_t t, uint32_t lo_bits, size_t lo0, uint32_t g,
-                                           uint32_t inv)
+__device__ __forceinline__ void pass_group(fr_t* sm, const fr_t* tw, uint32_t tw_log, const pass_block& blk,
+                                           uint32_t t, uint32_t g, uint32_t inv)
 {
+    const uint32_t lo_bits = blk.lo_bits;
     const uint32_t lo = g & ((1u << lo_bits) - 1), q = g >> lo_bits;
     const uint32_t x = q & ((1u << t) - 1);
     const uint32_t m0 = ((q >> t) << (t + R)) | x;
     const uint32_t e0 = (m0 << lo_bits) | lo, h = 1u << (t + lo_bits);
-    const size_t l = lo0 + lo;
+    const size_t l = blk.lo0 + lo;
     fr_t v[1 << R];
 #pragma unroll
     for (int j = 0; j < (1 << R); j++)
@@ -237,7 +133,7 @@ __device__ __forceinline__ void pass_group(fr_t* sm, const fr_t* tw, uint32_t tw
         // Twiddle r serves the butterflies (j, j + half) with j mod 2 * half = r.
 #pragma unroll
         for (int r = 0; r < half; r++) {
-            const fr_t w = pass_twiddle(tw, tw_log, s0, t + u, x + ((uint32_t)r << t), l, inv);
+            const fr_t w = pass_twiddle(tw, tw_log, blk.s0, t + u, x + ((uint32_t)r << t), l, inv);
 #pragma unroll
             for (int j = r; j < (1 << R); j += 2 * half) {
                 const fr_t a = v[j];
@@ -258,44 +154,73 @@ __device__ __forceinline__ void pass_group(fr_t* sm, const fr_t* tw, uint32_t tw
         sm[e0 + j * h] = v[j];
 }
 
-// Radix 8: 2^(block_log - 3) threads (block_log >= 3). The pass's k stages go in steps of
-// three (the last step one or two when 3 does not divide k), DIT upwards and DIF
-// downwards, a barrier per step; each thread takes its step's groups in turn.
-extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 3))
-fr_ntt_pass8(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
-             uint32_t inv, uint32_t dif)
+// pass_group with R = r (1 <= r <= RMAX) and the direction chosen at run time.
+template<int RMAX, bool DIF>
+__device__ __forceinline__ void pass_group_of(uint32_t r, fr_t* sm, const fr_t* tw, uint32_t tw_log,
+                                              const pass_block& blk, uint32_t t, uint32_t g, uint32_t inv)
+{
+    if constexpr (RMAX >= 3) {
+        if (r == 3)
+            return pass_group<3, DIF>(sm, tw, tw_log, blk, t, g, inv);
+    }
+    if constexpr (RMAX >= 2) {
+        if (r == 2)
+            return pass_group<2, DIF>(sm, tw, tw_log, blk, t, g, inv);
+    }
+    pass_group<1, DIF>(sm, tw, tw_log, blk, t, g, inv);
+}
+
+// One pass of radix 2^RMAX on 2^(block_log - RMAX) threads (block_log >= RMAX): the k
+// stages in steps of RMAX (the last step fewer when RMAX does not divide k), DIT upwards
+// and DIF downwards (so DIF starts with the short step), a barrier per step; each thread
+// takes its step's groups in turn.
+template<int RMAX>
+__device__ __forceinline__ void pass_steps(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k,
+                                           uint32_t block_log, uint32_t tw_log, uint32_t inv, uint32_t dif)
 {
     __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
     fr_t* sm = reinterpret_cast<fr_t*>(raw);
     const pass_block blk(s0, k, block_log);
-    const uint32_t lo_bits = blk.lo_bits;
-    const size_t lo0 = blk.lo0;
     blk.load(a, sm);
     __syncthreads();
-    const uint32_t steps = (k + 2) / 3;
+    const uint32_t steps = (k + RMAX - 1) / RMAX;
     for (uint32_t i = 0; i < steps; i++) {
-        const uint32_t t = 3 * (dif ? steps - 1 - i : i), r = min(3u, k - t);
-        const uint32_t count = 1u << (block_log - r);
-        for (uint32_t g = threadIdx.x; g < count; g += blockDim.x) {
-            if (dif) {
-                if (r == 3)
-                    pass_group<3, true>(sm, tw, tw_log, s0, t, lo_bits, lo0, g, inv);
-                else if (r == 2)
-                    pass_group<2, true>(sm, tw, tw_log, s0, t, lo_bits, lo0, g, inv);
-                else
-                    pass_group<1, true>(sm, tw, tw_log, s0, t, lo_bits, lo0, g, inv);
-            } else {
-                if (r == 3)
-                    pass_group<3, false>(sm, tw, tw_log, s0, t, lo_bits, lo0, g, inv);
-                else if (r == 2)
-                    pass_group<2, false>(sm, tw, tw_log, s0, t, lo_bits, lo0, g, inv);
-                else
-                    pass_group<1, false>(sm, tw, tw_log, s0, t, lo_bits, lo0, g, inv);
-            }
+        const uint32_t t = RMAX * (dif ? steps - 1 - i : i), r = min((uint32_t)RMAX, k - t);
+        for (uint32_t g = threadIdx.x; g < (1u << (block_log - r)); g += blockDim.x) {
+            if (dif)
+                pass_group_of<RMAX, true>(r, sm, tw, tw_log, blk, t, g, inv);
+            else
+                pass_group_of<RMAX, false>(r, sm, tw, tw_log, blk, t, g, inv);
         }
         __syncthreads();
     }
     blk.store(a, sm);
+}
+
+// Radix 2: one butterfly per thread and a barrier per stage.
+extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 1))
+fr_ntt_pass(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
+            uint32_t inv, uint32_t dif)
+{
+    pass_steps<1>(a, tw, s0, k, block_log, tw_log, inv, dif);
+}
+
+// Radix 4: two stages per barrier, four entries per thread; an odd stage left over (the
+// last one going up, the first going down) takes two butterflies per thread.
+extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 2))
+fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
+             uint32_t inv, uint32_t dif)
+{
+    pass_steps<2>(a, tw, s0, k, block_log, tw_log, inv, dif);
+}
+
+// Radix 8: three stages per barrier, eight entries per thread; the last step one or two
+// stages when 3 does not divide k.
+extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 3))
+fr_ntt_pass8(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
+             uint32_t inv, uint32_t dif)
+{
+    pass_steps<3>(a, tw, s0, k, block_log, tw_log, inv, dif);
 }
 
 // a[i] *= c[0] * g^(bitrev(i)): the coset scaling of coefficients held in bit-reversed

@@ -264,6 +264,11 @@ pub struct MsmPlan {
     pub sort_threads: u32,
 }
 
+/// [`MsmPlan::sort_one_read_pays`]: most bytes of bucket counters (every window's).
+pub const ONE_READ_COUNTERS_BYTES_MAX: usize = 4 << 20;
+/// [`MsmPlan::sort_one_read_pays`]: fewest tile blocks.
+pub const ONE_READ_TILES_MIN: usize = 256;
+
 impl MsmPlan {
     /// The plan of the default kernels on a device with the default shared memory.
     pub fn new(n: usize) -> MsmPlan {
@@ -529,11 +534,6 @@ struct MsmPart {
 /// H200 the 2^27 h MSM took 2.04 s in one piece and 1.71 s as eight 2^24 chunks (the
 /// streamed run of BENCHMARKS.md, "A device-memory budget"): each chunk's sorted indices
 /// (1.25 GiB instead of 10) stay closer to the cache.
-/// [`MsmPlan::sort_one_read_pays`]: most bytes of bucket counters (every window's).
-pub const ONE_READ_COUNTERS_BYTES_MAX: usize = 4 << 20;
-/// [`MsmPlan::sort_one_read_pays`]: fewest tile blocks.
-pub const ONE_READ_TILES_MIN: usize = 256;
-
 const RESIDENT_CHUNK_ABOVE: usize = 1 << 25;
 const RESIDENT_CHUNK: usize = 1 << 24;
 /// Both, as [`Gpu`] keeps them.

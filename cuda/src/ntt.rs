@@ -165,18 +165,24 @@ impl Gpu {
         let radix_log = self.ntt_kernels.radix_log(log_n);
         for p in plan {
             let blocks = 1u32 << (log_n - p.block_log);
-            // Radix 8 needs eight entries per thread, radix 4 four; a transform of 2 takes
-            // radix 2.
-            if radix_log == 3 && p.block_log >= 3 {
-                let dims = Dims::blocks(blocks, 1 << (p.block_log - 3));
-                k.fr_ntt_pass8.launch(dims, a, tw, p.s0, p.k, p.block_log, tw_log, inv, dif as u32)?;
-            } else if radix_log >= 2 && p.block_log >= 2 {
-                let dims = Dims::blocks(blocks, 1 << (p.block_log - 2));
-                k.fr_ntt_pass4.launch(dims, a, tw, p.s0, p.k, p.block_log, tw_log, inv, dif as u32)?;
-            } else {
-                let dims = Dims::blocks(blocks, 1 << (p.block_log - 1));
-                k.fr_ntt_pass.launch(dims, a, tw, p.s0, p.k, p.block_log, tw_log, inv, dif as u32)?;
-            }
+            // Radix 2^r runs on 2^(block_log - r) threads, so at most radix 2^block_log.
+            let r = radix_log.min(p.block_log);
+            let kernel = match r {
+                3 => &k.fr_ntt_pass8,
+                2 => &k.fr_ntt_pass4,
+                _ => &k.fr_ntt_pass,
+            };
+            kernel.launch(
+                Dims::blocks(blocks, 1 << (p.block_log - r)),
+                a,
+                tw,
+                p.s0,
+                p.k,
+                p.block_log,
+                tw_log,
+                inv,
+                dif as u32,
+            )?;
         }
         Ok(())
     }

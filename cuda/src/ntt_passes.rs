@@ -87,38 +87,7 @@ mod tests {
         twiddle(tw, tw_log, ((x << s0) + lo) << (tw_log - s0 - t - 1), inv)
     }
 
-    /// ntt.cu's `pass_butterfly`: radix-2 butterfly `bf` of stage `t`.
-    #[allow(clippy::too_many_arguments)]
-    fn butterfly(
-        sm: &mut [Scalar],
-        tw: &[Scalar],
-        tw_log: u32,
-        s0: u32,
-        t: u32,
-        lo_bits: u32,
-        lo0: usize,
-        bf: usize,
-        inv: bool,
-        dif: bool,
-    ) {
-        let (lo, q) = (bf & ((1 << lo_bits) - 1), bf >> lo_bits);
-        let x = q & ((1 << t) - 1);
-        let m0 = ((q >> t) << (t + 1)) | x;
-        let e0 = (m0 << lo_bits) | lo;
-        let e1 = e0 + (1 << (t + lo_bits));
-        let w = pass_twiddle(tw, tw_log, s0, t, x, lo0 + lo, inv);
-        let (u, v) = (sm[e0], sm[e1]);
-        if dif {
-            sm[e0] = u + v;
-            sm[e1] = (u - v) * w;
-        } else {
-            let v = v * w;
-            sm[e0] = u + v;
-            sm[e1] = u - v;
-        }
-    }
-
-    /// ntt.cu's `pass_group<R>`: the 2^r entries of group `g` for stages `t .. t + r`.
+    /// ntt.cu's `pass_group<R, DIF>`: the 2^r entries of group `g` for stages `t .. t + r`.
     #[allow(clippy::too_many_arguments)]
     fn group(
         sm: &mut [Scalar],
@@ -179,8 +148,8 @@ mod tests {
         let lo_cnt = 1usize << lo_bits;
         let groups = 1usize << (s0 - lo_bits);
         let blocks = a.len() >> block_log;
-        let radix4 = radix_log == 2 && block_log >= 2;
-        let radix8 = radix_log == 3 && block_log >= 3;
+        // ntt.rs launches radix 2^r with r at most block_log.
+        let rmax = radix_log.min(block_log);
         let mut sm = vec![Scalar::ZERO; 1 << block_log];
         for block in 0..blocks {
             let (hi, lo0) = (block / groups, (block % groups) << lo_bits);
@@ -188,63 +157,13 @@ mod tests {
             for (e, v) in sm.iter_mut().enumerate() {
                 *v = a[base + ((e >> lo_bits) << s0) + (e & (lo_cnt - 1))];
             }
-            if radix8 {
-                let steps = k.div_ceil(3);
-                for i in 0..steps {
-                    let t = 3 * if dif { steps - 1 - i } else { i };
-                    let r = 3.min(k - t);
-                    for g in 0..1usize << (block_log - r) {
-                        group(&mut sm, tw, tw_log, s0, t, r, lo_bits, lo0, g, inv, dif);
-                    }
-                }
-            } else if !radix4 {
-                for step in 0..k {
-                    let t = if dif { k - 1 - step } else { step };
-                    for bf in 0..1usize << (block_log - 1) {
-                        butterfly(&mut sm, tw, tw_log, s0, t, lo_bits, lo0, bf, inv, dif);
-                    }
-                }
-            } else {
-                let quarter = 1usize << (block_log - 2);
-                let (pairs, odd) = (k / 2, k % 2 == 1);
-                if dif && odd {
-                    for bf in 0..2 * quarter {
-                        butterfly(&mut sm, tw, tw_log, s0, k - 1, lo_bits, lo0, bf, inv, true);
-                    }
-                }
-                for p in 0..pairs {
-                    let t = 2 * if dif { pairs - 1 - p } else { p };
-                    for g in 0..quarter {
-                        let (lo, q) = (g & (lo_cnt - 1), g >> lo_bits);
-                        let x = q & ((1 << t) - 1);
-                        let m0 = ((q >> t) << (t + 2)) | x;
-                        let (e0, h) = ((m0 << lo_bits) | lo, 1usize << (t + lo_bits));
-                        let l = lo0 + lo;
-                        let w = pass_twiddle(tw, tw_log, s0, t, x, l, inv);
-                        let w0 = pass_twiddle(tw, tw_log, s0, t + 1, x, l, inv);
-                        let w1 = pass_twiddle(tw, tw_log, s0, t + 1, x + (1 << t), l, inv);
-                        let (x0, x1, x2, x3) = (sm[e0], sm[e0 + h], sm[e0 + 2 * h], sm[e0 + 3 * h]);
-                        if !dif {
-                            let (t1, t3) = (x1 * w, x3 * w);
-                            let (y0, y1, y2, y3) = (x0 + t1, x0 - t1, x2 + t3, x2 - t3);
-                            let (u2, u3) = (y2 * w0, y3 * w1);
-                            sm[e0] = y0 + u2;
-                            sm[e0 + 2 * h] = y0 - u2;
-                            sm[e0 + h] = y1 + u3;
-                            sm[e0 + 3 * h] = y1 - u3;
-                        } else {
-                            let (y0, y2, y1, y3) = (x0 + x2, (x0 - x2) * w0, x1 + x3, (x1 - x3) * w1);
-                            sm[e0] = y0 + y1;
-                            sm[e0 + h] = (y0 - y1) * w;
-                            sm[e0 + 2 * h] = y2 + y3;
-                            sm[e0 + 3 * h] = (y2 - y3) * w;
-                        }
-                    }
-                }
-                if !dif && odd {
-                    for bf in 0..2 * quarter {
-                        butterfly(&mut sm, tw, tw_log, s0, k - 1, lo_bits, lo0, bf, inv, false);
-                    }
+            // ntt.cu's `pass_steps<RMAX>`.
+            let steps = k.div_ceil(rmax);
+            for i in 0..steps {
+                let t = rmax * if dif { steps - 1 - i } else { i };
+                let r = rmax.min(k - t);
+                for g in 0..1usize << (block_log - r) {
+                    group(&mut sm, tw, tw_log, s0, t, r, lo_bits, lo0, g, inv, dif);
                 }
             }
             for (e, v) in sm.iter().enumerate() {
