@@ -107,12 +107,118 @@ __device__ __forceinline__ fr_t pass_twiddle(const fr_t* tw, uint32_t tw_log, ui
     return twiddle(tw, tw_log, (((size_t)x << s0) + lo) << (tw_log - s - 1), inv);
 }
 
+// One radix-2 stage t of a pass on shared memory: butterfly q (of 2^(block_log - 1)).
+__device__ __forceinline__ void pass_butterfly(fr_t* sm, const fr_t* tw, uint32_t tw_log, uint32_t s0,
+                                               uint32_t t, uint32_t lo_bits, size_t lo0, uint32_t bf,
+                                               uint32_t inv, uint32_t dif)
+{
+    const uint32_t lo = bf & ((1u << lo_bits) - 1), q = bf >> lo_bits;
+    const uint32_t x = q & ((1u << t) - 1);
+    const uint32_t m0 = ((q >> t) << (t + 1)) | x;
+    const uint32_t e0 = (m0 << lo_bits) | lo, e1 = e0 + (1u << (t + lo_bits));
+    const fr_t w = pass_twiddle(tw, tw_log, s0, t, x, lo0 + lo, inv);
+    fr_t u = sm[e0], v = sm[e1];
+    if (dif) {
+        sm[e0] = u + v;
+        sm[e1] = (u - v) * w;
+    } else {
+        v = v * w;
+        sm[e0] = u + v;
+        sm[e1] = u - v;
+    }
+}
+
+// Radix 2: 2^(block_log - 1) threads, one butterfly each per stage, a barrier per stage.
+extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 1))
+fr_ntt_pass(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
+            uint32_t inv, uint32_t dif)
+{
+    __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
+    fr_t* sm = reinterpret_cast<fr_t*>(raw);
+    const pass_block blk(s0, k, block_log);
+    const uint32_t lo_bits = blk.lo_bits;
+    const size_t lo0 = blk.lo0;
+    blk.load(a, sm);
+    __syncthreads();
+    for (uint32_t step = 0; step < k; step++) {
+        const uint32_t t = dif ? k - 1 - step : step;
+        pass_butterfly(sm, tw, tw_log, s0, t, lo_bits, lo0, threadIdx.x, inv, dif);
+        __syncthreads();
+    }
+    blk.store(a, sm);
+}
+
+// Radix 4: 2^(block_log - 2) threads (block_log >= 2). Each thread takes the four entries
+// m0, m0 + 2^t, m0 + 2^(t+1), m0 + 3 * 2^t of stages t and t + 1 into registers, so one
+// barrier and one shared-memory round trip serve two stages; an odd stage left over (the
+// last one going up, the first going down) is done radix 2, two butterflies per thread.
+extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 2))
+fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
+             uint32_t inv, uint32_t dif)
+{
+    __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
+    fr_t* sm = reinterpret_cast<fr_t*>(raw);
+    const pass_block blk(s0, k, block_log);
+    const uint32_t lo_bits = blk.lo_bits, lo_cnt = 1u << lo_bits;
+    const size_t lo0 = blk.lo0;
+    const uint32_t quarter = 1u << (block_log - 2);
+    blk.load(a, sm);
+    __syncthreads();
+    const uint32_t pairs = k / 2, odd = k & 1;
+    // DIF: the odd stage (k - 1) first.
+    if (dif && odd) {
+        for (uint32_t bf = threadIdx.x; bf < 2 * quarter; bf += quarter)
+            pass_butterfly(sm, tw, tw_log, s0, k - 1, lo_bits, lo0, bf, inv, 1);
+        __syncthreads();
+    }
+    const uint32_t g = threadIdx.x;
+    const uint32_t lo = g & (lo_cnt - 1), q = g >> lo_bits;
+    for (uint32_t p = 0; p < pairs; p++) {
+        const uint32_t t = 2 * (dif ? pairs - 1 - p : p);
+        const uint32_t x = q & ((1u << t) - 1);
+        const uint32_t m0 = ((q >> t) << (t + 2)) | x;
+        const uint32_t e0 = (m0 << lo_bits) | lo, h = 1u << (t + lo_bits);
+        const size_t l = lo0 + lo;
+        // Stage t: pairs (0, 1) and (2, 3), both with index x; stage t + 1: pairs (0, 2)
+        // with index x and (1, 3) with index x + 2^t.
+        const fr_t w = pass_twiddle(tw, tw_log, s0, t, x, l, inv);
+        const fr_t w0 = pass_twiddle(tw, tw_log, s0, t + 1, x, l, inv);
+        const fr_t w1 = pass_twiddle(tw, tw_log, s0, t + 1, x + (1u << t), l, inv);
+        fr_t x0 = sm[e0], x1 = sm[e0 + h], x2 = sm[e0 + 2 * h], x3 = sm[e0 + 3 * h];
+        if (!dif) {
+            fr_t t1 = x1 * w, t3 = x3 * w;
+            fr_t y0 = x0 + t1, y1 = x0 - t1, y2 = x2 + t3, y3 = x2 - t3;
+            fr_t u2 = y2 * w0, u3 = y3 * w1;
+            sm[e0] = y0 + u2;
+            sm[e0 + 2 * h] = y0 - u2;
+            sm[e0 + h] = y1 + u3;
+            sm[e0 + 3 * h] = y1 - u3;
+        } else {
+            fr_t y0 = x0 + x2, y2 = (x0 - x2) * w0, y1 = x1 + x3, y3 = (x1 - x3) * w1;
+            sm[e0] = y0 + y1;
+            sm[e0 + h] = (y0 - y1) * w;
+            sm[e0 + 2 * h] = y2 + y3;
+            sm[e0 + 3 * h] = (y2 - y3) * w;
+        }
+        __syncthreads();
+    }
+    // DIT: the odd stage (k - 1) last.
+    if (!dif && odd) {
+        for (uint32_t bf = threadIdx.x; bf < 2 * quarter; bf += quarter)
+            pass_butterfly(sm, tw, tw_log, s0, k - 1, lo_bits, lo0, bf, inv, 0);
+        __syncthreads();
+    }
+    blk.store(a, sm);
+}
+
 // Radix 2^R: a group is the 2^R entries m0 + j * 2^t (j < 2^R) of stages t .. t + R - 1,
 // held in registers for all R stages (one shared-memory round trip and one barrier per R
 // stages). Stage t + u pairs j with j + 2^u (bit u of j clear) with the twiddle of index
 // x + (j mod 2^u) * 2^t; DIT runs u upwards with t = v * w, (u + t, u - t); DIF downwards
 // with (u + v, (u - v) * w). R and DIF are template arguments so that every register
-// index is known after unrolling (else v would live in local memory).
+// index is known after unrolling (else v would live in local memory). fr_ntt_pass4 writes
+// its R = 2 group out by hand: through this template it was 3-4% slower on the H200
+// (BENCHMARKS.md, eighteenth session).
 template<int R, bool DIF>
 __device__ __forceinline__ void pass_group(fr_t* sm, const fr_t* tw, uint32_t tw_log, const pass_block& blk,
                                            uint32_t t, uint32_t g, uint32_t inv)
@@ -197,25 +303,8 @@ __device__ __forceinline__ void pass_steps(fr_t* a, const fr_t* tw, uint32_t s0,
     blk.store(a, sm);
 }
 
-// Radix 2: one butterfly per thread and a barrier per stage.
-extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 1))
-fr_ntt_pass(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
-            uint32_t inv, uint32_t dif)
-{
-    pass_steps<1>(a, tw, s0, k, block_log, tw_log, inv, dif);
-}
-
-// Radix 4: two stages per barrier, four entries per thread; an odd stage left over (the
-// last one going up, the first going down) takes two butterflies per thread.
-extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 2))
-fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
-             uint32_t inv, uint32_t dif)
-{
-    pass_steps<2>(a, tw, s0, k, block_log, tw_log, inv, dif);
-}
-
-// Radix 8: three stages per barrier, eight entries per thread; the last step one or two
-// stages when 3 does not divide k.
+// Radix 8: three stages per barrier, eight entries per thread (2^(block_log - 3) threads);
+// the last step one or two stages when 3 does not divide k.
 extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 3))
 fr_ntt_pass8(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
              uint32_t inv, uint32_t dif)

@@ -132,7 +132,9 @@ mod tests {
     }
 
     /// The kernels `fr_ntt_pass` (radix 2, `radix_log` 1), `fr_ntt_pass4` (radix 4, 2) and
-    /// `fr_ntt_pass8` (radix 8, 3), block by block and thread by thread in the kernels' order.
+    /// `fr_ntt_pass8` (radix 8, 3), block by block, each step as its groups of 2^r entries
+    /// (the butterflies every kernel runs in that step; within a step they are independent,
+    /// so their order does not matter).
     fn pass_model(
         a: &mut [Scalar],
         tw: &[Scalar],
