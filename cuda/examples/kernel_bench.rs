@@ -5,6 +5,7 @@
 //!
 //!     kernel_bench [--quick] [--ntt 20,22,24] [--h 20,22,24,26,27] [--msm 20,22,24] [--g2 20,22,24]
 //!                  [--chunks 25,26,27] [--sparse 24,27] [--witness 24,27] [--h2d-mib 1024]
+//!                  [--msm-configs NAME,NAME,...]
 //!
 //! `--h`: the NTT kernels (`NttKernels`) against the kernels before them, alternating in one
 //! run: one forward NTT and the h pipeline's transforms, device only. Every kernel choice's
@@ -113,46 +114,77 @@ fn ones_ab<P: PartialEq>(
     Ok((t[0], t[1], agree, fast))
 }
 
-/// The MSM kernel configurations a bench alternates: the signed windows with the
-/// global-memory sort one window at a time and the pieces longest first (baseline: the
+/// The MSM kernel configurations a bench can alternate (`--msm-configs a,b,...` picks them
+/// by name, the first the baseline; the default is the first four): the signed windows
+/// with the global-memory sort one window at a time and the pieces longest first (the
 /// default before the one-read sort), the same sort reading each scalar once for all its
 /// windows (what the default now runs where `MsmPlan::sort_one_read_pays`), the wide
-/// windows (the h MSM's), and the wide windows with the one-read sort. The kernels
-/// before the pieces' order and before the global sort were measured against these in
-/// earlier sessions (BENCHMARKS.md).
+/// windows (the h MSM's), and the wide windows with the one-read sort; then the same
+/// with the inlined mixed addition (`Gpu::set_msm_madd`), and the wide windows fixed at
+/// 22 bits (what the cost model picks for 2^27 points in one piece; chunks of 2^24 plan
+/// for 2^24 points, 20 bits). The kernels before the pieces' order and before the global
+/// sort were measured against these in earlier sessions (BENCHMARKS.md).
 struct MsmConfig {
     name: &'static str,
     kernels: MsmKernels,
     order: bool,
     window: Option<u32>,
-    one_read: bool,
+    one_read: Option<bool>,
+    madd: bool,
 }
 
-const MSM_CONFIGS: [MsmConfig; 4] = [
-    MsmConfig {
-        name: "signed-global",
-        kernels: MsmKernels::SignedGlobal,
-        order: true,
-        window: None,
-        one_read: false,
-    },
-    MsmConfig {
-        name: "signed-global+one-read",
-        kernels: MsmKernels::SignedGlobal,
-        order: true,
-        window: None,
-        one_read: true,
-    },
-    MsmConfig { name: "wide", kernels: MsmKernels::Wide, order: true, window: None, one_read: false },
-    MsmConfig { name: "wide+one-read", kernels: MsmKernels::Wide, order: true, window: None, one_read: true },
+const fn config(
+    name: &'static str,
+    kernels: MsmKernels,
+    window: Option<u32>,
+    one_read: Option<bool>,
+    madd: bool,
+) -> MsmConfig {
+    MsmConfig { name, kernels, order: true, window, one_read, madd }
+}
+
+const MSM_CATALOG: [MsmConfig; 9] = [
+    config("signed-global", MsmKernels::SignedGlobal, None, Some(false), false),
+    config("signed-global+one-read", MsmKernels::SignedGlobal, None, Some(true), false),
+    config("wide", MsmKernels::Wide, None, Some(false), false),
+    config("wide+one-read", MsmKernels::Wide, None, Some(true), false),
+    config("default", MsmKernels::SignedGlobal, None, None, false),
+    config("default+madd", MsmKernels::SignedGlobal, None, None, true),
+    config("wide+madd", MsmKernels::Wide, None, Some(false), true),
+    config("wide-c22", MsmKernels::Wide, Some(22), Some(false), false),
+    config("wide-c22+madd", MsmKernels::Wide, Some(22), Some(false), true),
 ];
 
-/// Sets configuration `i` of [`MSM_CONFIGS`].
+/// The configurations `--msm-configs` picked (set once in `main`).
+static CONFIGS: std::sync::OnceLock<Vec<&'static MsmConfig>> = std::sync::OnceLock::new();
+
+fn configs() -> &'static [&'static MsmConfig] {
+    CONFIGS.get().expect("main picks the configurations first")
+}
+
+/// The configurations named in `--msm-configs` (default: the first four of the catalog).
+fn pick_configs(args: &[String]) -> Vec<&'static MsmConfig> {
+    match args.iter().position(|a| a == "--msm-configs") {
+        Some(i) => args[i + 1]
+            .split(',')
+            .map(|name| {
+                MSM_CATALOG.iter().find(|c| c.name == name).unwrap_or_else(|| {
+                    let names: Vec<_> = MSM_CATALOG.iter().map(|c| c.name).collect();
+                    panic!("--msm-configs: no configuration {name:?} (there are {})", names.join(", "))
+                })
+            })
+            .collect(),
+        None => MSM_CATALOG[..4].iter().collect(),
+    }
+}
+
+/// Sets configuration `i` of [`configs`].
 fn set_config(g: &mut Gpu, i: usize) {
-    let c = &MSM_CONFIGS[i];
+    let c = configs()[i];
     g.set_msm_kernels(c.kernels);
     g.set_msm_piece_order(c.order);
-    g.set_msm_sort_one_read(Some(c.one_read));
+    g.set_msm_sort_one_read(c.one_read);
+    g.set_msm_madd(c.madd);
     g.set_msm_window_bits(c.window).expect("every configuration's width is one its kernels run");
 }
 
@@ -161,6 +193,7 @@ fn default_config(g: &mut Gpu) {
     g.set_msm_kernels(MsmKernels::default());
     g.set_msm_piece_order(true);
     g.set_msm_sort_one_read(None);
+    g.set_msm_madd(false);
     g.set_msm_window_bits(None).expect("no fixed width is always allowed");
 }
 
@@ -172,10 +205,10 @@ fn kernels_ab<P: PartialEq>(
     reps: usize,
     mut msm: impl FnMut(&mut Gpu) -> Result<P, arenaprove_cuda::CudaError>,
 ) -> Result<(Vec<f64>, bool, P), arenaprove_cuda::CudaError> {
-    let (t, agree, first) = alternate(g, reps, MSM_CONFIGS.len(), set_config, &mut msm)?;
+    let (t, agree, first) = alternate(g, reps, configs().len(), set_config, &mut msm)?;
     // One more call of each configuration with the stage split on (not among the timed calls).
     g.set_msm_stage_timing(true);
-    for (i, MsmConfig { name, .. }) in MSM_CONFIGS.iter().enumerate() {
+    for (i, MsmConfig { name, .. }) in configs().iter().copied().enumerate() {
         set_config(g, i);
         msm(g)?;
         print_stages(name, g.last_msm_stages());
@@ -187,8 +220,9 @@ fn kernels_ab<P: PartialEq>(
 
 /// "signed x ms (baseline) | signed+order y ms (ratio) | ...".
 fn configs_line(t: Vec<f64>) -> String {
-    let parts: Vec<String> = MSM_CONFIGS
+    let parts: Vec<String> = configs()
         .iter()
+        .copied()
         .zip(&t)
         .enumerate()
         .map(|(i, (MsmConfig { name, .. }, ms))| {
@@ -284,7 +318,7 @@ fn shared_ab(
 
 /// A proof's witness MSMs (`--witness`), three in G1 over the resident bases' prefixes as
 /// L (all aux), A (3 of 4 aux picked) and B_G1 (1 in 2), the aux staged once for the three
-/// as a proof does, under each MSM kernel configuration ([`MSM_CONFIGS`]), alternating, the
+/// as a proof does, under each MSM kernel configuration ([`configs`]), alternating, the
 /// aux in registered memory (as the engine's slabs) and 99% 0/1. G2's B is left out (its
 /// 2^27 bases alone would be 24 GiB). The fourteenth session's run of this bench compared
 /// the aux staged once against once per MSM (BENCHMARKS.md).
@@ -327,7 +361,7 @@ fn witness_ab(
         }
         Ok(out)
     };
-    let (t, agree, _) = alternate(g, 3, MSM_CONFIGS.len(), set_config, run)?;
+    let (t, agree, _) = alternate(g, 3, configs().len(), set_config, run)?;
     default_config(g);
     println!(
         "witness MSMs 2^{log} (L, A, B_G1; aux 99% 0/1, registered, staged once): {} | medians of 3 alternating | agree {agree}",
@@ -366,6 +400,7 @@ fn ms(t: Instant) -> f64 {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
+    CONFIGS.set(pick_configs(&args)).ok().expect("configurations picked once");
     let ntt_logs = list(&args, "--ntt", if quick { &[16, 18] } else { &[20, 22, 24] });
     let h_logs = list(&args, "--h", if quick { &[16, 18] } else { &[20, 22, 24, 26, 27] });
     let msm_logs = list(&args, "--msm", if quick { &[16] } else { &[20, 22, 24] });
@@ -547,21 +582,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             // Resident chunk sizes for this MSM (the default chunks first), the scalars in
             // registered memory, alternating, medians of 3 after one warm-up each.
             let default_log = default_chunking.1.trailing_zeros();
-            let configs: Vec<u32> = std::iter::once(default_log)
+            let sizes: Vec<u32> = std::iter::once(default_log)
                 .chain(chunk_logs.iter().copied().filter(|&c| c != default_log))
                 .collect();
             let chunking = |g: &mut Gpu, i: usize| {
-                let c: u32 = configs[i];
+                let c: u32 = sizes[i];
                 g.set_resident_chunking(if c >= log { n } else { 1 << c }, 1 << c);
             };
-            for (ci, MsmConfig { name: kname, .. }) in MSM_CONFIGS.iter().enumerate() {
+            for (ci, MsmConfig { name: kname, .. }) in configs().iter().copied().enumerate() {
                 set_config(&mut g, ci);
                 let (times, agree, out) =
-                    alternate(&mut g, 3, configs.len(), chunking, |g| g.msm_g1_resident(&resident, &s))?;
+                    alternate(&mut g, 3, sizes.len(), chunking, |g| g.msm_g1_resident(&resident, &s))?;
                 let agree = agree && out == r;
                 g.set_resident_chunking(default_chunking.0, default_chunking.1);
                 let line: Vec<String> =
-                    configs.iter().zip(&times).map(|(c, t)| format!("chunks of 2^{c}: {t:.1} ms")).collect();
+                    sizes.iter().zip(&times).map(|(c, t)| format!("chunks of 2^{c}: {t:.1} ms")).collect();
                 println!("msm_g1 2^{log} resident chunk sizes, {kname} kernels (registered scalars, medians of 3 alternating, baseline first): {} | equal {agree}", line.join(" | "));
             }
             default_config(&mut g);

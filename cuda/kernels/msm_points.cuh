@@ -145,6 +145,120 @@ __device__ __forceinline__ void accumulate(const typename affine::mem_t* bases, 
     partial[p] = acc;
 }
 
+// A piece's sum as the madd kernels keep it: xyzz (x = X/ZZ, y = Y/ZZZ; ZZ = 0 is infinity),
+// fields in xyzz_t::mem_t's order, with its mixed addition written out (EFD add-madd-2008-s:
+// 8M + 2S) so that it inlines into the loop. sppark's xyzz_t::add carries its doubling in
+// the same body; for G2 (Fp2) nvcc keeps that body out of line, a call per point with the
+// sum passed through local memory (608 bytes of stack). Here the doubling and the P = -Q
+// case, which random points almost never meet, are a call of their own, off the loop.
+template<class field>
+struct madd_acc {
+    field X, Y, ZZZ, ZZ;
+
+    __device__ __forceinline__ void inf()
+    {
+        ZZZ.zero();
+        ZZ.zero();
+    }
+};
+
+// 2 * (x, y) (EFD mdbl-2008-s-1: the affine point doubled) for `dbl`, else infinity (the
+// point was added to its own negation). By value: the sum's address never escapes the loop.
+template<class field>
+__device__ __noinline__ madd_acc<field> madd_rare(const field x, const field y, bool dbl)
+{
+    madd_acc<field> r;
+    if (!dbl) {
+        r.inf();
+        return r;
+    }
+    field U = y + y;   // U = 2y
+    field V = U ^ 2;   // V = U^2
+    field W = U * V;   // W = U V
+    field S = x * V;   // S = x V
+    field M = x ^ 2;
+    M = M + M + M;     // M = 3 x^2 (a = 0)
+    r.X = M ^ 2;
+    r.X -= S;
+    r.X -= S;          // X3 = M^2 - 2 S
+    S -= r.X;
+    S *= M;
+    r.Y = W * y;
+    r.Y = S - r.Y;     // Y3 = M (S - X3) - W y
+    r.ZZ = V;
+    r.ZZZ = W;
+    return r;
+}
+
+// acc += (x, y), y already negated for a negative digit; (0, 0) is infinity.
+template<class field>
+__device__ __forceinline__ void madd(madd_acc<field>& acc, const field& x, const field& y)
+{
+    if (x.is_zero(y))
+        return;
+    if (acc.ZZ.is_zero()) {
+        acc.X = x;
+        acc.Y = y;
+        acc.ZZ = field::one();
+        acc.ZZZ = acc.ZZ;
+        return;
+    }
+    field R = y * acc.ZZZ;  // S2 = y ZZZ1
+    R -= acc.Y;             // R = S2 - Y1
+    field P = x * acc.ZZ;   // U2 = x ZZ1
+    P -= acc.X;             // P = U2 - X1
+    if (P.is_zero()) {
+        acc = madd_rare<field>(x, y, R.is_zero());
+        return;
+    }
+    field PP = P ^ 2;       // PP = P^2
+    P *= PP;                // PPP = P PP
+    acc.ZZ *= PP;           // ZZ3 = ZZ1 PP
+    acc.ZZZ *= P;           // ZZZ3 = ZZZ1 PPP
+    PP *= acc.X;            // Q = X1 PP
+    acc.X = R ^ 2;
+    acc.X -= P;
+    acc.X -= PP;
+    acc.X -= PP;            // X3 = R^2 - PPP - 2 Q
+    PP -= acc.X;
+    PP *= R;                // R (Q - X3)
+    acc.Y *= P;             // Y1 PPP
+    acc.Y = PP - acc.Y;     // Y3 = R (Q - X3) - Y1 PPP
+}
+
+// `accumulate` (signed) through `madd`: the same piece sums, bit for bit in the group (the
+// coordinates may differ by the xyzz scaling, which every later kernel accepts).
+template<class xyzz, class affine, class field>
+__device__ __forceinline__ void accumulate_madd(const typename affine::mem_t* bases, const uint32_t* idx,
+                                                const uint2* pieces, const uint32_t* npieces,
+                                                const uint32_t* perm, typename xyzz::mem_t* partial)
+{
+    static_assert(sizeof(typename affine::mem_t) == 2 * sizeof(field), "affine is (x, y)");
+    static_assert(sizeof(typename xyzz::mem_t) == 4 * sizeof(field), "xyzz is (X, Y, ZZZ, ZZ)");
+    const size_t k = global_tid();
+    if (k >= *npieces)
+        return;
+    const size_t p = perm != nullptr ? perm[k] : k;
+    const uint2 pc = pieces[p];
+    const field* pts = reinterpret_cast<const field*>(bases);
+    madd_acc<field> acc;
+    acc.inf();
+#pragma unroll 1
+    for (uint32_t j = pc.x; j < pc.x + pc.y; j++) {
+        const uint32_t e = idx[j];
+        const size_t at = 2 * (size_t)(e & 0x7fffffffu);
+        const field x = pts[at];
+        field y = pts[at + 1];
+        y.cneg((e >> 31) != 0);
+        madd(acc, x, y);
+    }
+    field* out = reinterpret_cast<field*>(partial + p);
+    out[0] = acc.X;
+    out[1] = acc.Y;
+    out[2] = acc.ZZZ;
+    out[3] = acc.ZZ;
+}
+
 // One thread per bucket: the sum of its pieces, written to out[b] or (add: a chunked
 // MSM's later chunk) added to what out[b] holds.
 template<class xyzz>
@@ -257,6 +371,10 @@ __device__ __forceinline__ void window_sums(const typename xyzz::mem_t* seg_out,
         const AFFINE::mem_t* bases, const uint32_t* idx, const uint2* pieces,                   \
         const uint32_t* npieces, const uint32_t* perm, XYZZ::mem_t* partial)                    \
     {   accumulate<XYZZ, AFFINE, true>(bases, idx, pieces, npieces, perm, partial);   }         \
+    extern "C" __global__ void __launch_bounds__(ACC_THREADS) msm_accumulate_madd_##SUFFIX(    \
+        const AFFINE::mem_t* bases, const uint32_t* idx, const uint2* pieces,                   \
+        const uint32_t* npieces, const uint32_t* perm, XYZZ::mem_t* partial)                    \
+    {   accumulate_madd<XYZZ, AFFINE, FIELD>(bases, idx, pieces, npieces, perm, partial);   }   \
     extern "C" __global__ void msm_buckets_##SUFFIX(const XYZZ::mem_t* partial,                \
         const uint32_t* poffsets, uint32_t m, uint32_t add, XYZZ::mem_t* out)                  \
     {   buckets<XYZZ>(partial, poffsets, m, add, out);   }                                      \

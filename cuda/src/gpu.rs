@@ -41,6 +41,9 @@ pub struct Gpu {
     /// Whether the signed kernels accumulate their pieces longest first.
     pub(crate) msm_piece_order: bool,
     pub(crate) msm_sort_one_read: Option<bool>,
+    /// Whether the signed kernels sum their pieces through the inlined mixed addition
+    /// ([`Gpu::set_msm_madd`]).
+    pub(crate) msm_madd: bool,
     /// The kernels of the h MSM, whose scalars are dense ([`Gpu::set_msm_dense_kernels`]).
     pub(crate) msm_dense_kernels: MsmKernels,
     /// Device time of the last MSM or h pipeline call (GPU events).
@@ -92,6 +95,7 @@ impl Gpu {
             msm_window_bits: None,
             msm_piece_order: true,
             msm_sort_one_read: None,
+            msm_madd: false,
             msm_dense_kernels: MsmKernels::DENSE_DEFAULT,
             last_device: Cell::new(Duration::ZERO),
             msm_stage_timing: false,
@@ -183,6 +187,16 @@ impl Gpu {
     /// the same point.
     pub fn set_msm_sort_one_read(&mut self, on: Option<bool>) {
         self.msm_sort_one_read = on;
+    }
+
+    /// Which accumulation the signed kernels run: on, `msm_accumulate_madd_*`, whose mixed
+    /// addition is written out in the kernel (`kernels/msm_points.cuh`, `madd`) so that it
+    /// inlines, with the doubling that random points almost never meet as a call of its own;
+    /// off, `msm_accumulate_signed_*` through sppark's `xyzz_t::add`, which nvcc keeps out of
+    /// line for G2 (a call per point, the sum through local memory). Results are the same
+    /// point.
+    pub fn set_msm_madd(&mut self, on: bool) {
+        self.msm_madd = on;
     }
 
     /// Fixes the window width of the signed MSM kernels at `c` bits (`None`, the default:

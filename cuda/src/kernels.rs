@@ -412,7 +412,8 @@ kernels! {
     /// 0/1 fast path: one fan-in round over the partial sums.
     MsmReduce: msm_reduce_g1, msm_reduce_g2(src: DevPtr, n: u32, fan: u32, out: DevPtr);
     /// One thread per piece: the sum of its points (signed: bit 31 of an index negates).
-    MsmAccumulate: msm_accumulate_g1, msm_accumulate_g2, msm_accumulate_signed_g1, msm_accumulate_signed_g2(
+    MsmAccumulate: msm_accumulate_g1, msm_accumulate_g2, msm_accumulate_signed_g1, msm_accumulate_signed_g2,
+        msm_accumulate_madd_g1, msm_accumulate_madd_g2(
         bases: DevPtr,
         idx: DevPtr,
         pieces: DevPtr,

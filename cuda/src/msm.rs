@@ -765,6 +765,8 @@ pub(crate) struct PointKernels<'k> {
     reduce: &'k MsmReduce,
     accumulate: &'k MsmAccumulate,
     accumulate_signed: &'k MsmAccumulate,
+    /// The signed kernels' accumulation with the mixed addition inlined ([`Gpu::set_msm_madd`]).
+    accumulate_madd: &'k MsmAccumulate,
     /// The block size `accumulate_signed` is bounded for.
     signed_acc_threads: u32,
     buckets: &'k MsmBuckets,
@@ -783,6 +785,7 @@ impl Gpu {
                 reduce: &k.msm_reduce_g1,
                 accumulate: &k.msm_accumulate_g1,
                 accumulate_signed: &k.msm_accumulate_signed_g1,
+                accumulate_madd: &k.msm_accumulate_madd_g1,
                 signed_acc_threads: SIGNED_ACC_THREADS.0,
                 buckets: &k.msm_buckets_g1,
                 segments: &k.msm_window_segments_g1,
@@ -795,6 +798,7 @@ impl Gpu {
                 reduce: &k.msm_reduce_g2,
                 accumulate: &k.msm_accumulate_g2,
                 accumulate_signed: &k.msm_accumulate_signed_g2,
+                accumulate_madd: &k.msm_accumulate_madd_g2,
                 signed_acc_threads: SIGNED_ACC_THREADS.1,
                 buckets: &k.msm_buckets_g2,
                 segments: &k.msm_window_segments_g2,
@@ -1389,8 +1393,11 @@ impl Gpu {
     ) -> Result<()> {
         // The scan's total piece count, after the `m` per-bucket piece offsets.
         let npieces = s.poffsets.at(4 * p.buckets);
-        let (accumulate, threads) =
-            if p.signed() { (pk.accumulate_signed, pk.signed_acc_threads) } else { (pk.accumulate, THREADS) };
+        let (accumulate, threads) = match (p.signed(), self.msm_madd) {
+            (true, true) => (pk.accumulate_madd, pk.signed_acc_threads),
+            (true, false) => (pk.accumulate_signed, pk.signed_acc_threads),
+            (false, _) => (pk.accumulate, THREADS),
+        };
         let perm = match (&s.order, self.msm_piece_order) {
             (Some(o), true) => self.msm_order_pieces(o, s.pieces.dev_ptr(), npieces)?,
             _ => DevPtr::NULL,

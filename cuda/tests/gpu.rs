@@ -148,34 +148,47 @@ fn bad_lengths_are_typed_errors() {
 const MSM_KERNELS: [MsmKernels; 4] =
     [MsmKernels::SignedGlobal, MsmKernels::Signed, MsmKernels::Unsigned, MsmKernels::Wide];
 
+/// Every kernel choice: each of [`MSM_KERNELS`], and the signed ones also with the inlined
+/// mixed addition ([`Gpu::set_msm_madd`]).
+fn kernel_choices() -> impl Iterator<Item = (MsmKernels, bool)> {
+    MSM_KERNELS
+        .into_iter()
+        .flat_map(|k| [(k, false), (k, true)])
+        .filter(|&(k, madd)| !madd || k != MsmKernels::Unsigned)
+}
+
 /// The GPU's MSM under every kernel choice against blst's (leaves the default set).
 fn check_msm(g: &mut Gpu, bases: &[blst_p1_affine], scalars: &[[u8; 32]], what: &str) {
     let cpu = msm_g1(bases, scalars);
-    for k in MSM_KERNELS {
+    for (k, madd) in kernel_choices() {
         g.set_msm_kernels(k);
+        g.set_msm_madd(madd);
         let dev = g.msm_g1(bases, scalars).unwrap();
         assert!(
             dev == cpu,
-            "{what}: GPU MSM ({k:?}, plan {:?}) differs from blst",
+            "{what}: GPU MSM ({k:?}, madd {madd}, plan {:?}) differs from blst",
             g.msm_plan(scalars.len())
         );
     }
     g.set_msm_kernels(MsmKernels::default());
+    g.set_msm_madd(false);
 }
 
 /// [`check_msm`] in G2.
 fn check_msm_g2(g: &mut Gpu, bases: &[blst_p2_affine], scalars: &[[u8; 32]], what: &str) {
     let cpu = msm_g2(bases, scalars);
-    for k in MSM_KERNELS {
+    for (k, madd) in kernel_choices() {
         g.set_msm_kernels(k);
+        g.set_msm_madd(madd);
         let dev = g.msm_g2(bases, scalars).unwrap();
         assert!(
             dev == cpu,
-            "{what}: GPU G2 MSM ({k:?}, plan {:?}) differs from blst",
+            "{what}: GPU G2 MSM ({k:?}, madd {madd}, plan {:?}) differs from blst",
             g.msm_plan(scalars.len())
         );
     }
     g.set_msm_kernels(MsmKernels::default());
+    g.set_msm_madd(false);
 }
 
 #[test]
@@ -259,12 +272,22 @@ fn msm_g1_edge_cases_match_blst() {
     }
     // x and -x: cancellation to infinity, under every kernel choice.
     let one = [Scalar::ONE.to_bytes_le(), minus_one];
-    for k in MSM_KERNELS {
+    for (k, madd) in kernel_choices() {
         g.set_msm_kernels(k);
+        g.set_msm_madd(madd);
         assert!(bool::from(g.msm_g1(&[b[1], b[1]], &one).unwrap().is_identity()));
         assert!(bool::from(g.msm_g1(&[], &[]).unwrap().is_identity()));
+        // The same base twice with one scalar (not 0 or 1, so not the ones' fast path): a
+        // bucket's doubling; and with x and -x (a bucket's point and its negation).
+        let five = Scalar::from(5u64);
+        let two = [five.to_bytes_le(), five.to_bytes_le()];
+        let opposite = [five.to_bytes_le(), (-five).to_bytes_le()];
+        assert!(bool::from(g.msm_g1(&[b[1], b[1]], &opposite).unwrap().is_identity()));
+        let doubled = g.msm_g1(&[b[1], b[1]], &two).unwrap();
+        assert!(doubled == msm_g1(&[b[1], b[1]], &two), "{k:?}, madd {madd}: a doubling in a bucket");
     }
     g.set_msm_kernels(MsmKernels::default());
+    g.set_msm_madd(false);
 }
 
 /// `n` scalars, zeros and ones but for `k` others spread through them (random, and every
