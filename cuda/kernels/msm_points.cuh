@@ -4,22 +4,249 @@
 #pragma once
 #include "common.cuh"
 
+// The point arithmetic, two ways (each kernel below is a template over one):
+//
+// - `sppark_ops`: sppark's xyzz_t, whose additions carry their doubling and infinity cases
+//   in one body. For G2 (Fp2) nvcc keeps that body out of line: a call per addition, the
+//   sum passed through local memory (608 bytes of stack in the accumulation, 2,528 in the
+//   running sums). The kernels before this file's `inline_ops`, kept as the benches'
+//   baseline (`Gpu::set_msm_madd(false)`).
+// - `inline_ops`: the same coordinates (xyzz, fields in xyzz_t::mem_t's order) with the
+//   additions written out from the EFD formulas (add-madd-2008-s, add-2008-s,
+//   dbl-2008-s-1, mdbl-2008-s-1), so that the common case inlines into the loop; the cases
+//   random points almost never meet (a point added to itself or to its negation) are a
+//   call of their own, by value, off the loop.
+//
+// Both give the same points (the xyzz coordinates of a sum may differ by a scaling, which
+// every later step accepts); the GPU tests run every kernel both ways against blst.
+
+template<class XYZZ, class AFFINE>
+struct sppark_ops {
+    using acc_t = XYZZ;
+    using bucket_t = typename XYZZ::mem_t;
+    using base_t = typename AFFINE::mem_t;
+
+    static __device__ __forceinline__ acc_t inf()
+    {
+        acc_t a;
+        a.inf();
+        return a;
+    }
+    static __device__ __forceinline__ void add_base(acc_t& acc, const base_t* bases, size_t i, bool neg)
+    {
+        AFFINE pt = bases[i];
+        acc.add(pt, neg);
+    }
+    static __device__ __forceinline__ void add(acc_t& acc, const acc_t& b)
+    {
+        acc.add(b);
+    }
+    static __device__ __forceinline__ void dbl(acc_t& acc)
+    {
+        acc_t d = acc;
+        acc.add(d);
+    }
+    static __device__ __forceinline__ acc_t load(const bucket_t& m)
+    {
+        acc_t a = m;
+        return a;
+    }
+    static __device__ __forceinline__ void store(bucket_t& m, const acc_t& a)
+    {
+        m = a;
+    }
+};
+
+// An xyzz point as `inline_ops` keeps it: x = X/ZZ, y = Y/ZZZ, ZZ = 0 infinity.
+template<class field>
+struct xyzz_fields {
+    field X, Y, ZZZ, ZZ;
+
+    __device__ __forceinline__ void inf()
+    {
+        ZZZ.zero();
+        ZZ.zero();
+    }
+    __device__ __forceinline__ bool is_inf() const
+    {
+        return ZZ.is_zero();
+    }
+};
+
+// 2 p (EFD dbl-2008-s-1, a = 0); infinity stays infinity (ZZ3 = V ZZ1 = 0).
+template<class field>
+__device__ __forceinline__ void xyzz_dbl(xyzz_fields<field>& p)
+{
+    field U = p.Y + p.Y;  // U = 2 Y1
+    field V = U ^ 2;      // V = U^2
+    field W = U * V;      // W = U V
+    field S = p.X * V;    // S = X1 V
+    field M = p.X ^ 2;
+    M = M + M + M;        // M = 3 X1^2
+    p.X = M ^ 2;
+    p.X -= S;
+    p.X -= S;             // X3 = M^2 - 2 S
+    S -= p.X;
+    S *= M;
+    U = W * p.Y;          // W Y1
+    p.Y = S - U;          // Y3 = M (S - X3) - W Y1
+    p.ZZ *= V;            // ZZ3 = V ZZ1
+    p.ZZZ *= W;           // ZZZ3 = W ZZZ1
+}
+
+// The rare case of an addition: p plus itself (`same`) or plus its negation.
+template<class field>
+__device__ __noinline__ xyzz_fields<field> xyzz_rare(xyzz_fields<field> p, bool same)
+{
+    if (same)
+        xyzz_dbl(p);
+    else
+        p.inf();
+    return p;
+}
+
+template<class field>
+__device__ __forceinline__ xyzz_fields<field> affine_as_xyzz(const field& x, const field& y)
+{
+    xyzz_fields<field> p;
+    p.X = x;
+    p.Y = y;
+    p.ZZ = field::one();
+    p.ZZZ = p.ZZ;
+    return p;
+}
+
+// The rare case of a mixed addition: (x, y) plus itself (`same`) or plus its negation. Takes
+// the affine point, not the sum, so that less goes through the call.
+template<class field>
+__device__ __noinline__ xyzz_fields<field> affine_rare(const field x, const field y, bool same)
+{
+    xyzz_fields<field> p = affine_as_xyzz(x, y);
+    if (same)
+        xyzz_dbl(p);
+    else
+        p.inf();
+    return p;
+}
+
+template<class field>
+struct inline_ops {
+    using acc_t = xyzz_fields<field>;
+    // Buckets and bases in the layouts of sppark's xyzz_t::mem_t and Affine_t::mem_t (the
+    // same bytes: blst's Montgomery fields in order).
+    struct bucket_t { field X, Y, ZZZ, ZZ; };
+    struct base_t { field x, y; };
+
+    static __device__ __forceinline__ acc_t inf()
+    {
+        acc_t a;
+        a.inf();
+        return a;
+    }
+    // acc += +-(x, y); (0, 0) is infinity (EFD add-madd-2008-s: 8M + 2S).
+    static __device__ __forceinline__ void add_base(acc_t& acc, const base_t* bases, size_t i, bool neg)
+    {
+        const field x = bases[i].x;
+        field y = bases[i].y;
+        if (x.is_zero(y))
+            return;
+        y.cneg(neg);
+        if (acc.is_inf()) {
+            acc = affine_as_xyzz(x, y);
+            return;
+        }
+        field R = y * acc.ZZZ;  // S2 = y ZZZ1
+        R -= acc.Y;             // R = S2 - Y1
+        field P = x * acc.ZZ;   // U2 = x ZZ1
+        P -= acc.X;             // P = U2 - X1
+        if (P.is_zero()) {
+            acc = affine_rare(x, y, R.is_zero());
+            return;
+        }
+        field PP = P ^ 2;       // PP = P^2
+        P *= PP;                // PPP = P PP
+        acc.ZZ *= PP;           // ZZ3 = ZZ1 PP
+        acc.ZZZ *= P;           // ZZZ3 = ZZZ1 PPP
+        PP *= acc.X;            // Q = X1 PP
+        acc.X = R ^ 2;
+        acc.X -= P;
+        acc.X -= PP;
+        acc.X -= PP;            // X3 = R^2 - PPP - 2 Q
+        PP -= acc.X;
+        PP *= R;                // R (Q - X3)
+        acc.Y *= P;             // Y1 PPP
+        acc.Y = PP - acc.Y;     // Y3 = R (Q - X3) - Y1 PPP
+    }
+    // acc += b (EFD add-2008-s: 12M + 2S).
+    static __device__ __forceinline__ void add(acc_t& acc, const acc_t& b)
+    {
+        if (b.is_inf())
+            return;
+        if (acc.is_inf()) {
+            acc = b;
+            return;
+        }
+        field U1 = acc.X * b.ZZ;    // U1 = X1 ZZ2
+        field S1 = acc.Y * b.ZZZ;   // S1 = Y1 ZZZ2
+        field P = b.X * acc.ZZ;     // U2 = X2 ZZ1
+        P -= U1;                    // P = U2 - U1
+        field R = b.Y * acc.ZZZ;    // S2 = Y2 ZZZ1
+        R -= S1;                    // R = S2 - S1
+        if (P.is_zero()) {
+            acc = xyzz_rare(acc, R.is_zero());
+            return;
+        }
+        field PP = P ^ 2;           // PP = P^2
+        P *= PP;                    // PPP = P PP
+        acc.ZZ *= PP;
+        acc.ZZ *= b.ZZ;             // ZZ3 = ZZ1 ZZ2 PP
+        acc.ZZZ *= P;
+        acc.ZZZ *= b.ZZZ;           // ZZZ3 = ZZZ1 ZZZ2 PPP
+        U1 *= PP;                   // Q = U1 PP
+        acc.X = R ^ 2;
+        acc.X -= P;
+        acc.X -= U1;
+        acc.X -= U1;                // X3 = R^2 - PPP - 2 Q
+        U1 -= acc.X;
+        U1 *= R;                    // R (Q - X3)
+        S1 *= P;                    // S1 PPP
+        acc.Y = U1 - S1;            // Y3 = R (Q - X3) - S1 PPP
+    }
+    static __device__ __forceinline__ void dbl(acc_t& acc)
+    {
+        xyzz_dbl(acc);
+    }
+    static __device__ __forceinline__ acc_t load(const bucket_t& m)
+    {
+        acc_t a;
+        a.X = m.X;
+        a.Y = m.Y;
+        a.ZZZ = m.ZZZ;
+        a.ZZ = m.ZZ;
+        return a;
+    }
+    static __device__ __forceinline__ void store(bucket_t& m, const acc_t& a)
+    {
+        m.X = a.X;
+        m.Y = a.Y;
+        m.ZZZ = a.ZZZ;
+        m.ZZ = a.ZZ;
+    }
+};
+
 // 0/1 fast path: thread t sums the bases i = t, t + stride, ... whose scalar is exactly one
 // (boolean-heavy witnesses: most of SHA-256's and PoRep's nonzero scalars). Every thread
 // writes its sum (infinity if none), so msm_reduce can fold the grid's sums.
-template<class xyzz, class affine>
-__device__ __forceinline__ void ones(const typename affine::mem_t* bases, const uint32_t* scalars,
-                                     uint32_t n, typename xyzz::mem_t* out)
+template<class Ops>
+__device__ __forceinline__ void ones(const typename Ops::base_t* bases, const uint32_t* scalars, uint32_t n,
+                                     typename Ops::bucket_t* out)
 {
     const size_t t = global_tid(), stride = (size_t)gridDim.x * blockDim.x;
-    xyzz acc;
-    acc.inf();
+    auto acc = Ops::inf();
     for (size_t i = t; i < n; i += stride)
-        if (scalar_is_one(scalars + 8 * i)) {
-            affine pt = bases[i];
-            acc.add(pt);
-        }
-    out[t] = acc;
+        if (scalar_is_one(scalars + 8 * i))
+            Ops::add_base(acc, bases, i, false);
+    Ops::store(out[t], acc);
 }
 
 // Whether the scalar (8 words) is zero.
@@ -42,10 +269,9 @@ __device__ __forceinline__ bool scalar_is_zero(const uint32_t* s)
 // (with ones and zeros mixed, half of a warp's lanes would idle at each addition): each
 // warp queues their indices in shared memory and all 32 lanes add once 32 are queued.
 // The order of rest depends on the warps' timing; the buckets' sums do not.
-template<class xyzz, class affine>
-__device__ __forceinline__ void ones_compact(const typename affine::mem_t* bases,
-                                             const uint32_t* scalars, uint32_t n,
-                                             typename xyzz::mem_t* out, uint32_t* rest,
+template<class Ops>
+__device__ __forceinline__ void ones_compact(const typename Ops::base_t* bases, const uint32_t* scalars,
+                                             uint32_t n, typename Ops::bucket_t* out, uint32_t* rest,
                                              uint32_t* nrest, uint32_t cap)
 {
     __shared__ uint32_t queues[ONES_QUEUE_WARPS][64];
@@ -53,8 +279,7 @@ __device__ __forceinline__ void ones_compact(const typename affine::mem_t* bases
     const uint32_t lane = threadIdx.x & 31, below = (1u << lane) - 1;
     uint32_t* q = queues[threadIdx.x >> 5];
     uint32_t queued = 0; // the same in every lane: always below 32 between steps
-    xyzz acc;
-    acc.inf();
+    auto acc = Ops::inf();
     for (size_t i = t; i - lane < n; i += stride) {
         bool one = false, other = false;
         if (i < n) {
@@ -70,8 +295,7 @@ __device__ __forceinline__ void ones_compact(const typename affine::mem_t* bases
         queued += __popc(ones);
         __syncwarp();
         if (queued >= 32) {
-            affine pt = bases[q[lane]];
-            acc.add(pt);
+            Ops::add_base(acc, bases, q[lane], false);
             __syncwarp();
             if (lane < queued - 32)
                 q[lane] = q[32 + lane];
@@ -91,203 +315,75 @@ __device__ __forceinline__ void ones_compact(const typename affine::mem_t* bases
         if (other && first < cap && slot < cap)
             rest[slot] = (uint32_t)i;
     }
-    if (lane < queued) {
-        affine pt = bases[q[lane]];
-        acc.add(pt);
-    }
-    out[t] = acc;
+    if (lane < queued)
+        Ops::add_base(acc, bases, q[lane], false);
+    Ops::store(out[t], acc);
 }
 
 // One thread per group of `fan` points: out[t] = sum in[t * fan .. min((t + 1) * fan, n)).
-template<class xyzz>
-__device__ __forceinline__ void reduce(const typename xyzz::mem_t* in, uint32_t n, uint32_t fan,
-                                       typename xyzz::mem_t* out)
+template<class Ops>
+__device__ __forceinline__ void reduce(const typename Ops::bucket_t* in, uint32_t n, uint32_t fan,
+                                       typename Ops::bucket_t* out)
 {
     const size_t t = global_tid(), lo = t * fan;
     if (lo >= n)
         return;
     const size_t hi = min(lo + fan, (size_t)n);
-    xyzz acc;
-    acc.inf();
-    for (size_t i = lo; i < hi; i++) {
-        xyzz q = in[i];
-        acc.add(q);
-    }
-    out[t] = acc;
+    auto acc = Ops::inf();
+    for (size_t i = lo; i < hi; i++)
+        Ops::add(acc, Ops::load(in[i]));
+    Ops::store(out[t], acc);
 }
 
 // One thread per piece: the sum of its affine points. SIGNED: bit 31 of an entry says
 // "add the negated point" (msm_sort.cu's signed digits); unsigned entries are plain indices.
 // Thread k sums piece perm[k] (msm_piece_order: the pieces by decreasing length), or piece k
 // without a perm; the sum goes to the piece's own slot either way.
-template<class xyzz, class affine, bool SIGNED>
-__device__ __forceinline__ void accumulate(const typename affine::mem_t* bases, const uint32_t* idx,
+template<class Ops, bool SIGNED>
+__device__ __forceinline__ void accumulate(const typename Ops::base_t* bases, const uint32_t* idx,
                                            const uint2* pieces, const uint32_t* npieces,
-                                           const uint32_t* perm, typename xyzz::mem_t* partial)
+                                           const uint32_t* perm, typename Ops::bucket_t* partial)
 {
     const size_t k = global_tid();
     if (k >= *npieces)
         return;
     const size_t p = perm != nullptr ? perm[k] : k;
     const uint2 pc = pieces[p];
-    xyzz acc;
-    acc.inf();
-    for (uint32_t j = pc.x; j < pc.x + pc.y; j++) {
-        const uint32_t e = idx[j];
-        if (SIGNED) {
-            affine pt = bases[e & 0x7fffffffu];
-            acc.add(pt, (e >> 31) != 0);
-        } else {
-            affine pt = bases[e];
-            acc.add(pt);
-        }
-    }
-    partial[p] = acc;
-}
-
-// A piece's sum as the madd kernels keep it: xyzz (x = X/ZZ, y = Y/ZZZ; ZZ = 0 is infinity),
-// fields in xyzz_t::mem_t's order, with its mixed addition written out (EFD add-madd-2008-s:
-// 8M + 2S) so that it inlines into the loop. sppark's xyzz_t::add carries its doubling in
-// the same body; for G2 (Fp2) nvcc keeps that body out of line, a call per point with the
-// sum passed through local memory (608 bytes of stack). Here the doubling and the P = -Q
-// case, which random points almost never meet, are a call of their own, off the loop.
-template<class field>
-struct madd_acc {
-    field X, Y, ZZZ, ZZ;
-
-    __device__ __forceinline__ void inf()
-    {
-        ZZZ.zero();
-        ZZ.zero();
-    }
-};
-
-// 2 * (x, y) (EFD mdbl-2008-s-1: the affine point doubled) for `dbl`, else infinity (the
-// point was added to its own negation). By value: the sum's address never escapes the loop.
-template<class field>
-__device__ __noinline__ madd_acc<field> madd_rare(const field x, const field y, bool dbl)
-{
-    madd_acc<field> r;
-    if (!dbl) {
-        r.inf();
-        return r;
-    }
-    field U = y + y;   // U = 2y
-    field V = U ^ 2;   // V = U^2
-    field W = U * V;   // W = U V
-    field S = x * V;   // S = x V
-    field M = x ^ 2;
-    M = M + M + M;     // M = 3 x^2 (a = 0)
-    r.X = M ^ 2;
-    r.X -= S;
-    r.X -= S;          // X3 = M^2 - 2 S
-    S -= r.X;
-    S *= M;
-    r.Y = W * y;
-    r.Y = S - r.Y;     // Y3 = M (S - X3) - W y
-    r.ZZ = V;
-    r.ZZZ = W;
-    return r;
-}
-
-// acc += (x, y), y already negated for a negative digit; (0, 0) is infinity.
-template<class field>
-__device__ __forceinline__ void madd(madd_acc<field>& acc, const field& x, const field& y)
-{
-    if (x.is_zero(y))
-        return;
-    if (acc.ZZ.is_zero()) {
-        acc.X = x;
-        acc.Y = y;
-        acc.ZZ = field::one();
-        acc.ZZZ = acc.ZZ;
-        return;
-    }
-    field R = y * acc.ZZZ;  // S2 = y ZZZ1
-    R -= acc.Y;             // R = S2 - Y1
-    field P = x * acc.ZZ;   // U2 = x ZZ1
-    P -= acc.X;             // P = U2 - X1
-    if (P.is_zero()) {
-        acc = madd_rare<field>(x, y, R.is_zero());
-        return;
-    }
-    field PP = P ^ 2;       // PP = P^2
-    P *= PP;                // PPP = P PP
-    acc.ZZ *= PP;           // ZZ3 = ZZ1 PP
-    acc.ZZZ *= P;           // ZZZ3 = ZZZ1 PPP
-    PP *= acc.X;            // Q = X1 PP
-    acc.X = R ^ 2;
-    acc.X -= P;
-    acc.X -= PP;
-    acc.X -= PP;            // X3 = R^2 - PPP - 2 Q
-    PP -= acc.X;
-    PP *= R;                // R (Q - X3)
-    acc.Y *= P;             // Y1 PPP
-    acc.Y = PP - acc.Y;     // Y3 = R (Q - X3) - Y1 PPP
-}
-
-// `accumulate` (signed) through `madd`: the same piece sums, bit for bit in the group (the
-// coordinates may differ by the xyzz scaling, which every later kernel accepts).
-template<class xyzz, class affine, class field>
-__device__ __forceinline__ void accumulate_madd(const typename affine::mem_t* bases, const uint32_t* idx,
-                                                const uint2* pieces, const uint32_t* npieces,
-                                                const uint32_t* perm, typename xyzz::mem_t* partial)
-{
-    static_assert(sizeof(typename affine::mem_t) == 2 * sizeof(field), "affine is (x, y)");
-    static_assert(sizeof(typename xyzz::mem_t) == 4 * sizeof(field), "xyzz is (X, Y, ZZZ, ZZ)");
-    const size_t k = global_tid();
-    if (k >= *npieces)
-        return;
-    const size_t p = perm != nullptr ? perm[k] : k;
-    const uint2 pc = pieces[p];
-    const field* pts = reinterpret_cast<const field*>(bases);
-    madd_acc<field> acc;
-    acc.inf();
+    auto acc = Ops::inf();
 #pragma unroll 1
     for (uint32_t j = pc.x; j < pc.x + pc.y; j++) {
         const uint32_t e = idx[j];
-        const size_t at = 2 * (size_t)(e & 0x7fffffffu);
-        const field x = pts[at];
-        field y = pts[at + 1];
-        y.cneg((e >> 31) != 0);
-        madd(acc, x, y);
+        if (SIGNED)
+            Ops::add_base(acc, bases, e & 0x7fffffffu, (e >> 31) != 0);
+        else
+            Ops::add_base(acc, bases, e, false);
     }
-    field* out = reinterpret_cast<field*>(partial + p);
-    out[0] = acc.X;
-    out[1] = acc.Y;
-    out[2] = acc.ZZZ;
-    out[3] = acc.ZZ;
+    Ops::store(partial[p], acc);
 }
 
 // One thread per bucket: the sum of its pieces, written to out[b] or (add: a chunked
 // MSM's later chunk) added to what out[b] holds.
-template<class xyzz>
-__device__ __forceinline__ void buckets(const typename xyzz::mem_t* partial, const uint32_t* poffsets,
-                                        uint32_t m, uint32_t add, typename xyzz::mem_t* out)
+template<class Ops>
+__device__ __forceinline__ void buckets(const typename Ops::bucket_t* partial, const uint32_t* poffsets,
+                                        uint32_t m, uint32_t add, typename Ops::bucket_t* out)
 {
     size_t b = global_tid();
     if (b >= m)
         return;
-    xyzz acc;
-    if (add)
-        acc = out[b];
-    else
-        acc.inf();
-    for (uint32_t p = poffsets[b]; p < poffsets[b + 1]; p++) {
-        xyzz q = partial[p];
-        acc.add(q);
-    }
-    out[b] = acc;
+    auto acc = add ? Ops::load(out[b]) : Ops::inf();
+    for (uint32_t p = poffsets[b]; p < poffsets[b + 1]; p++)
+        Ops::add(acc, Ops::load(partial[p]));
+    Ops::store(out[b], acc);
 }
 
 // One thread per (window, segment of 2^seg_log buckets [lo, lo + len)), `c` bucket bits
 // per window, bucket d weighing d + base (base 0: unsigned digits; 1: signed, bucket
 // |digit| - 1): out = sum_{d in segment} (d + base) * B_d = acc + (lo + base) * run, where
 // run = sum B_d and acc = sum (d - lo) * B_d by running sums from the top.
-template<class xyzz>
-__device__ __forceinline__ void window_segments(const typename xyzz::mem_t* bkts, uint32_t c,
+template<class Ops>
+__device__ __forceinline__ void window_segments(const typename Ops::bucket_t* bkts, uint32_t c,
                                                 uint32_t nwin, uint32_t seg_log, uint32_t base,
-                                                typename xyzz::mem_t* seg_out)
+                                                typename Ops::bucket_t* seg_out)
 {
     size_t t = global_tid();
     const uint32_t nseg = 1u << (c - seg_log);
@@ -295,53 +391,42 @@ __device__ __forceinline__ void window_segments(const typename xyzz::mem_t* bkts
         return;
     const uint32_t w = t / nseg, seg = t % nseg;
     const uint32_t lo = seg << seg_log, len = 1u << seg_log;
-    const typename xyzz::mem_t* B = bkts + ((size_t)w << c);
-    xyzz run, acc;
-    run.inf();
-    acc.inf();
+    const typename Ops::bucket_t* B = bkts + ((size_t)w << c);
+    auto run = Ops::inf(), acc = Ops::inf();
     for (uint32_t d = lo + len - 1; d > lo; d--) {
-        xyzz b = B[d];
-        run.add(b);
-        acc.add(run);
+        Ops::add(run, Ops::load(B[d]));
+        Ops::add(acc, run);
     }
-    {
-        xyzz b = B[lo];
-        run.add(b);
-    }
+    Ops::add(run, Ops::load(B[lo]));
     const uint32_t k = lo + base;
     if (k != 0) {
         // acc += k * run, double-and-add from the top bit.
-        xyzz q;
-        q.inf();
+        auto q = Ops::inf();
         for (int bit = 31 - __clz(k); bit >= 0; bit--) {
-            xyzz d2 = q;
-            q.add(d2);
+            Ops::dbl(q);
             if ((k >> bit) & 1)
-                q.add(run);
+                Ops::add(q, run);
         }
-        acc.add(q);
+        Ops::add(acc, q);
     }
-    seg_out[t] = acc;
+    Ops::store(seg_out[t], acc);
 }
 
 // One thread per window: the sum of its segments, written as blst's Jacobian point
 // (X, Y, Z with X = X*ZZ, Y = Y*ZZZ, Z = ZZ; infinity has Z = 0).
-template<class xyzz, class field>
-__device__ __forceinline__ void window_sums(const typename xyzz::mem_t* seg_out, uint32_t nseg,
+template<class Ops, class field>
+__device__ __forceinline__ void window_sums(const typename Ops::bucket_t* seg_out, uint32_t nseg,
                                             uint32_t nwin, field* out)
 {
     size_t w = global_tid();
     if (w >= nwin)
         return;
-    xyzz acc;
-    acc.inf();
-    for (uint32_t s = 0; s < nseg; s++) {
-        xyzz q = seg_out[w * nseg + s];
-        acc.add(q);
-    }
-    // xyzz_t keeps its fields private; its mem_t has the same layout (X, Y, ZZZ, ZZ).
-    typename xyzz::mem_t m;
-    m = acc;
+    auto acc = Ops::inf();
+    for (uint32_t s = 0; s < nseg; s++)
+        Ops::add(acc, Ops::load(seg_out[w * nseg + s]));
+    // Both kinds of bucket hold the fields X, Y, ZZZ, ZZ in that order.
+    typename Ops::bucket_t m;
+    Ops::store(m, acc);
     const field* f = reinterpret_cast<const field*>(&m);
     field X = f[0], Y = f[1], ZZZ = f[2], ZZ = f[3];
     out[3 * w + 0] = X * ZZ;
@@ -349,38 +434,36 @@ __device__ __forceinline__ void window_sums(const typename xyzz::mem_t* seg_out,
     out[3 * w + 2] = ZZ;
 }
 
-// ACC_THREADS: the block size the signed accumulate and the compacting 0/1 kernels are
-// bounded for (the host launches them with exactly that many threads: msm.rs,
-// `SIGNED_ACC_THREADS`).
-#define MSM_POINT_KERNELS(SUFFIX, XYZZ, AFFINE, FIELD, ACC_THREADS)                             \
-    extern "C" __global__ void msm_ones_##SUFFIX(const AFFINE::mem_t* bases,                    \
-        const uint32_t* scalars, uint32_t n, XYZZ::mem_t* out)                                  \
-    {   ones<XYZZ, AFFINE>(bases, scalars, n, out);   }                                         \
+// The point kernels of one group under the arithmetic OPS (`sppark_ops<..>` or
+// `inline_ops<FIELD>`), named with SUFFIX. Every pointer is the blst layout of its points,
+// the same under both. ACC_THREADS: the block size the signed accumulate and the compacting
+// 0/1 kernels are bounded for (the host launches them with exactly that many threads:
+// msm.rs, `SIGNED_ACC_THREADS`).
+#define MSM_POINT_KERNELS(SUFFIX, OPS, FIELD, ACC_THREADS)                                     \
+    extern "C" __global__ void msm_ones_##SUFFIX(const OPS::base_t* bases,                      \
+        const uint32_t* scalars, uint32_t n, OPS::bucket_t* out)                                \
+    {   ones<OPS>(bases, scalars, n, out);   }                                                  \
     extern "C" __global__ void __launch_bounds__(ACC_THREADS) msm_ones_compact_##SUFFIX(        \
-        const AFFINE::mem_t* bases, const uint32_t* scalars, uint32_t n, XYZZ::mem_t* out,      \
+        const OPS::base_t* bases, const uint32_t* scalars, uint32_t n, OPS::bucket_t* out,      \
         uint32_t* rest, uint32_t* nrest, uint32_t cap)                                          \
-    {   ones_compact<XYZZ, AFFINE>(bases, scalars, n, out, rest, nrest, cap);   }               \
-    extern "C" __global__ void msm_reduce_##SUFFIX(const XYZZ::mem_t* in, uint32_t n,           \
-        uint32_t fan, XYZZ::mem_t* out)                                                         \
-    {   reduce<XYZZ>(in, n, fan, out);   }                                                      \
-    extern "C" __global__ void msm_accumulate_##SUFFIX(const AFFINE::mem_t* bases,              \
+    {   ones_compact<OPS>(bases, scalars, n, out, rest, nrest, cap);   }                        \
+    extern "C" __global__ void msm_reduce_##SUFFIX(const OPS::bucket_t* in, uint32_t n,         \
+        uint32_t fan, OPS::bucket_t* out)                                                       \
+    {   reduce<OPS>(in, n, fan, out);   }                                                       \
+    extern "C" __global__ void msm_accumulate_##SUFFIX(const OPS::base_t* bases,                \
         const uint32_t* idx, const uint2* pieces, const uint32_t* npieces, const uint32_t* perm, \
-        XYZZ::mem_t* partial)                                                                   \
-    {   accumulate<XYZZ, AFFINE, false>(bases, idx, pieces, npieces, perm, partial);   }        \
+        OPS::bucket_t* partial)                                                                 \
+    {   accumulate<OPS, false>(bases, idx, pieces, npieces, perm, partial);   }                 \
     extern "C" __global__ void __launch_bounds__(ACC_THREADS) msm_accumulate_signed_##SUFFIX(  \
-        const AFFINE::mem_t* bases, const uint32_t* idx, const uint2* pieces,                   \
-        const uint32_t* npieces, const uint32_t* perm, XYZZ::mem_t* partial)                    \
-    {   accumulate<XYZZ, AFFINE, true>(bases, idx, pieces, npieces, perm, partial);   }         \
-    extern "C" __global__ void __launch_bounds__(ACC_THREADS) msm_accumulate_madd_##SUFFIX(    \
-        const AFFINE::mem_t* bases, const uint32_t* idx, const uint2* pieces,                   \
-        const uint32_t* npieces, const uint32_t* perm, XYZZ::mem_t* partial)                    \
-    {   accumulate_madd<XYZZ, AFFINE, FIELD>(bases, idx, pieces, npieces, perm, partial);   }   \
-    extern "C" __global__ void msm_buckets_##SUFFIX(const XYZZ::mem_t* partial,                \
-        const uint32_t* poffsets, uint32_t m, uint32_t add, XYZZ::mem_t* out)                  \
-    {   buckets<XYZZ>(partial, poffsets, m, add, out);   }                                      \
-    extern "C" __global__ void msm_window_segments_##SUFFIX(const XYZZ::mem_t* bkts,            \
-        uint32_t c, uint32_t nwin, uint32_t seg_log, uint32_t base, XYZZ::mem_t* seg_out)      \
-    {   window_segments<XYZZ>(bkts, c, nwin, seg_log, base, seg_out);   }                       \
-    extern "C" __global__ void msm_window_sums_##SUFFIX(const XYZZ::mem_t* seg_out,             \
+        const OPS::base_t* bases, const uint32_t* idx, const uint2* pieces,                     \
+        const uint32_t* npieces, const uint32_t* perm, OPS::bucket_t* partial)                  \
+    {   accumulate<OPS, true>(bases, idx, pieces, npieces, perm, partial);   }                  \
+    extern "C" __global__ void msm_buckets_##SUFFIX(const OPS::bucket_t* partial,              \
+        const uint32_t* poffsets, uint32_t m, uint32_t add, OPS::bucket_t* out)                 \
+    {   buckets<OPS>(partial, poffsets, m, add, out);   }                                       \
+    extern "C" __global__ void msm_window_segments_##SUFFIX(const OPS::bucket_t* bkts,          \
+        uint32_t c, uint32_t nwin, uint32_t seg_log, uint32_t base, OPS::bucket_t* seg_out)    \
+    {   window_segments<OPS>(bkts, c, nwin, seg_log, base, seg_out);   }                        \
+    extern "C" __global__ void msm_window_sums_##SUFFIX(const OPS::bucket_t* seg_out,           \
         uint32_t nseg, uint32_t nwin, FIELD* out)                                               \
-    {   window_sums<XYZZ, FIELD>(seg_out, nseg, nwin, out);   }
+    {   window_sums<OPS, FIELD>(seg_out, nseg, nwin, out);   }

@@ -41,8 +41,7 @@ pub struct Gpu {
     /// Whether the signed kernels accumulate their pieces longest first.
     pub(crate) msm_piece_order: bool,
     pub(crate) msm_sort_one_read: Option<bool>,
-    /// Whether the signed kernels sum their pieces through the inlined mixed addition
-    /// ([`Gpu::set_msm_madd`]).
+    /// Whether the MSM's point kernels run the additions written out ([`Gpu::set_msm_madd`]).
     pub(crate) msm_madd: bool,
     /// The kernels of the h MSM, whose scalars are dense ([`Gpu::set_msm_dense_kernels`]).
     pub(crate) msm_dense_kernels: MsmKernels,
@@ -189,11 +188,12 @@ impl Gpu {
         self.msm_sort_one_read = on;
     }
 
-    /// Which accumulation the signed kernels run: on, `msm_accumulate_madd_*`, whose mixed
-    /// addition is written out in the kernel (`kernels/msm_points.cuh`, `madd`) so that it
-    /// inlines, with the doubling that random points almost never meet as a call of its own;
-    /// off, `msm_accumulate_signed_*` through sppark's `xyzz_t::add`, which nvcc keeps out of
-    /// line for G2 (a call per point, the sum through local memory). Results are the same
+    /// Which point arithmetic the MSM kernels run (`kernels/msm_points.cuh`): on, the
+    /// additions written out (`*_inl`: mixed, full and doubling from the EFD formulas) so that
+    /// the common case inlines into each loop, with the cases random points almost never
+    /// meet (a point plus itself or its negation) as a call of their own; off, sppark's
+    /// `xyzz_t`, whose additions nvcc keeps out of line for G2 (a call per addition, the sum
+    /// through local memory): the kernels before, a bench's baseline. Results are the same
     /// point.
     pub fn set_msm_madd(&mut self, on: bool) {
         self.msm_madd = on;

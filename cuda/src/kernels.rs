@@ -397,10 +397,10 @@ kernels! {
 
     // msm_points.cuh, instantiated for G1 (msm_g1.cu) and G2 (msm_g2.cu)
     /// 0/1 fast path: per-thread sums of the bases whose scalar is one.
-    MsmOnes: msm_ones_g1, msm_ones_g2(bases: DevPtr, scalars: DevPtr, n: u32, out: DevPtr);
+    MsmOnes: msm_ones_g1, msm_ones_g2, msm_ones_g1_inl, msm_ones_g2_inl(bases: DevPtr, scalars: DevPtr, n: u32, out: DevPtr);
     /// 0/1 fast path of the sparse sort: the same sums, and the indices of the scalars
     /// neither 0 nor 1 appended to `rest` (at most `cap` kept, all counted in `*nrest`).
-    MsmOnesCompact: msm_ones_compact_g1, msm_ones_compact_g2(
+    MsmOnesCompact: msm_ones_compact_g1, msm_ones_compact_g2, msm_ones_compact_g1_inl, msm_ones_compact_g2_inl(
         bases: DevPtr,
         scalars: DevPtr,
         n: u32,
@@ -410,10 +410,10 @@ kernels! {
         cap: u32,
     );
     /// 0/1 fast path: one fan-in round over the partial sums.
-    MsmReduce: msm_reduce_g1, msm_reduce_g2(src: DevPtr, n: u32, fan: u32, out: DevPtr);
+    MsmReduce: msm_reduce_g1, msm_reduce_g2, msm_reduce_g1_inl, msm_reduce_g2_inl(src: DevPtr, n: u32, fan: u32, out: DevPtr);
     /// One thread per piece: the sum of its points (signed: bit 31 of an index negates).
     MsmAccumulate: msm_accumulate_g1, msm_accumulate_g2, msm_accumulate_signed_g1, msm_accumulate_signed_g2,
-        msm_accumulate_madd_g1, msm_accumulate_madd_g2(
+        msm_accumulate_g1_inl, msm_accumulate_g2_inl, msm_accumulate_signed_g1_inl, msm_accumulate_signed_g2_inl(
         bases: DevPtr,
         idx: DevPtr,
         pieces: DevPtr,
@@ -422,9 +422,9 @@ kernels! {
         partial: DevPtr,
     );
     /// One thread per bucket: the sum of its pieces (`add`: added to the bucket's value).
-    MsmBuckets: msm_buckets_g1, msm_buckets_g2(partial: DevPtr, poffsets: DevPtr, m: u32, add: u32, out: DevPtr);
+    MsmBuckets: msm_buckets_g1, msm_buckets_g2, msm_buckets_g1_inl, msm_buckets_g2_inl(partial: DevPtr, poffsets: DevPtr, m: u32, add: u32, out: DevPtr);
     /// Running sums over segments of each window's buckets.
-    MsmWindowSegments: msm_window_segments_g1, msm_window_segments_g2(
+    MsmWindowSegments: msm_window_segments_g1, msm_window_segments_g2, msm_window_segments_g1_inl, msm_window_segments_g2_inl(
         bkts: DevPtr,
         c: u32,
         nwin: u32,
@@ -433,7 +433,7 @@ kernels! {
         seg_out: DevPtr,
     );
     /// Each window's total from its segments, as blst's Jacobian point.
-    MsmWindowSums: msm_window_sums_g1, msm_window_sums_g2(seg_out: DevPtr, nseg: u32, nwin: u32, out: DevPtr);
+    MsmWindowSums: msm_window_sums_g1, msm_window_sums_g2, msm_window_sums_g1_inl, msm_window_sums_g2_inl(seg_out: DevPtr, nseg: u32, nwin: u32, out: DevPtr);
 }
 
 /// Dynamic shared memory any launch may ask for without opting in.

@@ -765,8 +765,6 @@ pub(crate) struct PointKernels<'k> {
     reduce: &'k MsmReduce,
     accumulate: &'k MsmAccumulate,
     accumulate_signed: &'k MsmAccumulate,
-    /// The signed kernels' accumulation with the mixed addition inlined ([`Gpu::set_msm_madd`]).
-    accumulate_madd: &'k MsmAccumulate,
     /// The block size `accumulate_signed` is bounded for.
     signed_acc_threads: u32,
     buckets: &'k MsmBuckets,
@@ -775,35 +773,73 @@ pub(crate) struct PointKernels<'k> {
 }
 
 impl Gpu {
+    /// The point kernels of `curve` under this GPU's arithmetic ([`Gpu::set_msm_madd`]: the
+    /// additions written out, `_inl`, or sppark's).
     pub(crate) fn point_kernels(&self, curve: Curve) -> PointKernels<'_> {
         let k = &self.dev.k;
-        match curve {
-            Curve::G1 => PointKernels {
-                curve,
-                ones: &k.msm_ones_g1,
-                ones_compact: &k.msm_ones_compact_g1,
-                reduce: &k.msm_reduce_g1,
-                accumulate: &k.msm_accumulate_g1,
-                accumulate_signed: &k.msm_accumulate_signed_g1,
-                accumulate_madd: &k.msm_accumulate_madd_g1,
-                signed_acc_threads: SIGNED_ACC_THREADS.0,
-                buckets: &k.msm_buckets_g1,
-                segments: &k.msm_window_segments_g1,
-                sums: &k.msm_window_sums_g1,
-            },
-            Curve::G2 => PointKernels {
-                curve,
-                ones: &k.msm_ones_g2,
-                ones_compact: &k.msm_ones_compact_g2,
-                reduce: &k.msm_reduce_g2,
-                accumulate: &k.msm_accumulate_g2,
-                accumulate_signed: &k.msm_accumulate_signed_g2,
-                accumulate_madd: &k.msm_accumulate_madd_g2,
-                signed_acc_threads: SIGNED_ACC_THREADS.1,
-                buckets: &k.msm_buckets_g2,
-                segments: &k.msm_window_segments_g2,
-                sums: &k.msm_window_sums_g2,
-            },
+        macro_rules! set {
+            ($threads:expr, $ones:ident, $compact:ident, $reduce:ident, $acc:ident, $signed:ident,
+             $buckets:ident, $segments:ident, $sums:ident) => {
+                PointKernels {
+                    curve,
+                    ones: &k.$ones,
+                    ones_compact: &k.$compact,
+                    reduce: &k.$reduce,
+                    accumulate: &k.$acc,
+                    accumulate_signed: &k.$signed,
+                    signed_acc_threads: $threads,
+                    buckets: &k.$buckets,
+                    segments: &k.$segments,
+                    sums: &k.$sums,
+                }
+            };
+        }
+        let (g1, g2) = SIGNED_ACC_THREADS;
+        match (curve, self.msm_madd) {
+            (Curve::G1, false) => set!(
+                g1,
+                msm_ones_g1,
+                msm_ones_compact_g1,
+                msm_reduce_g1,
+                msm_accumulate_g1,
+                msm_accumulate_signed_g1,
+                msm_buckets_g1,
+                msm_window_segments_g1,
+                msm_window_sums_g1
+            ),
+            (Curve::G1, true) => set!(
+                g1,
+                msm_ones_g1_inl,
+                msm_ones_compact_g1_inl,
+                msm_reduce_g1_inl,
+                msm_accumulate_g1_inl,
+                msm_accumulate_signed_g1_inl,
+                msm_buckets_g1_inl,
+                msm_window_segments_g1_inl,
+                msm_window_sums_g1_inl
+            ),
+            (Curve::G2, false) => set!(
+                g2,
+                msm_ones_g2,
+                msm_ones_compact_g2,
+                msm_reduce_g2,
+                msm_accumulate_g2,
+                msm_accumulate_signed_g2,
+                msm_buckets_g2,
+                msm_window_segments_g2,
+                msm_window_sums_g2
+            ),
+            (Curve::G2, true) => set!(
+                g2,
+                msm_ones_g2_inl,
+                msm_ones_compact_g2_inl,
+                msm_reduce_g2_inl,
+                msm_accumulate_g2_inl,
+                msm_accumulate_signed_g2_inl,
+                msm_buckets_g2_inl,
+                msm_window_segments_g2_inl,
+                msm_window_sums_g2_inl
+            ),
         }
     }
 
@@ -1393,11 +1429,8 @@ impl Gpu {
     ) -> Result<()> {
         // The scan's total piece count, after the `m` per-bucket piece offsets.
         let npieces = s.poffsets.at(4 * p.buckets);
-        let (accumulate, threads) = match (p.signed(), self.msm_madd) {
-            (true, true) => (pk.accumulate_madd, pk.signed_acc_threads),
-            (true, false) => (pk.accumulate_signed, pk.signed_acc_threads),
-            (false, _) => (pk.accumulate, THREADS),
-        };
+        let (accumulate, threads) =
+            if p.signed() { (pk.accumulate_signed, pk.signed_acc_threads) } else { (pk.accumulate, THREADS) };
         let perm = match (&s.order, self.msm_piece_order) {
             (Some(o), true) => self.msm_order_pieces(o, s.pieces.dev_ptr(), npieces)?,
             _ => DevPtr::NULL,
