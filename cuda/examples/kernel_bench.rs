@@ -119,11 +119,13 @@ fn ones_ab<P: PartialEq>(
 /// with the global-memory sort one window at a time and the pieces longest first (the
 /// default before the one-read sort), the same sort reading each scalar once for all its
 /// windows (what the default now runs where `MsmPlan::sort_one_read_pays`), the wide
-/// windows (the h MSM's), and the wide windows with the one-read sort; then the same
-/// with the inlined mixed addition (`Gpu::set_msm_madd`), and the wide windows fixed at
-/// 22 bits (what the cost model picks for 2^27 points in one piece; chunks of 2^24 plan
-/// for 2^24 points, 20 bits). The kernels before the pieces' order and before the global
-/// sort were measured against these in earlier sessions (BENCHMARKS.md).
+/// windows (the h MSM's), and the wide windows with the one-read sort, all with the mixed
+/// additions written out (`Gpu::set_msm_madd`, the default); then the defaults, the
+/// defaults and the wide windows with sppark's point arithmetic (the kernels before), and
+/// the wide windows fixed at 22 bits (what the cost model picks for 2^27 points in one
+/// piece; chunks of 2^24 plan for 2^24 points, 20 bits). The kernels before the pieces'
+/// order and before the global sort were measured against these in earlier sessions
+/// (BENCHMARKS.md).
 struct MsmConfig {
     name: &'static str,
     kernels: MsmKernels,
@@ -143,16 +145,15 @@ const fn config(
     MsmConfig { name, kernels, order: true, window, one_read, madd }
 }
 
-const MSM_CATALOG: [MsmConfig; 9] = [
-    config("signed-global", MsmKernels::SignedGlobal, None, Some(false), false),
-    config("signed-global+one-read", MsmKernels::SignedGlobal, None, Some(true), false),
-    config("wide", MsmKernels::Wide, None, Some(false), false),
-    config("wide+one-read", MsmKernels::Wide, None, Some(true), false),
-    config("default", MsmKernels::SignedGlobal, None, None, false),
-    config("default+madd", MsmKernels::SignedGlobal, None, None, true),
-    config("wide+madd", MsmKernels::Wide, None, Some(false), true),
-    config("wide-c22", MsmKernels::Wide, Some(22), Some(false), false),
-    config("wide-c22+madd", MsmKernels::Wide, Some(22), Some(false), true),
+const MSM_CATALOG: [MsmConfig; 8] = [
+    config("signed-global", MsmKernels::SignedGlobal, None, Some(false), true),
+    config("signed-global+one-read", MsmKernels::SignedGlobal, None, Some(true), true),
+    config("wide", MsmKernels::Wide, None, Some(false), true),
+    config("wide+one-read", MsmKernels::Wide, None, Some(true), true),
+    config("default", MsmKernels::SignedGlobal, None, None, true),
+    config("default-sppark", MsmKernels::SignedGlobal, None, None, false),
+    config("wide-sppark", MsmKernels::Wide, None, Some(false), false),
+    config("wide-c22", MsmKernels::Wide, Some(22), Some(false), true),
 ];
 
 /// The configurations `--msm-configs` picked (set once in `main`).
@@ -193,7 +194,7 @@ fn default_config(g: &mut Gpu) {
     g.set_msm_kernels(MsmKernels::default());
     g.set_msm_piece_order(true);
     g.set_msm_sort_one_read(None);
-    g.set_msm_madd(false);
+    g.set_msm_madd(true);
     g.set_msm_window_bits(None).expect("no fixed width is always allowed");
 }
 

@@ -1,9 +1,10 @@
 // G1 MSM point kernels: bases are blst_p1_affine (Montgomery Fp; (0, 0) is infinity),
-// window sums come back as blst_p1. Scalar side: msm_sort.cu. Two sets: sppark's point
-// arithmetic (`_g1`, the benches' baseline) and the additions written out (`_g1_inl`).
+// window sums come back as blst_p1. Scalar side: msm_sort.cu. The mixed additions' kernels two
+// ways: sppark's point arithmetic (`_g1`, the benches' baseline) and written out (`_g1_inl`).
 #include "msm_points.cuh"
 
 typedef sppark_ops<g1_xyzz_t, g1_affine_t> g1_sppark_ops;
 typedef inline_ops<fp_t> g1_inline_ops;
-MSM_POINT_KERNELS(g1, g1_sppark_ops, fp_t, 512)
-MSM_POINT_KERNELS(g1_inl, g1_inline_ops, fp_t, 512)
+MSM_MIXED_KERNELS(g1, g1_sppark_ops, 512)
+MSM_MIXED_KERNELS(g1_inl, g1_inline_ops, 512)
+MSM_FULL_KERNELS(g1, g1_sppark_ops, fp_t)

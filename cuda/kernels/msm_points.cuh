@@ -8,17 +8,19 @@
 //
 // - `sppark_ops`: sppark's xyzz_t, whose additions carry their doubling and infinity cases
 //   in one body. For G2 (Fp2) nvcc keeps that body out of line: a call per addition, the
-//   sum passed through local memory (608 bytes of stack in the accumulation, 2,528 in the
-//   running sums). The kernels before this file's `inline_ops`, kept as the benches'
-//   baseline (`Gpu::set_msm_madd(false)`).
-// - `inline_ops`: the same coordinates (xyzz, fields in xyzz_t::mem_t's order) with the
-//   additions written out from the EFD formulas (add-madd-2008-s, add-2008-s,
-//   dbl-2008-s-1, mdbl-2008-s-1), so that the common case inlines into the loop; the cases
-//   random points almost never meet (a point added to itself or to its negation) are a
-//   call of their own, by value, off the loop.
+//   sum passed through local memory (608 bytes of stack in the accumulation).
+// - `inline_ops`: the mixed addition (bucket += base, EFD add-madd-2008-s) written out in
+//   the same coordinates (xyzz, fields in xyzz_t::mem_t's order), so that it inlines into
+//   the loop; the cases random points almost never meet (a base added to itself or to
+//   its negation) are a call of their own, by value, off the loop.
 //
-// Both give the same points (the xyzz coordinates of a sum may differ by a scaling, which
-// every later step accepts); the GPU tests run every kernel both ways against blst.
+// The kernels of mixed additions (the 0/1 sums, the accumulation) come both ways
+// (`Gpu::set_msm_madd`; sppark's are the benches' baseline). The kernels of full additions
+// (bucket sums, running sums, folds) run sppark's only: written out for Fp2 they spilled
+// (9.7 KB in the running sums) and the G2 2^22 reduction took 16.8 ms against 15.0; in G1
+// they were within 0.4 ms (BENCHMARKS.md, nineteenth session). Both give the same points
+// (a sum's xyzz coordinates may differ by a scaling, which every later step accepts); the
+// GPU tests run every kernel both ways against blst.
 
 template<class XYZZ, class AFFINE>
 struct sppark_ops {
@@ -94,17 +96,6 @@ __device__ __forceinline__ void xyzz_dbl(xyzz_fields<field>& p)
     p.ZZZ *= W;           // ZZZ3 = W ZZZ1
 }
 
-// The rare case of an addition: p plus itself (`same`) or plus its negation.
-template<class field>
-__device__ __noinline__ xyzz_fields<field> xyzz_rare(xyzz_fields<field> p, bool same)
-{
-    if (same)
-        xyzz_dbl(p);
-    else
-        p.inf();
-    return p;
-}
-
 template<class field>
 __device__ __forceinline__ xyzz_fields<field> affine_as_xyzz(const field& x, const field& y)
 {
@@ -132,8 +123,9 @@ __device__ __noinline__ xyzz_fields<field> affine_rare(const field x, const fiel
 template<class field>
 struct inline_ops {
     using acc_t = xyzz_fields<field>;
-    // Buckets and bases in the layouts of sppark's xyzz_t::mem_t and Affine_t::mem_t (the
-    // same bytes: blst's Montgomery fields in order).
+    // Sums and bases in the layouts of sppark's xyzz_t::mem_t and Affine_t::mem_t (the
+    // same bytes: blst's Montgomery fields in order), so the full-addition kernels read
+    // what these write.
     struct bucket_t { field X, Y, ZZZ, ZZ; };
     struct base_t { field x, y; };
 
@@ -176,54 +168,6 @@ struct inline_ops {
         PP *= R;                // R (Q - X3)
         acc.Y *= P;             // Y1 PPP
         acc.Y = PP - acc.Y;     // Y3 = R (Q - X3) - Y1 PPP
-    }
-    // acc += b (EFD add-2008-s: 12M + 2S).
-    static __device__ __forceinline__ void add(acc_t& acc, const acc_t& b)
-    {
-        if (b.is_inf())
-            return;
-        if (acc.is_inf()) {
-            acc = b;
-            return;
-        }
-        field U1 = acc.X * b.ZZ;    // U1 = X1 ZZ2
-        field S1 = acc.Y * b.ZZZ;   // S1 = Y1 ZZZ2
-        field P = b.X * acc.ZZ;     // U2 = X2 ZZ1
-        P -= U1;                    // P = U2 - U1
-        field R = b.Y * acc.ZZZ;    // S2 = Y2 ZZZ1
-        R -= S1;                    // R = S2 - S1
-        if (P.is_zero()) {
-            acc = xyzz_rare(acc, R.is_zero());
-            return;
-        }
-        field PP = P ^ 2;           // PP = P^2
-        P *= PP;                    // PPP = P PP
-        acc.ZZ *= PP;
-        acc.ZZ *= b.ZZ;             // ZZ3 = ZZ1 ZZ2 PP
-        acc.ZZZ *= P;
-        acc.ZZZ *= b.ZZZ;           // ZZZ3 = ZZZ1 ZZZ2 PPP
-        U1 *= PP;                   // Q = U1 PP
-        acc.X = R ^ 2;
-        acc.X -= P;
-        acc.X -= U1;
-        acc.X -= U1;                // X3 = R^2 - PPP - 2 Q
-        U1 -= acc.X;
-        U1 *= R;                    // R (Q - X3)
-        S1 *= P;                    // S1 PPP
-        acc.Y = U1 - S1;            // Y3 = R (Q - X3) - S1 PPP
-    }
-    static __device__ __forceinline__ void dbl(acc_t& acc)
-    {
-        xyzz_dbl(acc);
-    }
-    static __device__ __forceinline__ acc_t load(const bucket_t& m)
-    {
-        acc_t a;
-        a.X = m.X;
-        a.Y = m.Y;
-        a.ZZZ = m.ZZZ;
-        a.ZZ = m.ZZ;
-        return a;
     }
     static __device__ __forceinline__ void store(bucket_t& m, const acc_t& a)
     {
@@ -434,12 +378,11 @@ __device__ __forceinline__ void window_sums(const typename Ops::bucket_t* seg_ou
     out[3 * w + 2] = ZZ;
 }
 
-// The point kernels of one group under the arithmetic OPS (`sppark_ops<..>` or
-// `inline_ops<FIELD>`), named with SUFFIX. Every pointer is the blst layout of its points,
-// the same under both. ACC_THREADS: the block size the signed accumulate and the compacting
-// 0/1 kernels are bounded for (the host launches them with exactly that many threads:
-// msm.rs, `SIGNED_ACC_THREADS`).
-#define MSM_POINT_KERNELS(SUFFIX, OPS, FIELD, ACC_THREADS)                                     \
+// The kernels of mixed additions of one group under the arithmetic OPS (`sppark_ops<..>` or
+// `inline_ops<FIELD>`), named with SUFFIX. ACC_THREADS: the block size the signed
+// accumulate and the compacting 0/1 kernels are bounded for (the host launches them with
+// exactly that many threads: msm.rs, `SIGNED_ACC_THREADS`).
+#define MSM_MIXED_KERNELS(SUFFIX, OPS, ACC_THREADS)                                            \
     extern "C" __global__ void msm_ones_##SUFFIX(const OPS::base_t* bases,                      \
         const uint32_t* scalars, uint32_t n, OPS::bucket_t* out)                                \
     {   ones<OPS>(bases, scalars, n, out);   }                                                  \
@@ -447,9 +390,6 @@ __device__ __forceinline__ void window_sums(const typename Ops::bucket_t* seg_ou
         const OPS::base_t* bases, const uint32_t* scalars, uint32_t n, OPS::bucket_t* out,      \
         uint32_t* rest, uint32_t* nrest, uint32_t cap)                                          \
     {   ones_compact<OPS>(bases, scalars, n, out, rest, nrest, cap);   }                        \
-    extern "C" __global__ void msm_reduce_##SUFFIX(const OPS::bucket_t* in, uint32_t n,         \
-        uint32_t fan, OPS::bucket_t* out)                                                       \
-    {   reduce<OPS>(in, n, fan, out);   }                                                       \
     extern "C" __global__ void msm_accumulate_##SUFFIX(const OPS::base_t* bases,                \
         const uint32_t* idx, const uint2* pieces, const uint32_t* npieces, const uint32_t* perm, \
         OPS::bucket_t* partial)                                                                 \
@@ -457,7 +397,13 @@ __device__ __forceinline__ void window_sums(const typename Ops::bucket_t* seg_ou
     extern "C" __global__ void __launch_bounds__(ACC_THREADS) msm_accumulate_signed_##SUFFIX(  \
         const OPS::base_t* bases, const uint32_t* idx, const uint2* pieces,                     \
         const uint32_t* npieces, const uint32_t* perm, OPS::bucket_t* partial)                  \
-    {   accumulate<OPS, true>(bases, idx, pieces, npieces, perm, partial);   }                  \
+    {   accumulate<OPS, true>(bases, idx, pieces, npieces, perm, partial);   }
+
+// The kernels of full additions of one group (OPS: `sppark_ops<..>`), named with SUFFIX.
+#define MSM_FULL_KERNELS(SUFFIX, OPS, FIELD)                                                    \
+    extern "C" __global__ void msm_reduce_##SUFFIX(const OPS::bucket_t* in, uint32_t n,         \
+        uint32_t fan, OPS::bucket_t* out)                                                       \
+    {   reduce<OPS>(in, n, fan, out);   }                                                       \
     extern "C" __global__ void msm_buckets_##SUFFIX(const OPS::bucket_t* partial,              \
         const uint32_t* poffsets, uint32_t m, uint32_t add, OPS::bucket_t* out)                 \
     {   buckets<OPS>(partial, poffsets, m, add, out);   }                                       \

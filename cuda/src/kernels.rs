@@ -410,7 +410,7 @@ kernels! {
         cap: u32,
     );
     /// 0/1 fast path: one fan-in round over the partial sums.
-    MsmReduce: msm_reduce_g1, msm_reduce_g2, msm_reduce_g1_inl, msm_reduce_g2_inl(src: DevPtr, n: u32, fan: u32, out: DevPtr);
+    MsmReduce: msm_reduce_g1, msm_reduce_g2(src: DevPtr, n: u32, fan: u32, out: DevPtr);
     /// One thread per piece: the sum of its points (signed: bit 31 of an index negates).
     MsmAccumulate: msm_accumulate_g1, msm_accumulate_g2, msm_accumulate_signed_g1, msm_accumulate_signed_g2,
         msm_accumulate_g1_inl, msm_accumulate_g2_inl, msm_accumulate_signed_g1_inl, msm_accumulate_signed_g2_inl(
@@ -422,9 +422,9 @@ kernels! {
         partial: DevPtr,
     );
     /// One thread per bucket: the sum of its pieces (`add`: added to the bucket's value).
-    MsmBuckets: msm_buckets_g1, msm_buckets_g2, msm_buckets_g1_inl, msm_buckets_g2_inl(partial: DevPtr, poffsets: DevPtr, m: u32, add: u32, out: DevPtr);
+    MsmBuckets: msm_buckets_g1, msm_buckets_g2(partial: DevPtr, poffsets: DevPtr, m: u32, add: u32, out: DevPtr);
     /// Running sums over segments of each window's buckets.
-    MsmWindowSegments: msm_window_segments_g1, msm_window_segments_g2, msm_window_segments_g1_inl, msm_window_segments_g2_inl(
+    MsmWindowSegments: msm_window_segments_g1, msm_window_segments_g2(
         bkts: DevPtr,
         c: u32,
         nwin: u32,
@@ -433,7 +433,7 @@ kernels! {
         seg_out: DevPtr,
     );
     /// Each window's total from its segments, as blst's Jacobian point.
-    MsmWindowSums: msm_window_sums_g1, msm_window_sums_g2, msm_window_sums_g1_inl, msm_window_sums_g2_inl(seg_out: DevPtr, nseg: u32, nwin: u32, out: DevPtr);
+    MsmWindowSums: msm_window_sums_g1, msm_window_sums_g2(seg_out: DevPtr, nseg: u32, nwin: u32, out: DevPtr);
 }
 
 /// Dynamic shared memory any launch may ask for without opting in.
@@ -522,12 +522,16 @@ mod tests {
             .collect();
         sources.sort();
         let all = sources.concat();
-        // The suffixes `MSM_POINT_KERNELS(g1, ..)` is instantiated with.
-        let suffixes: Vec<&str> = all
-            .match_indices("MSM_POINT_KERNELS(")
-            .filter(|(at, _)| !all[..*at].ends_with("#define "))
-            .map(|(at, m)| all[at + m.len()..].split(',').next().unwrap().trim())
-            .collect();
+        // The suffixes each kernel macro (`#define NAME(SUFFIX, ..)` declaring `..._##SUFFIX`
+        // kernels, one logical line) is instantiated with: `NAME(g1, ..)` elsewhere.
+        let suffixes_of = |line: &str| -> Vec<String> {
+            let name = line["#define ".len()..].split('(').next().unwrap().trim();
+            let call = format!("{name}(");
+            all.match_indices(&call)
+                .filter(|(at, _)| !all[..*at].ends_with("#define "))
+                .map(|(at, m)| all[at + m.len()..].split(',').next().unwrap().trim().to_string())
+                .collect()
+        };
         let mut found = Vec::new();
         const DECL: &str = "extern \"C\" __global__ void";
         for (at, _) in all.match_indices(DECL) {
@@ -541,7 +545,11 @@ mod tests {
             let types = list.split(',').map(|p| rust_type(p.trim())).collect::<Vec<_>>();
             match name.strip_suffix("_##SUFFIX") {
                 Some(stem) => {
-                    assert!(!suffixes.is_empty(), "{name}: MSM_POINT_KERNELS is instantiated");
+                    let line_at = all[..at].rfind('\n').map_or(0, |i| i + 1);
+                    let line = all[line_at..].lines().next().unwrap();
+                    assert!(line.starts_with("#define "), "{name}: declared in a macro");
+                    let suffixes = suffixes_of(line);
+                    assert!(!suffixes.is_empty(), "{name}: its macro is instantiated");
                     found.extend(suffixes.iter().map(|s| (format!("{stem}_{s}"), types.clone())));
                 }
                 None => found.push((name.to_string(), types)),

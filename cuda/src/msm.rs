@@ -773,13 +773,13 @@ pub(crate) struct PointKernels<'k> {
 }
 
 impl Gpu {
-    /// The point kernels of `curve` under this GPU's arithmetic ([`Gpu::set_msm_madd`]: the
-    /// additions written out, `_inl`, or sppark's).
+    /// The point kernels of `curve`: the mixed additions' under this GPU's arithmetic
+    /// ([`Gpu::set_msm_madd`]: written out, `_inl`, or sppark's), the full additions' sppark's.
     pub(crate) fn point_kernels(&self, curve: Curve) -> PointKernels<'_> {
         let k = &self.dev.k;
         macro_rules! set {
-            ($threads:expr, $ones:ident, $compact:ident, $reduce:ident, $acc:ident, $signed:ident,
-             $buckets:ident, $segments:ident, $sums:ident) => {
+            ($threads:expr, [$ones:ident, $compact:ident, $acc:ident, $signed:ident],
+             [$reduce:ident, $buckets:ident, $segments:ident, $sums:ident]) => {
                 PointKernels {
                     curve,
                     ones: &k.$ones,
@@ -798,47 +798,33 @@ impl Gpu {
         match (curve, self.msm_madd) {
             (Curve::G1, false) => set!(
                 g1,
-                msm_ones_g1,
-                msm_ones_compact_g1,
-                msm_reduce_g1,
-                msm_accumulate_g1,
-                msm_accumulate_signed_g1,
-                msm_buckets_g1,
-                msm_window_segments_g1,
-                msm_window_sums_g1
+                [msm_ones_g1, msm_ones_compact_g1, msm_accumulate_g1, msm_accumulate_signed_g1],
+                [msm_reduce_g1, msm_buckets_g1, msm_window_segments_g1, msm_window_sums_g1]
             ),
             (Curve::G1, true) => set!(
                 g1,
-                msm_ones_g1_inl,
-                msm_ones_compact_g1_inl,
-                msm_reduce_g1_inl,
-                msm_accumulate_g1_inl,
-                msm_accumulate_signed_g1_inl,
-                msm_buckets_g1_inl,
-                msm_window_segments_g1_inl,
-                msm_window_sums_g1_inl
+                [
+                    msm_ones_g1_inl,
+                    msm_ones_compact_g1_inl,
+                    msm_accumulate_g1_inl,
+                    msm_accumulate_signed_g1_inl
+                ],
+                [msm_reduce_g1, msm_buckets_g1, msm_window_segments_g1, msm_window_sums_g1]
             ),
             (Curve::G2, false) => set!(
                 g2,
-                msm_ones_g2,
-                msm_ones_compact_g2,
-                msm_reduce_g2,
-                msm_accumulate_g2,
-                msm_accumulate_signed_g2,
-                msm_buckets_g2,
-                msm_window_segments_g2,
-                msm_window_sums_g2
+                [msm_ones_g2, msm_ones_compact_g2, msm_accumulate_g2, msm_accumulate_signed_g2],
+                [msm_reduce_g2, msm_buckets_g2, msm_window_segments_g2, msm_window_sums_g2]
             ),
             (Curve::G2, true) => set!(
                 g2,
-                msm_ones_g2_inl,
-                msm_ones_compact_g2_inl,
-                msm_reduce_g2_inl,
-                msm_accumulate_g2_inl,
-                msm_accumulate_signed_g2_inl,
-                msm_buckets_g2_inl,
-                msm_window_segments_g2_inl,
-                msm_window_sums_g2_inl
+                [
+                    msm_ones_g2_inl,
+                    msm_ones_compact_g2_inl,
+                    msm_accumulate_g2_inl,
+                    msm_accumulate_signed_g2_inl
+                ],
+                [msm_reduce_g2, msm_buckets_g2, msm_window_segments_g2, msm_window_sums_g2]
             ),
         }
     }
@@ -1807,9 +1793,14 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
         for (unit, threads) in [("msm_g1.cu", SIGNED_ACC_THREADS.0), ("msm_g2.cu", SIGNED_ACC_THREADS.1)] {
             let src = std::fs::read_to_string(dir.join(unit)).unwrap();
-            let line = src.lines().find(|l| l.starts_with("MSM_POINT_KERNELS(")).expect("an instance");
-            let bound: u32 = line.trim_end_matches(')').rsplit(',').next().unwrap().trim().parse().unwrap();
-            assert_eq!(bound, threads, "{unit}: launch bound vs SIGNED_ACC_THREADS");
+            // Both arithmetics' instances (`Gpu::set_msm_madd`).
+            let lines: Vec<_> = src.lines().filter(|l| l.starts_with("MSM_MIXED_KERNELS(")).collect();
+            assert_eq!(lines.len(), 2, "{unit}: sppark's and the written-out kernels");
+            for line in lines {
+                let bound: u32 =
+                    line.trim_end_matches(')').rsplit(',').next().unwrap().trim().parse().unwrap();
+                assert_eq!(bound, threads, "{unit}: launch bound vs SIGNED_ACC_THREADS in {line}");
+            }
         }
     }
 

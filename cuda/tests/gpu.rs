@@ -148,13 +148,10 @@ fn bad_lengths_are_typed_errors() {
 const MSM_KERNELS: [MsmKernels; 4] =
     [MsmKernels::SignedGlobal, MsmKernels::Signed, MsmKernels::Unsigned, MsmKernels::Wide];
 
-/// Every kernel choice: each of [`MSM_KERNELS`], and the signed ones also with the inlined
-/// mixed addition ([`Gpu::set_msm_madd`]).
+/// Every kernel choice: each of [`MSM_KERNELS`] under both arithmetics of the mixed
+/// additions ([`Gpu::set_msm_madd`]: written out, the default, and sppark's).
 fn kernel_choices() -> impl Iterator<Item = (MsmKernels, bool)> {
-    MSM_KERNELS
-        .into_iter()
-        .flat_map(|k| [(k, false), (k, true)])
-        .filter(|&(k, madd)| !madd || k != MsmKernels::Unsigned)
+    MSM_KERNELS.into_iter().flat_map(|k| [(k, false), (k, true)])
 }
 
 /// The GPU's MSM under every kernel choice against blst's (leaves the default set).
@@ -171,7 +168,7 @@ fn check_msm(g: &mut Gpu, bases: &[blst_p1_affine], scalars: &[[u8; 32]], what: 
         );
     }
     g.set_msm_kernels(MsmKernels::default());
-    g.set_msm_madd(false);
+    g.set_msm_madd(true);
 }
 
 /// [`check_msm`] in G2.
@@ -188,7 +185,7 @@ fn check_msm_g2(g: &mut Gpu, bases: &[blst_p2_affine], scalars: &[[u8; 32]], wha
         );
     }
     g.set_msm_kernels(MsmKernels::default());
-    g.set_msm_madd(false);
+    g.set_msm_madd(true);
 }
 
 #[test]
@@ -287,7 +284,7 @@ fn msm_g1_edge_cases_match_blst() {
         assert!(doubled == msm_g1(&[b[1], b[1]], &two), "{k:?}, madd {madd}: a doubling in a bucket");
     }
     g.set_msm_kernels(MsmKernels::default());
-    g.set_msm_madd(false);
+    g.set_msm_madd(true);
 }
 
 /// `n` scalars, zeros and ones but for `k` others spread through them (random, and every
