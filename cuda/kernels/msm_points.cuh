@@ -1,6 +1,6 @@
-// Multi-scalar multiplication, point side: templates over the bucket type (xyzz over Fp
-// for G1, over Fp2 for G2), instantiated with extern "C" names in msm_g1.cu / msm_g2.cu.
-// See msm_sort.cu for the whole pipeline.
+// Multi-scalar multiplication, point side: templates over the point arithmetic (`Ops`:
+// xyzz buckets over Fp for G1, over Fp2 for G2), instantiated with extern "C" names in
+// msm_g1.cu / msm_g2.cu. See msm_sort.cu for the whole pipeline.
 #pragma once
 #include "common.cuh"
 

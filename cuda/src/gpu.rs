@@ -193,8 +193,9 @@ impl Gpu {
     /// the EFD formula so that the common case inlines into the loop, with a base added to
     /// itself or to its negation as a call of its own; off, sppark's `xyzz_t::add`, which
     /// nvcc keeps out of line for G2 (a call per point, the sum through local memory): the
-    /// kernels before, a bench's baseline. On the H200 the G2 2^22 MSM went 166.8 ->
-    /// 114.9 ms; G1 is unchanged. Results are the same point.
+    /// kernels before, a bench's baseline. On the H200 the G2 2^22 MSM went 135.2 ->
+    /// 112.5 ms (BENCHMARKS.md, "The mixed addition written out"); G1 is unchanged. Results
+    /// are the same point.
     pub fn set_msm_madd(&mut self, on: bool) {
         self.msm_madd = on;
     }

@@ -777,55 +777,53 @@ impl Gpu {
     /// ([`Gpu::set_msm_madd`]: written out, `_inl`, or sppark's), the full additions' sppark's.
     pub(crate) fn point_kernels(&self, curve: Curve) -> PointKernels<'_> {
         let k = &self.dev.k;
-        macro_rules! set {
-            ($threads:expr, [$ones:ident, $compact:ident, $acc:ident, $signed:ident],
-             [$reduce:ident, $buckets:ident, $segments:ident, $sums:ident]) => {
-                PointKernels {
-                    curve,
-                    ones: &k.$ones,
-                    ones_compact: &k.$compact,
-                    reduce: &k.$reduce,
-                    accumulate: &k.$acc,
-                    accumulate_signed: &k.$signed,
-                    signed_acc_threads: $threads,
-                    buckets: &k.$buckets,
-                    segments: &k.$segments,
-                    sums: &k.$sums,
-                }
-            };
-        }
-        let (g1, g2) = SIGNED_ACC_THREADS;
-        match (curve, self.msm_madd) {
-            (Curve::G1, false) => set!(
-                g1,
-                [msm_ones_g1, msm_ones_compact_g1, msm_accumulate_g1, msm_accumulate_signed_g1],
-                [msm_reduce_g1, msm_buckets_g1, msm_window_segments_g1, msm_window_sums_g1]
+        let (ones, ones_compact, accumulate, accumulate_signed) = match (curve, self.msm_madd) {
+            (Curve::G1, false) => {
+                (&k.msm_ones_g1, &k.msm_ones_compact_g1, &k.msm_accumulate_g1, &k.msm_accumulate_signed_g1)
+            }
+            (Curve::G1, true) => (
+                &k.msm_ones_g1_inl,
+                &k.msm_ones_compact_g1_inl,
+                &k.msm_accumulate_g1_inl,
+                &k.msm_accumulate_signed_g1_inl,
             ),
-            (Curve::G1, true) => set!(
-                g1,
-                [
-                    msm_ones_g1_inl,
-                    msm_ones_compact_g1_inl,
-                    msm_accumulate_g1_inl,
-                    msm_accumulate_signed_g1_inl
-                ],
-                [msm_reduce_g1, msm_buckets_g1, msm_window_segments_g1, msm_window_sums_g1]
+            (Curve::G2, false) => {
+                (&k.msm_ones_g2, &k.msm_ones_compact_g2, &k.msm_accumulate_g2, &k.msm_accumulate_signed_g2)
+            }
+            (Curve::G2, true) => (
+                &k.msm_ones_g2_inl,
+                &k.msm_ones_compact_g2_inl,
+                &k.msm_accumulate_g2_inl,
+                &k.msm_accumulate_signed_g2_inl,
             ),
-            (Curve::G2, false) => set!(
-                g2,
-                [msm_ones_g2, msm_ones_compact_g2, msm_accumulate_g2, msm_accumulate_signed_g2],
-                [msm_reduce_g2, msm_buckets_g2, msm_window_segments_g2, msm_window_sums_g2]
+        };
+        let (reduce, buckets, segments, sums, signed_acc_threads) = match curve {
+            Curve::G1 => (
+                &k.msm_reduce_g1,
+                &k.msm_buckets_g1,
+                &k.msm_window_segments_g1,
+                &k.msm_window_sums_g1,
+                SIGNED_ACC_THREADS.0,
             ),
-            (Curve::G2, true) => set!(
-                g2,
-                [
-                    msm_ones_g2_inl,
-                    msm_ones_compact_g2_inl,
-                    msm_accumulate_g2_inl,
-                    msm_accumulate_signed_g2_inl
-                ],
-                [msm_reduce_g2, msm_buckets_g2, msm_window_segments_g2, msm_window_sums_g2]
+            Curve::G2 => (
+                &k.msm_reduce_g2,
+                &k.msm_buckets_g2,
+                &k.msm_window_segments_g2,
+                &k.msm_window_sums_g2,
+                SIGNED_ACC_THREADS.1,
             ),
+        };
+        PointKernels {
+            curve,
+            ones,
+            ones_compact,
+            reduce,
+            accumulate,
+            accumulate_signed,
+            signed_acc_threads,
+            buckets,
+            segments,
+            sums,
         }
     }
 
