@@ -129,7 +129,6 @@ fn ones_ab<P: PartialEq>(
 struct MsmConfig {
     name: &'static str,
     kernels: MsmKernels,
-    order: bool,
     window: Option<u32>,
     one_read: Option<bool>,
     madd: bool,
@@ -142,7 +141,7 @@ const fn config(
     one_read: Option<bool>,
     madd: bool,
 ) -> MsmConfig {
-    MsmConfig { name, kernels, order: true, window, one_read, madd }
+    MsmConfig { name, kernels, window, one_read, madd }
 }
 
 const MSM_CATALOG: [MsmConfig; 8] = [
@@ -183,7 +182,6 @@ fn pick_configs(args: &[String]) -> Vec<&'static MsmConfig> {
 fn set_config(g: &mut Gpu, i: usize) {
     let c = configs()[i];
     g.set_msm_kernels(c.kernels);
-    g.set_msm_piece_order(c.order);
     g.set_msm_sort_one_read(c.one_read);
     g.set_msm_madd(c.madd);
     g.set_msm_window_bits(c.window).expect("every configuration's width is one its kernels run");
@@ -219,7 +217,7 @@ fn kernels_ab<P: PartialEq>(
     Ok((t, agree, first))
 }
 
-/// "signed x ms (baseline) | signed+order y ms (ratio) | ...".
+/// "signed-global x ms (baseline) | wide y ms (ratio) | ...".
 fn configs_line(t: Vec<f64>) -> String {
     let parts: Vec<String> = configs()
         .iter()

@@ -5,6 +5,9 @@
 
 typedef sppark_ops<g1_xyzz_t, g1_affine_t> g1_sppark_ops;
 typedef inline_ops<fp_t> g1_inline_ops;
+// The full additions' kernels (sppark's) read the sums the written-out kernels store.
+static_assert(sizeof(g1_inline_ops::bucket_t) == sizeof(g1_sppark_ops::bucket_t), "one bucket layout");
+static_assert(sizeof(g1_inline_ops::base_t) == sizeof(g1_sppark_ops::base_t), "one base layout");
 MSM_MIXED_KERNELS(g1, g1_sppark_ops, 512)
 MSM_MIXED_KERNELS(g1_inl, g1_inline_ops, 512)
 MSM_FULL_KERNELS(g1, g1_sppark_ops, fp_t)

@@ -7,6 +7,9 @@
 
 typedef sppark_ops<g2_xyzz_t, g2_affine_t> g2_sppark_ops;
 typedef inline_ops<fp2x_t> g2_inline_ops;
+// The full additions' kernels (sppark's) read the sums the written-out kernels store.
+static_assert(sizeof(g2_inline_ops::bucket_t) == sizeof(g2_sppark_ops::bucket_t), "one bucket layout");
+static_assert(sizeof(g2_inline_ops::base_t) == sizeof(g2_sppark_ops::base_t), "one base layout");
 MSM_MIXED_KERNELS(g2, g2_sppark_ops, 256)
 MSM_MIXED_KERNELS(g2_inl, g2_inline_ops, 256)
 MSM_FULL_KERNELS(g2, g2_sppark_ops, fp2x_t)

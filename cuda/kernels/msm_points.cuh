@@ -368,7 +368,7 @@ __device__ __forceinline__ void window_sums(const typename Ops::bucket_t* seg_ou
     auto acc = Ops::inf();
     for (uint32_t s = 0; s < nseg; s++)
         Ops::add(acc, Ops::load(seg_out[w * nseg + s]));
-    // Both kinds of bucket hold the fields X, Y, ZZZ, ZZ in that order.
+    // The bucket holds the fields X, Y, ZZZ, ZZ in that order.
     typename Ops::bucket_t m;
     Ops::store(m, acc);
     const field* f = reinterpret_cast<const field*>(&m);

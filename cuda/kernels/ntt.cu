@@ -260,56 +260,44 @@ __device__ __forceinline__ void pass_group(fr_t* sm, const fr_t* tw, uint32_t tw
         sm[e0 + j * h] = v[j];
 }
 
-// pass_group with R = r (1 <= r <= RMAX) and the direction chosen at run time.
-template<int RMAX, bool DIF>
+// pass_group with R = r (1 <= r <= 3) and the direction chosen at run time.
+template<bool DIF>
 __device__ __forceinline__ void pass_group_of(uint32_t r, fr_t* sm, const fr_t* tw, uint32_t tw_log,
                                               const pass_block& blk, uint32_t t, uint32_t g, uint32_t inv)
 {
-    if constexpr (RMAX >= 3) {
-        if (r == 3)
-            return pass_group<3, DIF>(sm, tw, tw_log, blk, t, g, inv);
-    }
-    if constexpr (RMAX >= 2) {
-        if (r == 2)
-            return pass_group<2, DIF>(sm, tw, tw_log, blk, t, g, inv);
-    }
-    pass_group<1, DIF>(sm, tw, tw_log, blk, t, g, inv);
+    if (r == 3)
+        pass_group<3, DIF>(sm, tw, tw_log, blk, t, g, inv);
+    else if (r == 2)
+        pass_group<2, DIF>(sm, tw, tw_log, blk, t, g, inv);
+    else
+        pass_group<1, DIF>(sm, tw, tw_log, blk, t, g, inv);
 }
 
-// One pass of radix 2^RMAX on 2^(block_log - RMAX) threads (block_log >= RMAX): the k
-// stages in steps of RMAX (the last step fewer when RMAX does not divide k), DIT upwards
-// and DIF downwards (so DIF starts with the short step), a barrier per step; each thread
-// takes its step's groups in turn.
-template<int RMAX>
-__device__ __forceinline__ void pass_steps(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k,
-                                           uint32_t block_log, uint32_t tw_log, uint32_t inv, uint32_t dif)
+// Radix 8: 2^(block_log - 3) threads (block_log >= 3), eight entries each. The pass's k
+// stages go in steps of three (the last step one or two when 3 does not divide k), DIT
+// upwards and DIF downwards (so DIF starts with the short step), a barrier per step; each
+// thread takes its step's groups in turn.
+extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 3))
+fr_ntt_pass8(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
+             uint32_t inv, uint32_t dif)
 {
     __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
     fr_t* sm = reinterpret_cast<fr_t*>(raw);
     const pass_block blk(s0, k, block_log);
     blk.load(a, sm);
     __syncthreads();
-    const uint32_t steps = (k + RMAX - 1) / RMAX;
+    const uint32_t steps = (k + 2) / 3;
     for (uint32_t i = 0; i < steps; i++) {
-        const uint32_t t = RMAX * (dif ? steps - 1 - i : i), r = min((uint32_t)RMAX, k - t);
+        const uint32_t t = 3 * (dif ? steps - 1 - i : i), r = min(3u, k - t);
         for (uint32_t g = threadIdx.x; g < (1u << (block_log - r)); g += blockDim.x) {
             if (dif)
-                pass_group_of<RMAX, true>(r, sm, tw, tw_log, blk, t, g, inv);
+                pass_group_of<true>(r, sm, tw, tw_log, blk, t, g, inv);
             else
-                pass_group_of<RMAX, false>(r, sm, tw, tw_log, blk, t, g, inv);
+                pass_group_of<false>(r, sm, tw, tw_log, blk, t, g, inv);
         }
         __syncthreads();
     }
     blk.store(a, sm);
-}
-
-// Radix 8: three stages per barrier, eight entries per thread (2^(block_log - 3) threads);
-// the last step one or two stages when 3 does not divide k.
-extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 3))
-fr_ntt_pass8(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
-             uint32_t inv, uint32_t dif)
-{
-    pass_steps<3>(a, tw, s0, k, block_log, tw_log, inv, dif);
 }
 
 // a[i] *= c[0] * g^(bitrev(i)): the coset scaling of coefficients held in bit-reversed

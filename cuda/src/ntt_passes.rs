@@ -159,7 +159,8 @@ mod tests {
             for (e, v) in sm.iter_mut().enumerate() {
                 *v = a[base + ((e >> lo_bits) << s0) + (e & (lo_cnt - 1))];
             }
-            // ntt.cu's `pass_steps<RMAX>`.
+            // Steps of rmax stages (fr_ntt_pass8's, and fr_ntt_pass4's and fr_ntt_pass's
+            // written out), the short step last going up and first going down.
             let steps = k.div_ceil(rmax);
             for i in 0..steps {
                 let t = rmax * if dif { steps - 1 - i } else { i };
