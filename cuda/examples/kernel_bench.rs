@@ -123,7 +123,8 @@ fn ones_ab<P: PartialEq>(
 /// additions written out (`Gpu::set_msm_madd`, the default); then the defaults, the
 /// defaults and the wide windows with sppark's point arithmetic (the kernels before), and
 /// the wide windows fixed at 22 bits (what the cost model picks for 2^27 points in one
-/// piece; chunks of 2^24 plan for 2^24 points, 20 bits). The kernels before the pieces'
+/// piece; chunks of 2^24 plan for 2^24 points, 20 bits); then the wide windows and the
+/// defaults with batch-affine accumulation, 4, 8 or 16 pieces a thread (G1 only). The kernels before the pieces'
 /// order and before the global sort were measured against these in earlier sessions
 /// (BENCHMARKS.md).
 struct MsmConfig {
@@ -132,6 +133,8 @@ struct MsmConfig {
     window: Option<u32>,
     one_read: Option<bool>,
     madd: bool,
+    /// Batch-affine accumulation in G1, k pieces a thread (`Gpu::set_msm_batch_affine`).
+    batch_affine: Option<u32>,
 }
 
 const fn config(
@@ -141,10 +144,15 @@ const fn config(
     one_read: Option<bool>,
     madd: bool,
 ) -> MsmConfig {
-    MsmConfig { name, kernels, window, one_read, madd }
+    MsmConfig { name, kernels, window, one_read, madd, batch_affine: None }
 }
 
-const MSM_CATALOG: [MsmConfig; 8] = [
+/// [`config`] with batch-affine accumulation, `k` pieces a thread.
+const fn ba(name: &'static str, kernels: MsmKernels, one_read: Option<bool>, k: u32) -> MsmConfig {
+    MsmConfig { name, kernels, window: None, one_read, madd: true, batch_affine: Some(k) }
+}
+
+const MSM_CATALOG: [MsmConfig; 14] = [
     config("signed-global", MsmKernels::SignedGlobal, None, Some(false), true),
     config("signed-global+one-read", MsmKernels::SignedGlobal, None, Some(true), true),
     config("wide", MsmKernels::Wide, None, Some(false), true),
@@ -153,6 +161,12 @@ const MSM_CATALOG: [MsmConfig; 8] = [
     config("default-sppark", MsmKernels::SignedGlobal, None, None, false),
     config("wide-sppark", MsmKernels::Wide, None, Some(false), false),
     config("wide-c22", MsmKernels::Wide, Some(22), Some(false), true),
+    ba("wide-ba4", MsmKernels::Wide, Some(false), 4),
+    ba("wide-ba8", MsmKernels::Wide, Some(false), 8),
+    ba("wide-ba16", MsmKernels::Wide, Some(false), 16),
+    ba("default-ba4", MsmKernels::SignedGlobal, None, 4),
+    ba("default-ba8", MsmKernels::SignedGlobal, None, 8),
+    ba("default-ba16", MsmKernels::SignedGlobal, None, 16),
 ];
 
 /// The configurations `--msm-configs` picked (set once in `main`).
@@ -184,6 +198,7 @@ fn set_config(g: &mut Gpu, i: usize) {
     g.set_msm_kernels(c.kernels);
     g.set_msm_sort_one_read(c.one_read);
     g.set_msm_madd(c.madd);
+    g.set_msm_batch_affine(c.batch_affine).expect("every configuration's k has an instance");
     g.set_msm_window_bits(c.window).expect("every configuration's width is one its kernels run");
 }
 
@@ -193,6 +208,7 @@ fn default_config(g: &mut Gpu) {
     g.set_msm_piece_order(true);
     g.set_msm_sort_one_read(None);
     g.set_msm_madd(true);
+    g.set_msm_batch_affine(None).expect("off is always allowed");
     g.set_msm_window_bits(None).expect("no fixed width is always allowed");
 }
 

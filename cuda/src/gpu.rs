@@ -43,6 +43,8 @@ pub struct Gpu {
     pub(crate) msm_sort_one_read: Option<bool>,
     /// Whether the MSM's mixed additions run written out ([`Gpu::set_msm_madd`]).
     pub(crate) msm_madd: bool,
+    /// Batch-affine accumulation in G1, K pieces per thread ([`Gpu::set_msm_batch_affine`]).
+    pub(crate) msm_batch_affine: Option<u32>,
     /// The kernels of the h MSM, whose scalars are dense ([`Gpu::set_msm_dense_kernels`]).
     pub(crate) msm_dense_kernels: MsmKernels,
     /// Device time of the last MSM or h pipeline call (GPU events).
@@ -95,6 +97,7 @@ impl Gpu {
             msm_piece_order: true,
             msm_sort_one_read: None,
             msm_madd: true,
+            msm_batch_affine: None,
             msm_dense_kernels: MsmKernels::DENSE_DEFAULT,
             last_device: Cell::new(Duration::ZERO),
             msm_stage_timing: false,
@@ -198,6 +201,26 @@ impl Gpu {
     /// are the same point.
     pub fn set_msm_madd(&mut self, on: bool) {
         self.msm_madd = on;
+    }
+
+    /// Batch-affine accumulation in G1 (`kernels/msm_batch_affine.cuh`): `Some(k)` sums
+    /// the pieces' points in affine coordinates, k pieces per thread, each block and round
+    /// sharing one field inversion (Montgomery's trick: ~6 products an addition against the
+    /// mixed addition's 10); `None` (the default) one thread per piece in xyzz. G2 keeps
+    /// the mixed addition either way. Refused with [`CudaError::Limit`] for a k without a
+    /// compiled instance (4, 8, 16). Results are the same point.
+    pub fn set_msm_batch_affine(&mut self, pieces_per_thread: Option<u32>) -> Result<()> {
+        if let Some(k) = pieces_per_thread {
+            if !crate::msm::BA_PIECES.contains(&k) {
+                return Err(CudaError::Limit {
+                    what: "batch-affine pieces per thread (4, 8 or 16)",
+                    value: k as usize,
+                    limit: *crate::msm::BA_PIECES.last().unwrap() as usize,
+                });
+            }
+        }
+        self.msm_batch_affine = pieces_per_thread;
+        Ok(())
     }
 
     /// Fixes the window width of the signed MSM kernels at `c` bits (`None`, the default:

@@ -411,9 +411,12 @@ kernels! {
     );
     /// 0/1 fast path: one fan-in round over the partial sums.
     MsmReduce: msm_reduce_g1, msm_reduce_g2(src: DevPtr, n: u32, fan: u32, out: DevPtr);
-    /// One thread per piece: the sum of its points (signed: bit 31 of an index negates).
+    /// The sum of each piece's points (signed: bit 31 of an index negates): one thread per
+    /// piece, or (`_ba*`) batch-affine, K pieces per thread ([`crate::msm::BA_THREADS`]).
     MsmAccumulate: msm_accumulate_g1, msm_accumulate_g2, msm_accumulate_signed_g1, msm_accumulate_signed_g2,
-        msm_accumulate_g1_inl, msm_accumulate_g2_inl, msm_accumulate_signed_g1_inl, msm_accumulate_signed_g2_inl(
+        msm_accumulate_g1_inl, msm_accumulate_g2_inl, msm_accumulate_signed_g1_inl, msm_accumulate_signed_g2_inl,
+        msm_accumulate_g1_ba4, msm_accumulate_signed_g1_ba4, msm_accumulate_g1_ba8, msm_accumulate_signed_g1_ba8,
+        msm_accumulate_g1_ba16, msm_accumulate_signed_g1_ba16(
         bases: DevPtr,
         idx: DevPtr,
         pieces: DevPtr,

@@ -65,6 +65,14 @@ const SORT_THREADS: (u32, u32) = (THREADS, 1024);
 /// threads at 146 registers (12 warps): accumulation 118.9 vs 124.9 ms at 2^24, 32.7 vs
 /// 34.4 ms at 2^22 (BENCHMARKS.md, eleventh session). G2 needs its 255 registers: 256.
 pub(crate) const SIGNED_ACC_THREADS: (u32, u32) = (512, 256);
+
+/// Threads of a batch-affine accumulate block (`BA_THREADS` in
+/// `kernels/msm_batch_affine.cuh`, the bound its kernels are compiled for).
+pub(crate) const BA_THREADS: u32 = 256;
+
+/// The batch-affine accumulate kernels' pieces per thread, one instance each
+/// (`MSM_BA_KERNELS` lines of `kernels/msm_g1.cu`).
+pub(crate) const BA_PIECES: [u32; 3] = [4, 8, 16];
 /// Signed windows: segments per window chosen so about `2^this` threads run the running
 /// sums, then fold rounds of fan-in [`ONES_FAN`] take each window's segments to one point.
 const SEGMENT_THREADS_LOG: u32 = 16;
@@ -767,6 +775,9 @@ pub(crate) struct PointKernels<'k> {
     accumulate_signed: &'k MsmAccumulate,
     /// The block size `accumulate_signed` is bounded for.
     signed_acc_threads: u32,
+    /// Batch-affine accumulation ([`Gpu::set_msm_batch_affine`]): the pieces per thread of
+    /// both accumulate kernels, which then run [`BA_THREADS`] threads a block.
+    ba_pieces: Option<u32>,
     buckets: &'k MsmBuckets,
     segments: &'k MsmWindowSegments,
     sums: &'k MsmWindowSums,
@@ -797,6 +808,13 @@ impl Gpu {
                 &k.msm_accumulate_signed_g2_inl,
             ),
         };
+        let ba_pieces = self.msm_batch_affine.filter(|_| curve == Curve::G1);
+        let (accumulate, accumulate_signed) = match ba_pieces {
+            None => (accumulate, accumulate_signed),
+            Some(4) => (&k.msm_accumulate_g1_ba4, &k.msm_accumulate_signed_g1_ba4),
+            Some(8) => (&k.msm_accumulate_g1_ba8, &k.msm_accumulate_signed_g1_ba8),
+            Some(_) => (&k.msm_accumulate_g1_ba16, &k.msm_accumulate_signed_g1_ba16),
+        };
         let (reduce, buckets, segments, sums, signed_acc_threads) = match curve {
             Curve::G1 => (
                 &k.msm_reduce_g1,
@@ -821,6 +839,7 @@ impl Gpu {
             accumulate,
             accumulate_signed,
             signed_acc_threads,
+            ba_pieces,
             buckets,
             segments,
             sums,
@@ -1419,8 +1438,13 @@ impl Gpu {
             (Some(o), true) => self.msm_order_pieces(o, s.pieces.dev_ptr(), npieces)?,
             _ => DevPtr::NULL,
         };
+        let grid = match pk.ba_pieces {
+            // K pieces a thread: one block per BA_THREADS * K pieces.
+            Some(k) => Dims::per_item(p.pieces_max.div_ceil(k as usize), BA_THREADS),
+            None => Dims::per_item(p.pieces_max, threads),
+        };
         accumulate.launch(
-            Dims::per_item(p.pieces_max, threads),
+            grid,
             bases,
             s.idx.dev_ptr(),
             s.pieces.dev_ptr(),
@@ -1800,6 +1824,27 @@ mod tests {
                 assert_eq!(bound, threads, "{unit}: launch bound vs SIGNED_ACC_THREADS in {line}");
             }
         }
+    }
+
+    #[test]
+    fn batch_affine_instances_match_the_kernels() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+        let header = std::fs::read_to_string(dir.join("msm_batch_affine.cuh")).unwrap();
+        assert!(header.lines().any(|l| l == format!("#define BA_THREADS {BA_THREADS}")));
+        let src = std::fs::read_to_string(dir.join("msm_g1.cu")).unwrap();
+        // MSM_BA_KERNELS(g1_baK, fp_t, K, MINB): the name and K agree, one line per K.
+        let mut ks: Vec<u32> = src
+            .lines()
+            .filter_map(|l| l.strip_prefix("MSM_BA_KERNELS("))
+            .map(|l| {
+                let args: Vec<_> = l.trim_end_matches(')').split(',').map(str::trim).collect();
+                let k: u32 = args[2].parse().unwrap();
+                assert_eq!(args[0], format!("g1_ba{k}"), "{l}");
+                k
+            })
+            .collect();
+        ks.sort();
+        assert_eq!(ks, BA_PIECES);
     }
 
     #[test]

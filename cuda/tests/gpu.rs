@@ -7,7 +7,7 @@
 mod common;
 
 use arenaprove_cuda::{CudaError, Gpu, MsmKernels, MsmPlan, NttKernels};
-use arenaprove_engine::deps::blstrs::Scalar;
+use arenaprove_engine::deps::blstrs::{G1Affine, G1Projective, Scalar};
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::deps::group::Group;
 use arenaprove_engine::groth16::domain::Domain;
@@ -148,44 +148,68 @@ fn bad_lengths_are_typed_errors() {
 const MSM_KERNELS: [MsmKernels; 4] =
     [MsmKernels::SignedGlobal, MsmKernels::Signed, MsmKernels::Unsigned, MsmKernels::Wide];
 
-/// Every kernel choice: each of [`MSM_KERNELS`] under both arithmetics of the mixed
-/// additions ([`Gpu::set_msm_madd`]: written out, the default, and sppark's).
-fn kernel_choices() -> impl Iterator<Item = (MsmKernels, bool)> {
-    MSM_KERNELS.into_iter().flat_map(|k| [(k, false), (k, true)])
+/// The point arithmetic of the accumulation: the mixed additions written out
+/// ([`Gpu::set_msm_madd`], the default) or sppark's, and batch-affine in G1
+/// ([`Gpu::set_msm_batch_affine`], k pieces a thread; G2 ignores it).
+#[derive(Clone, Copy, Debug)]
+struct Arith {
+    madd: bool,
+    batch_affine: Option<u32>,
+}
+
+impl Arith {
+    const DEFAULT: Arith = Arith { madd: true, batch_affine: None };
+
+    fn set(self, g: &mut Gpu) {
+        g.set_msm_madd(self.madd);
+        g.set_msm_batch_affine(self.batch_affine).unwrap();
+    }
+}
+
+/// Every kernel choice: each of [`MSM_KERNELS`] under each arithmetic ([`Arith`]: sppark's,
+/// written out, batch-affine with each compiled pieces-per-thread).
+fn kernel_choices() -> impl Iterator<Item = (MsmKernels, Arith)> {
+    MSM_KERNELS.into_iter().flat_map(|k| {
+        [None, Some(4), Some(8), Some(16)]
+            .into_iter()
+            .map(move |batch_affine| (k, Arith { madd: true, batch_affine }))
+            .chain([(k, Arith { madd: false, batch_affine: None })])
+    })
 }
 
 /// The GPU's MSM under every kernel choice against blst's (leaves the default set).
 fn check_msm(g: &mut Gpu, bases: &[blst_p1_affine], scalars: &[[u8; 32]], what: &str) {
     let cpu = msm_g1(bases, scalars);
-    for (k, madd) in kernel_choices() {
+    for (k, a) in kernel_choices() {
         g.set_msm_kernels(k);
-        g.set_msm_madd(madd);
+        a.set(g);
         let dev = g.msm_g1(bases, scalars).unwrap();
         assert!(
             dev == cpu,
-            "{what}: GPU MSM ({k:?}, madd {madd}, plan {:?}) differs from blst",
+            "{what}: GPU MSM ({k:?}, {a:?}, plan {:?}) differs from blst",
             g.msm_plan(scalars.len())
         );
     }
     g.set_msm_kernels(MsmKernels::default());
-    g.set_msm_madd(true);
+    Arith::DEFAULT.set(g);
 }
 
-/// [`check_msm`] in G2.
+/// [`check_msm`] in G2 (batch-affine is G1's only: those choices run the written-out
+/// arithmetic again).
 fn check_msm_g2(g: &mut Gpu, bases: &[blst_p2_affine], scalars: &[[u8; 32]], what: &str) {
     let cpu = msm_g2(bases, scalars);
-    for (k, madd) in kernel_choices() {
+    for (k, a) in kernel_choices().filter(|(_, a)| a.batch_affine.is_none()) {
         g.set_msm_kernels(k);
-        g.set_msm_madd(madd);
+        a.set(g);
         let dev = g.msm_g2(bases, scalars).unwrap();
         assert!(
             dev == cpu,
-            "{what}: GPU G2 MSM ({k:?}, madd {madd}, plan {:?}) differs from blst",
+            "{what}: GPU G2 MSM ({k:?}, {a:?}, plan {:?}) differs from blst",
             g.msm_plan(scalars.len())
         );
     }
     g.set_msm_kernels(MsmKernels::default());
-    g.set_msm_madd(true);
+    Arith::DEFAULT.set(g);
 }
 
 #[test]
@@ -229,6 +253,18 @@ fn msm_g1_edge_cases_match_blst() {
     }
     let s = to_bytes(&random_scalars(n, 9));
     check_msm(&mut g, &rep, &s, "repeated bases and infinity");
+    // A few points, their negations and infinity, interleaved: inside one piece the
+    // batch-affine sums meet P + P (a doubling), P + (-P) (infinity), a sum at infinity
+    // taking the next point, 2P + (-P); with small scalars the pieces are long.
+    let p = G1Projective::random(&mut rng(21));
+    let q = G1Projective::random(&mut rng(22));
+    let few: Vec<G1Affine> = [p, -p, p, q, G1Projective::identity(), p, p.double(), -p, -q, q]
+        .iter()
+        .map(|x| G1Affine::from(x))
+        .collect();
+    let mix: Vec<blst_p1_affine> = (0..n).map(|i| *few[i % few.len()].as_ref()).collect();
+    check_msm(&mut g, &mix, &s, "few points, negations and infinity, random scalars");
+    check_msm(&mut g, &mix, &small, "few points, negations and infinity, small scalars");
     // The 0/1 fast path against the plain bucket method and blst, on a mix: ones, zeros,
     // small values, random scalars, ones at infinity bases and a one whose base repeats.
     let mut mixed: Vec<[u8; 32]> = to_bytes(&random_scalars(n, 11));
@@ -269,9 +305,9 @@ fn msm_g1_edge_cases_match_blst() {
     }
     // x and -x: cancellation to infinity, under every kernel choice.
     let one = [Scalar::ONE.to_bytes_le(), minus_one];
-    for (k, madd) in kernel_choices() {
+    for (k, a) in kernel_choices() {
         g.set_msm_kernels(k);
-        g.set_msm_madd(madd);
+        a.set(&mut g);
         assert!(bool::from(g.msm_g1(&[b[1], b[1]], &one).unwrap().is_identity()));
         assert!(bool::from(g.msm_g1(&[], &[]).unwrap().is_identity()));
         // The same base twice with one scalar (not 0 or 1, so not the ones' fast path): a
@@ -281,10 +317,11 @@ fn msm_g1_edge_cases_match_blst() {
         let opposite = [five.to_bytes_le(), (-five).to_bytes_le()];
         assert!(bool::from(g.msm_g1(&[b[1], b[1]], &opposite).unwrap().is_identity()));
         let doubled = g.msm_g1(&[b[1], b[1]], &two).unwrap();
-        assert!(doubled == msm_g1(&[b[1], b[1]], &two), "{k:?}, madd {madd}: a doubling in a bucket");
+        assert!(doubled == msm_g1(&[b[1], b[1]], &two), "{k:?}, {a:?}: a doubling in a bucket");
     }
     g.set_msm_kernels(MsmKernels::default());
-    g.set_msm_madd(true);
+    Arith::DEFAULT.set(&mut g);
+    assert!(matches!(g.set_msm_batch_affine(Some(5)), Err(CudaError::Limit { .. })));
 }
 
 /// `n` scalars, zeros and ones but for `k` others spread through them (random, and every
