@@ -260,7 +260,7 @@ fn msm_g1_edge_cases_match_blst() {
     let q = G1Projective::random(&mut rng(22));
     let few: Vec<G1Affine> = [p, -p, p, q, G1Projective::identity(), p, p.double(), -p, -q, q]
         .iter()
-        .map(|x| G1Affine::from(x))
+        .map(G1Affine::from)
         .collect();
     let mix: Vec<blst_p1_affine> = (0..n).map(|i| *few[i % few.len()].as_ref()).collect();
     check_msm(&mut g, &mix, &s, "few points, negations and infinity, random scalars");
