@@ -72,7 +72,7 @@ pub(crate) const BA_THREADS: u32 = 256;
 
 /// The batch-affine accumulate kernels' pieces per thread, one instance each
 /// (`MSM_BA_KERNELS` lines of `kernels/msm_g1.cu`).
-pub(crate) const BA_PIECES: [u32; 3] = [4, 8, 16];
+pub(crate) const BA_PIECES: [u32; 3] = [2, 3, 4];
 /// Signed windows: segments per window chosen so about `2^this` threads run the running
 /// sums, then fold rounds of fan-in [`ONES_FAN`] take each window's segments to one point.
 const SEGMENT_THREADS_LOG: u32 = 16;
@@ -811,9 +811,11 @@ impl Gpu {
         let ba_pieces = self.msm_batch_affine.filter(|_| curve == Curve::G1);
         let (accumulate, accumulate_signed) = match ba_pieces {
             None => (accumulate, accumulate_signed),
-            Some(4) => (&k.msm_accumulate_g1_ba4, &k.msm_accumulate_signed_g1_ba4),
-            Some(8) => (&k.msm_accumulate_g1_ba8, &k.msm_accumulate_signed_g1_ba8),
-            Some(_) => (&k.msm_accumulate_g1_ba16, &k.msm_accumulate_signed_g1_ba16),
+            Some(2) if self.msm_ba_tree => (&k.msm_accumulate_g1_ba2t, &k.msm_accumulate_signed_g1_ba2t),
+            Some(4) if self.msm_ba_tree => (&k.msm_accumulate_g1_ba4t, &k.msm_accumulate_signed_g1_ba4t),
+            Some(2) => (&k.msm_accumulate_g1_ba2, &k.msm_accumulate_signed_g1_ba2),
+            Some(3) => (&k.msm_accumulate_g1_ba3, &k.msm_accumulate_signed_g1_ba3),
+            Some(_) => (&k.msm_accumulate_g1_ba4, &k.msm_accumulate_signed_g1_ba4),
         };
         let (reduce, buckets, segments, sums, signed_acc_threads) = match curve {
             Curve::G1 => (
