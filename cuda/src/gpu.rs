@@ -227,8 +227,8 @@ impl Gpu {
     }
 
     /// Batch-affine accumulation's block inverse: a product tree over the block (on; 2 and 4
-    /// pieces a thread) or warp 0 walking columns of 8 (off, the default). Results are the
-    /// same point.
+    /// pieces a thread have such an instance, 3 keeps the columns') or warp 0 walking
+    /// columns of 8 (off, the default). Results are the same point.
     pub fn set_msm_batch_affine_tree(&mut self, on: bool) {
         self.msm_ba_tree = on;
     }

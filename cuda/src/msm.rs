@@ -73,6 +73,10 @@ pub(crate) const BA_THREADS: u32 = 256;
 /// The batch-affine accumulate kernels' pieces per thread, one instance each
 /// (`MSM_BA_KERNELS` lines of `kernels/msm_g1.cu`).
 pub(crate) const BA_PIECES: [u32; 3] = [2, 3, 4];
+
+/// Those with an instance whose block inverse is a product tree
+/// ([`Gpu::set_msm_batch_affine_tree`]; the others fall back to the columns').
+pub(crate) const BA_TREE_PIECES: [u32; 2] = [2, 4];
 /// Signed windows: segments per window chosen so about `2^this` threads run the running
 /// sums, then fold rounds of fan-in [`ONES_FAN`] take each window's segments to one point.
 const SEGMENT_THREADS_LOG: u32 = 16;
@@ -1834,19 +1838,23 @@ mod tests {
         let header = std::fs::read_to_string(dir.join("msm_batch_affine.cuh")).unwrap();
         assert!(header.lines().any(|l| l == format!("#define BA_THREADS {BA_THREADS}")));
         let src = std::fs::read_to_string(dir.join("msm_g1.cu")).unwrap();
-        // MSM_BA_KERNELS(g1_baK, fp_t, K, MINB): the name and K agree, one line per K.
-        let mut ks: Vec<u32> = src
+        // MSM_BA_KERNELS(g1_baK[t], fp_t, K, TREE, MINB): the name, K and TREE agree; one
+        // line per K with the columns' inverse, and per K of BA_TREE_PIECES with the tree.
+        let mut ks: Vec<(bool, u32)> = src
             .lines()
             .filter_map(|l| l.strip_prefix("MSM_BA_KERNELS("))
             .map(|l| {
                 let args: Vec<_> = l.trim_end_matches(')').split(',').map(str::trim).collect();
                 let k: u32 = args[2].parse().unwrap();
-                assert_eq!(args[0], format!("g1_ba{k}"), "{l}");
-                k
+                let tree: bool = args[3].parse().unwrap();
+                assert_eq!(args[0], format!("g1_ba{k}{}", if tree { "t" } else { "" }), "{l}");
+                (tree, k)
             })
             .collect();
         ks.sort();
-        assert_eq!(ks, BA_PIECES);
+        let want: Vec<(bool, u32)> =
+            BA_PIECES.iter().map(|&k| (false, k)).chain(BA_TREE_PIECES.iter().map(|&k| (true, k))).collect();
+        assert_eq!(ks, want);
     }
 
     #[test]
