@@ -124,9 +124,9 @@ fn ones_ab<P: PartialEq>(
 /// defaults and the wide windows with sppark's point arithmetic (the kernels before), and
 /// the wide windows fixed at 22 bits (what the cost model picks for 2^27 points in one
 /// piece; chunks of 2^24 plan for 2^24 points, 20 bits); then the wide windows and the
-/// defaults with batch-affine accumulation, 2, 3 or 4 pieces a thread (G1 only). The kernels before the pieces'
-/// order and before the global sort were measured against these in earlier sessions
-/// (BENCHMARKS.md).
+/// defaults with batch-affine accumulation, 2, 3 or 4 pieces a thread, `t` with the block
+/// inverse as a product tree (G1 only). The kernels before the pieces' order and before the
+/// global sort were measured against these in earlier sessions (BENCHMARKS.md).
 struct MsmConfig {
     name: &'static str,
     kernels: MsmKernels,

@@ -74,9 +74,6 @@ pub(crate) const BA_THREADS: u32 = 256;
 /// (`MSM_BA_KERNELS` lines of `kernels/msm_g1.cu`).
 pub(crate) const BA_PIECES: [u32; 3] = [2, 3, 4];
 
-/// Those with an instance whose block inverse is a product tree
-/// ([`Gpu::set_msm_batch_affine_tree`]; the others fall back to the columns').
-pub(crate) const BA_TREE_PIECES: [u32; 2] = [2, 4];
 /// Signed windows: segments per window chosen so about `2^this` threads run the running
 /// sums, then fold rounds of fan-in [`ONES_FAN`] take each window's segments to one point.
 const SEGMENT_THREADS_LOG: u32 = 16;
@@ -1838,6 +1835,9 @@ mod tests {
         let header = std::fs::read_to_string(dir.join("msm_batch_affine.cuh")).unwrap();
         assert!(header.lines().any(|l| l == format!("#define BA_THREADS {BA_THREADS}")));
         let src = std::fs::read_to_string(dir.join("msm_g1.cu")).unwrap();
+        // Those with an instance whose block inverse is a product tree (`point_kernels`;
+        // the others fall back to the columns').
+        const BA_TREE_PIECES: [u32; 2] = [2, 4];
         // MSM_BA_KERNELS(g1_baK[t], fp_t, K, TREE, MINB): the name, K and TREE agree; one
         // line per K with the columns' inverse, and per K of BA_TREE_PIECES with the tree.
         let mut ks: Vec<(bool, u32)> = src
