@@ -124,19 +124,17 @@ fn ones_ab<P: PartialEq>(
 /// defaults and the wide windows with sppark's point arithmetic (the kernels before), and
 /// the wide windows fixed at 22 bits (what the cost model picks for 2^27 points in one
 /// piece; chunks of 2^24 plan for 2^24 points, 20 bits); then the wide windows and the
-/// defaults with batch-affine accumulation, 2, 3 or 4 pieces a thread, `t` with the block
-/// inverse as a product tree (G1 only). The kernels before the pieces' order and before the
-/// global sort were measured against these in earlier sessions (BENCHMARKS.md).
+/// defaults with batch-affine accumulation, 4, 8 or 16 pieces a thread (G1 only). The kernels before the pieces'
+/// order and before the global sort were measured against these in earlier sessions
+/// (BENCHMARKS.md).
 struct MsmConfig {
     name: &'static str,
     kernels: MsmKernels,
     window: Option<u32>,
     one_read: Option<bool>,
     madd: bool,
-    /// Batch-affine accumulation in G1, k pieces a thread (`Gpu::set_msm_batch_affine`),
-    /// and whether its block inverse is a product tree.
+    /// Batch-affine accumulation in G1, k pieces a thread (`Gpu::set_msm_batch_affine`).
     batch_affine: Option<u32>,
-    tree: bool,
 }
 
 const fn config(
@@ -146,21 +144,15 @@ const fn config(
     one_read: Option<bool>,
     madd: bool,
 ) -> MsmConfig {
-    MsmConfig { name, kernels, window, one_read, madd, batch_affine: None, tree: false }
+    MsmConfig { name, kernels, window, one_read, madd, batch_affine: None }
 }
 
 /// [`config`] with batch-affine accumulation, `k` pieces a thread.
-const fn ba(
-    name: &'static str,
-    kernels: MsmKernels,
-    one_read: Option<bool>,
-    k: u32,
-    tree: bool,
-) -> MsmConfig {
-    MsmConfig { name, kernels, window: None, one_read, madd: true, batch_affine: Some(k), tree }
+const fn ba(name: &'static str, kernels: MsmKernels, one_read: Option<bool>, k: u32) -> MsmConfig {
+    MsmConfig { name, kernels, window: None, one_read, madd: true, batch_affine: Some(k) }
 }
 
-const MSM_CATALOG: [MsmConfig; 16] = [
+const MSM_CATALOG: [MsmConfig; 14] = [
     config("signed-global", MsmKernels::SignedGlobal, None, Some(false), true),
     config("signed-global+one-read", MsmKernels::SignedGlobal, None, Some(true), true),
     config("wide", MsmKernels::Wide, None, Some(false), true),
@@ -169,14 +161,12 @@ const MSM_CATALOG: [MsmConfig; 16] = [
     config("default-sppark", MsmKernels::SignedGlobal, None, None, false),
     config("wide-sppark", MsmKernels::Wide, None, Some(false), false),
     config("wide-c22", MsmKernels::Wide, Some(22), Some(false), true),
-    ba("wide-ba2", MsmKernels::Wide, Some(false), 2, false),
-    ba("wide-ba3", MsmKernels::Wide, Some(false), 3, false),
-    ba("wide-ba4", MsmKernels::Wide, Some(false), 4, false),
-    ba("wide-ba2t", MsmKernels::Wide, Some(false), 2, true),
-    ba("wide-ba4t", MsmKernels::Wide, Some(false), 4, true),
-    ba("default-ba2", MsmKernels::SignedGlobal, None, 2, false),
-    ba("default-ba4", MsmKernels::SignedGlobal, None, 4, false),
-    ba("default-ba4t", MsmKernels::SignedGlobal, None, 4, true),
+    ba("wide-ba4", MsmKernels::Wide, Some(false), 4),
+    ba("wide-ba8", MsmKernels::Wide, Some(false), 8),
+    ba("wide-ba16", MsmKernels::Wide, Some(false), 16),
+    ba("default-ba4", MsmKernels::SignedGlobal, None, 4),
+    ba("default-ba8", MsmKernels::SignedGlobal, None, 8),
+    ba("default-ba16", MsmKernels::SignedGlobal, None, 16),
 ];
 
 /// The configurations `--msm-configs` picked (set once in `main`).
@@ -209,7 +199,6 @@ fn set_config(g: &mut Gpu, i: usize) {
     g.set_msm_sort_one_read(c.one_read);
     g.set_msm_madd(c.madd);
     g.set_msm_batch_affine(c.batch_affine).expect("every configuration's k has an instance");
-    g.set_msm_batch_affine_tree(c.tree);
     g.set_msm_window_bits(c.window).expect("every configuration's width is one its kernels run");
 }
 
@@ -220,7 +209,6 @@ fn default_config(g: &mut Gpu) {
     g.set_msm_sort_one_read(None);
     g.set_msm_madd(true);
     g.set_msm_batch_affine(None).expect("off is always allowed");
-    g.set_msm_batch_affine_tree(false);
     g.set_msm_window_bits(None).expect("no fixed width is always allowed");
 }
 

@@ -25,51 +25,17 @@
 // Threads of a batch-affine block, and the pieces each thread owns.
 #define BA_THREADS 256
 
-// 1 / q for every thread's q (all nonzero), with one inversion per block.
-//
-// TREE false: warp 0 takes the products of each lane's column (q of threads lane, lane + 32,
-// ..), keeping the prefixes, inverts its 32 products (sppark's reciprocal pairs the lanes),
-// and walks the columns back: 7 + 14 products in a row on one warp while the others wait.
-// TREE true: a product tree over the block (heap order: node k's children 2k, 2k + 1, the
-// threads' q the leaves), 3 levels up to 32 nodes, warp 0 inverts those, and 3 levels down,
-// each node's inverse the parent's times its sibling's product: 3 + 4 products in a row.
-template<class field, bool TREE>
+// 1 / q for every thread's q (all nonzero), with one inversion per block: warp 0 takes the
+// products of each lane's column (q of threads lane, lane + 32, ..), keeping the prefixes,
+// inverts its 32 products (sppark's reciprocal pairs the lanes), and walks the columns back.
+template<class field>
 __device__ __forceinline__ field block_inverse(const field& q)
 {
-    const int t = threadIdx.x;
-    if (TREE) {
-        __shared__ uint4 n_raw[2 * BA_THREADS * sizeof(field) / 16];
-        field* node = reinterpret_cast<field*>(n_raw);
-        node[BA_THREADS + t] = q;
-        __syncthreads();
-#pragma unroll
-        for (int w = BA_THREADS / 2; w >= 32; w /= 2) {
-            if (t < w)
-                node[w + t] = node[2 * (w + t)] * node[2 * (w + t) + 1];
-            __syncthreads();
-        }
-        if (t < 32)
-            node[32 + t] = node[32 + t].reciprocal();
-        __syncthreads();
-#pragma unroll
-        for (int w = 64; w < BA_THREADS; w *= 2) {
-            // Nodes [w, 2w): 1 / node = 1 / parent * sibling.
-            field v;
-            if (t < w)
-                v = node[(w + t) >> 1] * node[(w + t) ^ 1];
-            __syncthreads();
-            if (t < w)
-                node[w + t] = v;
-            __syncthreads();
-        }
-        const field r = node[(BA_THREADS + t) >> 1] * node[(BA_THREADS + t) ^ 1];
-        __syncthreads(); // the tree is free for the next round
-        return r;
-    }
     constexpr int ROWS = BA_THREADS / 32;
     __shared__ uint4 s_raw[BA_THREADS * sizeof(field) / 16], c_raw[BA_THREADS * sizeof(field) / 16];
     field* s = reinterpret_cast<field*>(s_raw);
     field* c = reinterpret_cast<field*>(c_raw);
+    const int t = threadIdx.x;
     s[t] = q;
     __syncthreads();
     if (t < 32) {
@@ -100,7 +66,7 @@ __device__ __forceinline__ field block_inverse(const field& q)
 #define BA_ADD 1u
 #define BA_DBL 2u
 
-template<class field, bool SIGNED, int K, bool TREE>
+template<class field, bool SIGNED, int K>
 __device__ __forceinline__ void accumulate_ba(const typename inline_ops<field>::base_t* bases,
                                               const uint32_t* idx, const uint2* pieces,
                                               const uint32_t* npieces, const uint32_t* perm,
@@ -116,44 +82,25 @@ __device__ __forceinline__ void accumulate_ba(const typename inline_ops<field>::
         rounds = 0;
     __syncthreads();
 
-    // The thread's pieces (slot, first entry, length; length 0: none), read once into shared
-    // memory, so that a round's global loads are the entries and the bases only.
-    __shared__ uint32_t s_slot[K][BA_THREADS], s_start[K][BA_THREADS], s_len[K][BA_THREADS];
-    uint32_t* slot = &s_slot[0][threadIdx.x];
-    uint32_t* start = &s_start[0][threadIdx.x];
-    uint32_t* len = &s_len[0][threadIdx.x];
-    uint32_t longest = 0;
-#pragma unroll
+    // Round 0: each sum is its piece's first point. inf: bit i, piece i's sum is infinity.
+    uint32_t inf = 0, longest = 0;
+#pragma unroll 1
     for (int i = 0; i < K; i++) {
         const size_t pos = first + (size_t)i * BA_THREADS;
-        uint32_t p = 0, st = 0, l = 0;
-        if (pos < np) {
-            p = perm != nullptr ? perm[pos] : (uint32_t)pos;
-            const uint2 pc = pieces[p];
-            st = pc.x;
-            l = pc.y;
-            longest = max(longest, l);
-        }
-        slot[i * BA_THREADS] = p;
-        start[i * BA_THREADS] = st;
-        len[i * BA_THREADS] = l;
-    }
-
-    // Round 0: each sum is its piece's first point. inf: bit i, piece i's sum is infinity.
-    uint32_t inf = 0;
-#pragma unroll
-    for (int i = 0; i < K; i++) {
-        if (len[i * BA_THREADS] == 0)
-            continue;
-        const uint32_t e = idx[start[i * BA_THREADS]];
+        if (pos >= np)
+            break;
+        const uint32_t p = perm != nullptr ? perm[pos] : (uint32_t)pos;
+        const uint2 pc = pieces[p];
+        longest = max(longest, pc.y);
+        const uint32_t e = idx[pc.x];
         const uint32_t j = SIGNED ? e & 0x7fffffffu : e;
         const field x = bases[j].x;
         field y = bases[j].y;
         if (x.is_zero(y))
             inf |= 1u << i;
         y.cneg(SIGNED && (e >> 31) != 0);
-        partial[slot[i * BA_THREADS]].X = x;
-        partial[slot[i * BA_THREADS]].Y = y;
+        partial[p].X = x;
+        partial[p].Y = y;
     }
     atomicMax(&rounds, longest);
     __syncthreads();
@@ -164,22 +111,25 @@ __device__ __forceinline__ void accumulate_ba(const typename inline_ops<field>::
         // Forward: the denominators' running product, its prefix kept in ZZZ.
         field q = field::one();
         uint32_t kinds = 0;
-#pragma unroll
+#pragma unroll 1
         for (int i = 0; i < K; i++) {
-            if (r >= len[i * BA_THREADS])
+            const size_t pos = first + (size_t)i * BA_THREADS;
+            if (pos >= np)
+                break;
+            const uint32_t p = perm != nullptr ? perm[pos] : (uint32_t)pos;
+            const uint2 pc = pieces[p];
+            if (r >= pc.y)
                 continue;
-            const uint32_t e = idx[start[i * BA_THREADS] + r];
+            const uint32_t e = idx[pc.x + r];
             const uint32_t j = SIGNED ? e & 0x7fffffffu : e;
             const bool neg = SIGNED && (e >> 31) != 0;
             const field x2 = bases[j].x;
-            field y2 = bases[j].y;
-            if (x2.is_zero(y2))
+            if (x2.is_zero() && x2.is_zero(bases[j].y))
                 continue; // the base is infinity
-            y2.cneg(neg);
-            const uint32_t p = slot[i * BA_THREADS];
             if ((inf >> i) & 1) {
+                field y2 = bases[j].y;
                 partial[p].X = x2;
-                partial[p].Y = y2;
+                partial[p].Y = y2.cneg(neg);
                 inf &= ~(1u << i);
                 continue;
             }
@@ -187,6 +137,8 @@ __device__ __forceinline__ void accumulate_ba(const typename inline_ops<field>::
             uint32_t kind = BA_ADD;
             if (d.is_zero()) {
                 const field y1 = partial[p].Y;
+                field y2 = bases[j].y;
+                y2.cneg(neg);
                 d = y1 + y1;
                 if (!(y2 - y1).is_zero() || d.is_zero()) {
                     inf |= 1u << i; // P + (-P), or a point of order 2
@@ -199,16 +151,18 @@ __device__ __forceinline__ void accumulate_ba(const typename inline_ops<field>::
             kinds |= kind << (2 * i);
         }
 
-        field inv = block_inverse<field, TREE>(q);
+        field inv = block_inverse(q);
 
         // Backward: each denominator's inverse from the prefix, then the affine addition.
-#pragma unroll
+#pragma unroll 1
         for (int i = K - 1; i >= 0; i--) {
             const uint32_t kind = (kinds >> (2 * i)) & 3u;
             if (kind == BA_NONE)
                 continue;
-            const uint32_t p = slot[i * BA_THREADS];
-            const uint32_t e = idx[start[i * BA_THREADS] + r];
+            const size_t pos = first + (size_t)i * BA_THREADS;
+            const uint32_t p = perm != nullptr ? perm[pos] : (uint32_t)pos;
+            const uint2 pc = pieces[p];
+            const uint32_t e = idx[pc.x + r];
             const uint32_t j = SIGNED ? e & 0x7fffffffu : e;
             const field x1 = partial[p].X, y1 = partial[p].Y;
             field x2 = bases[j].x, y2 = bases[j].y;
@@ -237,27 +191,29 @@ __device__ __forceinline__ void accumulate_ba(const typename inline_ops<field>::
     }
 
     // The sums as xyzz: ZZ = ZZZ = 1, or 0 at infinity.
-#pragma unroll
+#pragma unroll 1
     for (int i = 0; i < K; i++) {
-        if (len[i * BA_THREADS] == 0)
-            continue;
+        const size_t pos = first + (size_t)i * BA_THREADS;
+        if (pos >= np)
+            break;
+        const uint32_t p = perm != nullptr ? perm[pos] : (uint32_t)pos;
         field z = field::one();
         if ((inf >> i) & 1)
             z.zero();
-        partial[slot[i * BA_THREADS]].ZZZ = z;
-        partial[slot[i * BA_THREADS]].ZZ = z;
+        partial[p].ZZZ = z;
+        partial[p].ZZ = z;
     }
 }
 
 // The batch-affine accumulate kernels over FIELD (unsigned and signed entries), K pieces per
 // thread, named with SUFFIX; launched with BA_THREADS threads and one block per
 // BA_THREADS * K pieces (msm.rs, `BA_PIECES_PER_THREAD`).
-#define MSM_BA_KERNELS(SUFFIX, FIELD, K, TREE, MINB)                                                 \
+#define MSM_BA_KERNELS(SUFFIX, FIELD, K, MINB)                                                   \
     extern "C" __global__ void __launch_bounds__(BA_THREADS, MINB) msm_accumulate_##SUFFIX(     \
         const inline_ops<FIELD>::base_t* bases, const uint32_t* idx, const uint2* pieces,       \
         const uint32_t* npieces, const uint32_t* perm, inline_ops<FIELD>::bucket_t* partial)    \
-    {   accumulate_ba<FIELD, false, K, TREE>(bases, idx, pieces, npieces, perm, partial);   }         \
+    {   accumulate_ba<FIELD, false, K>(bases, idx, pieces, npieces, perm, partial);   }         \
     extern "C" __global__ void __launch_bounds__(BA_THREADS, MINB) msm_accumulate_signed_##SUFFIX(\
         const inline_ops<FIELD>::base_t* bases, const uint32_t* idx, const uint2* pieces,       \
         const uint32_t* npieces, const uint32_t* perm, inline_ops<FIELD>::bucket_t* partial)    \
-    {   accumulate_ba<FIELD, true, K, TREE>(bases, idx, pieces, npieces, perm, partial);   }
+    {   accumulate_ba<FIELD, true, K>(bases, idx, pieces, npieces, perm, partial);   }

@@ -13,8 +13,6 @@ MSM_MIXED_KERNELS(g1_inl, g1_inline_ops, 512)
 MSM_FULL_KERNELS(g1, g1_sppark_ops, fp_t)
 // Batch-affine accumulation (msm_batch_affine.cuh): G1 only (`Gpu::set_msm_batch_affine`).
 #include "msm_batch_affine.cuh"
-MSM_BA_KERNELS(g1_ba2, fp_t, 2, false, 2)
-MSM_BA_KERNELS(g1_ba3, fp_t, 3, false, 2)
-MSM_BA_KERNELS(g1_ba4, fp_t, 4, false, 2)
-MSM_BA_KERNELS(g1_ba2t, fp_t, 2, true, 2)
-MSM_BA_KERNELS(g1_ba4t, fp_t, 4, true, 2)
+MSM_BA_KERNELS(g1_ba16, fp_t, 16, 2)
+MSM_BA_KERNELS(g1_ba8, fp_t, 8, 2)
+MSM_BA_KERNELS(g1_ba4, fp_t, 4, 2)

@@ -45,8 +45,6 @@ pub struct Gpu {
     pub(crate) msm_madd: bool,
     /// Batch-affine accumulation in G1, K pieces per thread ([`Gpu::set_msm_batch_affine`]).
     pub(crate) msm_batch_affine: Option<u32>,
-    /// The batch-affine block inverse as a product tree ([`Gpu::set_msm_batch_affine_tree`]).
-    pub(crate) msm_ba_tree: bool,
     /// The kernels of the h MSM, whose scalars are dense ([`Gpu::set_msm_dense_kernels`]).
     pub(crate) msm_dense_kernels: MsmKernels,
     /// Device time of the last MSM or h pipeline call (GPU events).
@@ -100,7 +98,6 @@ impl Gpu {
             msm_sort_one_read: None,
             msm_madd: true,
             msm_batch_affine: None,
-            msm_ba_tree: false,
             msm_dense_kernels: MsmKernels::DENSE_DEFAULT,
             last_device: Cell::new(Duration::ZERO),
             msm_stage_timing: false,
@@ -211,12 +208,12 @@ impl Gpu {
     /// sharing one field inversion (Montgomery's trick: ~6 products an addition against the
     /// mixed addition's 10); `None` (the default) one thread per piece in xyzz. G2 keeps
     /// the mixed addition either way. Refused with [`CudaError::Limit`] for a k without a
-    /// compiled instance (2, 3, 4). Results are the same point.
+    /// compiled instance (4, 8, 16). Results are the same point.
     pub fn set_msm_batch_affine(&mut self, pieces_per_thread: Option<u32>) -> Result<()> {
         if let Some(k) = pieces_per_thread {
             if !crate::msm::BA_PIECES.contains(&k) {
                 return Err(CudaError::Limit {
-                    what: "batch-affine pieces per thread (2, 3 or 4)",
+                    what: "batch-affine pieces per thread (4, 8 or 16)",
                     value: k as usize,
                     limit: *crate::msm::BA_PIECES.last().unwrap() as usize,
                 });
@@ -224,13 +221,6 @@ impl Gpu {
         }
         self.msm_batch_affine = pieces_per_thread;
         Ok(())
-    }
-
-    /// Batch-affine accumulation's block inverse: a product tree over the block (on; 2 and 4
-    /// pieces a thread have such an instance, 3 keeps the columns') or warp 0 walking
-    /// columns of 8 (off, the default). Results are the same point.
-    pub fn set_msm_batch_affine_tree(&mut self, on: bool) {
-        self.msm_ba_tree = on;
     }
 
     /// Fixes the window width of the signed MSM kernels at `c` bits (`None`, the default:

@@ -415,9 +415,8 @@ kernels! {
     /// piece, or (`_ba*`) batch-affine, K pieces per thread ([`crate::msm::BA_THREADS`]).
     MsmAccumulate: msm_accumulate_g1, msm_accumulate_g2, msm_accumulate_signed_g1, msm_accumulate_signed_g2,
         msm_accumulate_g1_inl, msm_accumulate_g2_inl, msm_accumulate_signed_g1_inl, msm_accumulate_signed_g2_inl,
-        msm_accumulate_g1_ba2, msm_accumulate_signed_g1_ba2, msm_accumulate_g1_ba3, msm_accumulate_signed_g1_ba3,
-        msm_accumulate_g1_ba4, msm_accumulate_signed_g1_ba4, msm_accumulate_g1_ba2t, msm_accumulate_signed_g1_ba2t,
-        msm_accumulate_g1_ba4t, msm_accumulate_signed_g1_ba4t(
+        msm_accumulate_g1_ba4, msm_accumulate_signed_g1_ba4, msm_accumulate_g1_ba8, msm_accumulate_signed_g1_ba8,
+        msm_accumulate_g1_ba16, msm_accumulate_signed_g1_ba16(
         bases: DevPtr,
         idx: DevPtr,
         pieces: DevPtr,

@@ -72,8 +72,7 @@ pub(crate) const BA_THREADS: u32 = 256;
 
 /// The batch-affine accumulate kernels' pieces per thread, one instance each
 /// (`MSM_BA_KERNELS` lines of `kernels/msm_g1.cu`).
-pub(crate) const BA_PIECES: [u32; 3] = [2, 3, 4];
-
+pub(crate) const BA_PIECES: [u32; 3] = [4, 8, 16];
 /// Signed windows: segments per window chosen so about `2^this` threads run the running
 /// sums, then fold rounds of fan-in [`ONES_FAN`] take each window's segments to one point.
 const SEGMENT_THREADS_LOG: u32 = 16;
@@ -812,11 +811,9 @@ impl Gpu {
         let ba_pieces = self.msm_batch_affine.filter(|_| curve == Curve::G1);
         let (accumulate, accumulate_signed) = match ba_pieces {
             None => (accumulate, accumulate_signed),
-            Some(2) if self.msm_ba_tree => (&k.msm_accumulate_g1_ba2t, &k.msm_accumulate_signed_g1_ba2t),
-            Some(4) if self.msm_ba_tree => (&k.msm_accumulate_g1_ba4t, &k.msm_accumulate_signed_g1_ba4t),
-            Some(2) => (&k.msm_accumulate_g1_ba2, &k.msm_accumulate_signed_g1_ba2),
-            Some(3) => (&k.msm_accumulate_g1_ba3, &k.msm_accumulate_signed_g1_ba3),
-            Some(_) => (&k.msm_accumulate_g1_ba4, &k.msm_accumulate_signed_g1_ba4),
+            Some(4) => (&k.msm_accumulate_g1_ba4, &k.msm_accumulate_signed_g1_ba4),
+            Some(8) => (&k.msm_accumulate_g1_ba8, &k.msm_accumulate_signed_g1_ba8),
+            Some(_) => (&k.msm_accumulate_g1_ba16, &k.msm_accumulate_signed_g1_ba16),
         };
         let (reduce, buckets, segments, sums, signed_acc_threads) = match curve {
             Curve::G1 => (
@@ -1835,26 +1832,19 @@ mod tests {
         let header = std::fs::read_to_string(dir.join("msm_batch_affine.cuh")).unwrap();
         assert!(header.lines().any(|l| l == format!("#define BA_THREADS {BA_THREADS}")));
         let src = std::fs::read_to_string(dir.join("msm_g1.cu")).unwrap();
-        // Those with an instance whose block inverse is a product tree (`point_kernels`;
-        // the others fall back to the columns').
-        const BA_TREE_PIECES: [u32; 2] = [2, 4];
-        // MSM_BA_KERNELS(g1_baK[t], fp_t, K, TREE, MINB): the name, K and TREE agree; one
-        // line per K with the columns' inverse, and per K of BA_TREE_PIECES with the tree.
-        let mut ks: Vec<(bool, u32)> = src
+        // MSM_BA_KERNELS(g1_baK, fp_t, K, MINB): the name and K agree, one line per K.
+        let mut ks: Vec<u32> = src
             .lines()
             .filter_map(|l| l.strip_prefix("MSM_BA_KERNELS("))
             .map(|l| {
                 let args: Vec<_> = l.trim_end_matches(')').split(',').map(str::trim).collect();
                 let k: u32 = args[2].parse().unwrap();
-                let tree: bool = args[3].parse().unwrap();
-                assert_eq!(args[0], format!("g1_ba{k}{}", if tree { "t" } else { "" }), "{l}");
-                (tree, k)
+                assert_eq!(args[0], format!("g1_ba{k}"), "{l}");
+                k
             })
             .collect();
         ks.sort();
-        let want: Vec<(bool, u32)> =
-            BA_PIECES.iter().map(|&k| (false, k)).chain(BA_TREE_PIECES.iter().map(|&k| (true, k))).collect();
-        assert_eq!(ks, want);
+        assert_eq!(ks, BA_PIECES);
     }
 
     #[test]

@@ -155,16 +155,14 @@ const MSM_KERNELS: [MsmKernels; 4] =
 struct Arith {
     madd: bool,
     batch_affine: Option<u32>,
-    tree: bool,
 }
 
 impl Arith {
-    const DEFAULT: Arith = Arith { madd: true, batch_affine: None, tree: false };
+    const DEFAULT: Arith = Arith { madd: true, batch_affine: None };
 
     fn set(self, g: &mut Gpu) {
         g.set_msm_madd(self.madd);
         g.set_msm_batch_affine(self.batch_affine).unwrap();
-        g.set_msm_batch_affine_tree(self.tree);
     }
 }
 
@@ -172,17 +170,10 @@ impl Arith {
 /// written out, batch-affine with each compiled pieces-per-thread).
 fn kernel_choices() -> impl Iterator<Item = (MsmKernels, Arith)> {
     MSM_KERNELS.into_iter().flat_map(|k| {
-        [
-            (None, false),
-            (Some(2), false),
-            (Some(3), false),
-            (Some(4), false),
-            (Some(2), true),
-            (Some(4), true),
-        ]
-        .into_iter()
-        .map(move |(batch_affine, tree)| (k, Arith { madd: true, batch_affine, tree }))
-        .chain([(k, Arith { madd: false, batch_affine: None, tree: false })])
+        [None, Some(4), Some(8), Some(16)]
+            .into_iter()
+            .map(move |batch_affine| (k, Arith { madd: true, batch_affine }))
+            .chain([(k, Arith { madd: false, batch_affine: None })])
     })
 }
 
