@@ -5,7 +5,8 @@
 //!
 //!     kernel_bench [--quick] [--ntt 20,22,24] [--h 20,22,24,26,27] [--msm 20,22,24] [--g2 20,22,24]
 //!                  [--chunks 25,26,27] [--sparse 24,27] [--witness 24,27] [--h2d-mib 1024]
-//!                  [--msm-configs NAME,NAME,...]
+//!                  [--msm-configs NAME,NAME,...] [--fixed 20,24] [--fixed-shapes C:COPIES,...]
+//!                  [--fixed-gib 24]
 //!
 //! `--h`: the NTT kernels (`NttKernels`) against the kernels before them, alternating in one
 //! run: one forward NTT and the h pipeline's transforms, device only. Every kernel choice's
@@ -27,6 +28,13 @@
 //! 0/1 scalars with 0.1%, 1% and 10% others, then each choice's stage split; results equal
 //! to each other and (up to 2^24) to blst.
 //!
+//! `--fixed`: fixed-base windows (`Gpu::upload_g1_bases_fixed`: copies of the bases
+//! shifted by `2^(c t)`, made once on the device) against the wide kernels over plain
+//! resident bases (baseline: the h MSM's kernels), alternating, random scalars in registered
+//! memory: the cost model's choice within `--fixed-gib` GiB of copies (default 24; the arena
+//! grows by as much), then each `--fixed-shapes` shape; their stage splits; results equal to
+//! each other and (up to 2^24) to blst.
+//!
 //! `--witness`: at those of the `--msm` sizes, a proof's witness MSMs (L, A, B_G1) with the
 //! aux staged once for all against each staging its own (baseline), alternating.
 //!
@@ -39,9 +47,10 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+use std::cell::Cell;
 use std::time::Instant;
 
-use arenaprove_cuda::{Gpu, MsmKernels, MsmPlan, NttKernels};
+use arenaprove_cuda::{Curve, FixedWindows, Gpu, MsmKernels, MsmPlan, NttKernels};
 use arenaprove_engine::deps::blstrs::Scalar;
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::groth16::domain::Domain;
@@ -399,6 +408,84 @@ fn print_stages(name: &str, st: arenaprove_cuda::MsmStageTimes) {
     );
 }
 
+/// `--fixed`: fixed-base windows against the wide kernels over plain bases (baseline),
+/// alternating, 5 timed calls each after a warm-up, then each one's stage split.
+fn fixed_ab(
+    g: &mut Gpu,
+    log: u32,
+    shapes: &[FixedWindows],
+    budget_bytes: usize,
+) -> Result<(), arenaprove_cuda::CudaError> {
+    let n = 1usize << log;
+    let b = common::bases(n, 5);
+    let s = common::to_bytes(&common::random_scalars(n, 177 + log as u64));
+    let plain = g.upload_g1_bases(&b)?;
+    let chosen = FixedWindows::choose(Curve::G1, n, budget_bytes);
+    let shapes: Vec<FixedWindows> =
+        std::iter::once(chosen).chain(shapes.iter().copied().filter(|&f| f != chosen)).collect();
+    let mut handles = Vec::new();
+    for (i, &f) in shapes.iter().enumerate() {
+        let t = Instant::now();
+        let h = g.upload_g1_bases_fixed(&b, f)?;
+        println!(
+            "fixed 2^{log} c {} x {} copies{}: {} windows in {} sets, {:.2} GiB of copies, made in {:.0} ms (upload included; shifts {:.0} ms on the device)",
+            f.c,
+            f.copies,
+            if i == 0 { " (the cost model's choice)" } else { "" },
+            f.windows(),
+            f.sets(),
+            f.bytes(Curve::G1, n) as f64 / (1u64 << 30) as f64,
+            ms(t),
+            g.last_device_time().as_secs_f64() * 1e3,
+        );
+        handles.push(h);
+    }
+    let reg = register(g, &s)?;
+    let which = Cell::new(0usize);
+    let setup = |g: &mut Gpu, i: usize| {
+        which.set(i);
+        g.set_msm_kernels(MsmKernels::Wide);
+        g.set_msm_sort_one_read(Some(false));
+    };
+    let msm = |g: &mut Gpu| match which.get() {
+        0 => g.msm_g1_resident(&plain, &s),
+        i => g.msm_g1_resident(&handles[i - 1], &s),
+    };
+    let (t, agree, r) = alternate(g, 5, 1 + handles.len(), setup, msm)?;
+    g.set_msm_stage_timing(true);
+    let names: Vec<String> =
+        std::iter::once(format!("wide (c {}, plain bases)", g.msm_plan_with(n, MsmKernels::Wide).c))
+            .chain(shapes.iter().map(|f| format!("fixed c {} x {}", f.c, f.copies)))
+            .collect();
+    for (i, name) in names.iter().enumerate() {
+        setup(g, i);
+        msm(g)?;
+        print_stages(name, g.last_msm_stages());
+    }
+    g.set_msm_stage_timing(false);
+    default_config(g);
+    drop(reg);
+    let equal =
+        if log <= 24 { format!("equal to blst {}", r == msm_g1(&b, &s)) } else { "no CPU baseline".into() };
+    let line: Vec<String> = names
+        .iter()
+        .zip(&t)
+        .enumerate()
+        .map(|(i, (name, ms))| {
+            if i == 0 {
+                format!("{name} {ms:.1} ms (baseline)")
+            } else {
+                format!("{name} {ms:.1} ms ({:.2}x)", t[0] / ms)
+            }
+        })
+        .collect();
+    println!(
+        "msm_g1 2^{log} fixed-base windows: {} | random scalars in registered memory, medians of 5 alternating | agree {agree} | {equal}",
+        line.join(" | ")
+    );
+    Ok(())
+}
+
 /// `n` scalars alternating 0 and 1 but for one random scalar in `every` (PoRep's A, B and
 /// L are ~99% zeros and ones), the random ones seeded by `seed`.
 fn mix01(n: usize, every: usize, seed: u64) -> Vec<[u8; 32]> {
@@ -424,6 +511,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sparse_logs = list(&args, "--sparse", &[]);
     let witness_logs = list(&args, "--witness", &[]);
     let h2d_mib = list(&args, "--h2d-mib", &[if quick { 64 } else { 1024 }])[0] as usize;
+    let fixed_logs = list(&args, "--fixed", &[]);
+    let fixed_gib = list(&args, "--fixed-gib", &[24])[0] as usize;
+    let fixed_shapes: Vec<FixedWindows> = match args.iter().position(|a| a == "--fixed-shapes") {
+        Some(i) => args[i + 1]
+            .split(',')
+            .map(|x| {
+                let (c, copies) = x.split_once(':').expect("--fixed-shapes: C:COPIES,...");
+                FixedWindows { c: c.parse().expect("window bits"), copies: copies.parse().expect("copies") }
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     // The GPU tests' skip rule: no GPU here skips, unless ARENAPROVE_REQUIRE_GPU says
     // there must be one; any other error fails.
     let Some(mut g) = common::opened_or_skip(Gpu::open(0)) else { return Ok(()) };
@@ -439,6 +538,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     // 2^27 G1 bases are 12 GiB resident, beside the smaller sizes' and the G2 bases.
     let arena_gib = if msm_logs.iter().any(|&l| l > 24) { 56 } else { 24 };
+    // Fixed-base windows' copies come on top (persistent: every size's stay).
+    let arena_gib = arena_gib + if fixed_logs.is_empty() { 0 } else { fixed_gib + 4 };
     g.reserve_arena(arena_gib << 30)?;
     println!("arena reserve {arena_gib} GiB: {:.1} ms", ms(t));
     let t = Instant::now();
@@ -652,6 +753,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 configs_line(t3)
             );
         }
+    }
+
+    for &log in &fixed_logs {
+        fixed_ab(&mut g, log, &fixed_shapes, fixed_gib << 30)?;
     }
 
     let mut g2_bases: Vec<blst_p2_affine> = Vec::new();

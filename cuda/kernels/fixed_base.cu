@@ -8,6 +8,7 @@
 // Scalars arrive as the host holds them (Montgomery Fr, blst_fr) and are made canonical
 // here; points leave in blst's affine layout, the identity as (0, 0).
 #include "fp2.cuh"
+#include "msm_points.cuh"  // xyzz_fields, xyzz_dbl, affine_as_xyzz
 
 // a^e, e given as `words` little-endian u32 words: square-and-multiply from the top bit.
 // The exponent is the same for every thread, so the branches do not diverge.
@@ -99,4 +100,39 @@ extern "C" __global__ void fixed_base_g2(const g2_affine_t::mem_t* table, uint32
                                          g2_affine_t::mem_t* out)
 {
     fixed_base<fp2x_t, g2_xyzz_t, g2_affine_t>(table, w, windows, scalars, n, p_minus_2, out);
+}
+
+// Fixed-base windows for the MSM (the host's `FixedWindows`, `Gpu::upload_g1_bases_fixed`):
+// out[i] = 2^c * in[i] for n affine G1 points, one point per thread: c doublings in xyzz
+// coordinates, then one Fermat inversion back to affine. The host runs it once per copy
+// (copy t from copy t - 1), when the parameters' bases are loaded. Infinity, (0, 0) in
+// blst's layout, stays (0, 0); a point of odd order never doubles to infinity (the curve's
+// order over Fp is odd), but a sum at infinity would be written as (0, 0) too.
+extern "C" __global__ void fixed_shift_g1(const g1_affine_t::mem_t* in, size_t n, uint32_t c,
+                                          const uint32_t* p_minus_2, g1_affine_t::mem_t* out)
+{
+    static_assert(sizeof(g1_affine_t::mem_t) == 2 * sizeof(fp_t), "affine is x, y");
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = global_tid(); i < n; i += stride) {
+        const fp_t* f = reinterpret_cast<const fp_t*>(in + i);
+        fp_t* o = reinterpret_cast<fp_t*>(out + i);
+        const fp_t x = f[0], y = f[1];
+        if (x.is_zero() && y.is_zero()) {
+            o[0].zero();
+            o[1].zero();
+            continue;
+        }
+        xyzz_fields<fp_t> p = affine_as_xyzz(x, y);
+        for (uint32_t k = 0; k < c; k++)
+            xyzz_dbl(p);
+        if (p.is_inf()) {
+            o[0].zero();
+            o[1].zero();
+            continue;
+        }
+        // x = X / ZZ, y = Y / ZZZ, with one inversion of ZZ * ZZZ.
+        const fp_t t = inverse(p.ZZ * p.ZZZ, p_minus_2);
+        o[0] = p.X * (t * p.ZZZ);
+        o[1] = p.Y * (t * p.ZZ);
+    }
 }

@@ -264,25 +264,37 @@ extern "C" __global__ void msm_pieces(const uint32_t* counts, const uint32_t* of
 // the order inside a bucket depends on timing, its sum does not). With wins = 1 the grid's
 // y is the window (a window's counters stay in L2 while its blocks run); with wins = the
 // window count each scalar is read once for all its windows.
+//
+// Fixed-base windows (the host's `FixedWindows`): the bases hold `group` copies, copy t at
+// point index t * stride being 2^(c t) times the base, so window w = q * group + t is
+// window q * group of copy t: windows of one group share bucket set q, and the host
+// combines the sets c * group bits apart. Without copies group = 1 (set = window, copy 0).
 template<bool SCATTER>
 __device__ __forceinline__ void global_pass(const uint32_t* scalars, uint32_t n, uint32_t c,
                                             uint32_t tile, uint32_t skip_ones,
                                             const uint32_t* rest, const uint32_t* nrest,
-                                            uint32_t cap, uint32_t wins, uint32_t* counter,
-                                            uint32_t* idx)
+                                            uint32_t cap, uint32_t wins, uint32_t group,
+                                            uint32_t stride, uint32_t* counter, uint32_t* idx)
 {
     const tile_range r = tile_of(n, tile, rest, nrest, cap);
     const uint32_t w0 = blockIdx.y * wins;
+    const uint32_t set0 = w0 / group, copy0 = w0 - set0 * group;
     for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x) {
         const uint32_t i = r.point(j);
         const scalar_words sw(scalars + 8 * (size_t)i);
+        uint32_t set = set0, copy = copy0;
         for (uint32_t w = w0; w < w0 + wins; w++) {
             const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, 1);
-            if (e == 0)
-                continue;
-            const uint32_t slot = atomicAdd(&counter[((size_t)w << (c - 1)) + entry_bucket(e)], 1u);
-            if (SCATTER)
-                idx[slot] = i | (e & MSM_NEG_BIT);
+            if (e != 0) {
+                const uint32_t slot =
+                    atomicAdd(&counter[((size_t)set << (c - 1)) + entry_bucket(e)], 1u);
+                if (SCATTER)
+                    idx[slot] = (i + copy * stride) | (e & MSM_NEG_BIT);
+            }
+            if (++copy == group) {
+                copy = 0;
+                set++;
+            }
         }
     }
 }
@@ -291,19 +303,22 @@ __device__ __forceinline__ void global_pass(const uint32_t* scalars, uint32_t n,
 extern "C" __global__ void msm_hist_global(const uint32_t* scalars, uint32_t n, uint32_t c,
                                            uint32_t tile, uint32_t skip_ones,
                                            const uint32_t* rest, const uint32_t* nrest,
-                                           uint32_t cap, uint32_t wins, uint32_t* counts)
+                                           uint32_t cap, uint32_t wins, uint32_t group,
+                                           uint32_t stride, uint32_t* counts)
 {
-    global_pass<false>(scalars, n, c, tile, skip_ones, rest, nrest, cap, wins, counts, nullptr);
+    global_pass<false>(scalars, n, c, tile, skip_ones, rest, nrest, cap, wins, group, stride, counts,
+                       nullptr);
 }
 
 // The entries of the same ranges written to their buckets' slots.
 extern "C" __global__ void msm_scatter_global(const uint32_t* scalars, uint32_t n, uint32_t c,
                                               uint32_t tile, uint32_t skip_ones,
                                               const uint32_t* rest, const uint32_t* nrest,
-                                              uint32_t cap, uint32_t wins, uint32_t* cursor,
-                                              uint32_t* idx)
+                                              uint32_t cap, uint32_t wins, uint32_t group,
+                                              uint32_t stride, uint32_t* cursor, uint32_t* idx)
 {
-    global_pass<true>(scalars, n, c, tile, skip_ones, rest, nrest, cap, wins, cursor, idx);
+    global_pass<true>(scalars, n, c, tile, skip_ones, rest, nrest, cap, wins, group, stride, cursor,
+                      idx);
 }
 
 // Counts one block of the multi-block scan covers: SCAN_PER_THREAD consecutive counts per

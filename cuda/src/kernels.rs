@@ -332,6 +332,8 @@ kernels! {
         nrest: DevPtr,
         cap: u32,
         wins: u32,
+        group: u32,
+        stride: u32,
         counts: DevPtr,
     );
     /// The global-memory sort (`Wide`, `SignedGlobal`): point indices sorted into buckets
@@ -346,6 +348,8 @@ kernels! {
         nrest: DevPtr,
         cap: u32,
         wins: u32,
+        group: u32,
+        stride: u32,
         cursor: DevPtr,
         idx: DevPtr,
     );
@@ -389,6 +393,10 @@ kernels! {
         p_minus_2: DevPtr,
         out: DevPtr,
     );
+
+    /// Fixed-base windows: `out[i] = 2^c * input[i]` (G1 affine, `n` points), back to affine
+    /// by Fermat's inversion with the exponent `p_minus_2`.
+    FixedShift: fixed_shift_g1(input: DevPtr, n: usize, c: u32, p_minus_2: DevPtr, out: DevPtr);
 
     // subgroup.cu
     /// Scott's subgroup test per point: `*bad = min(*bad, first + i)` for each point `i`

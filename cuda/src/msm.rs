@@ -104,6 +104,9 @@ const THREADS: u32 = 256;
 /// (G1 2^24 378 vs 157 ms: one thread summed 21,800 pieces), so sqrt(n) stays until the
 /// pieces of a large bucket are summed by a parallel tree.
 const PIECE_POINTS_MIN: u32 = 64;
+/// Over fixed-base windows, pieces are at most `2^-this` of the entries (but at least
+/// [`PIECE_POINTS_MIN`] points): ~2^18 accumulate threads however few buckets there are.
+const FIXED_PIECES_LOG: u32 = 18;
 /// 0/1 fast path: points one `msm_ones` thread scans at least, the unit of its thread count
 /// (the G1 block of the compacting kernel, [`SIGNED_ACC_THREADS`]), most threads, and the
 /// fan-in of each `msm_reduce` round. The kernel before the sparse sort (`msm_ones_*`, 146
@@ -255,7 +258,15 @@ pub struct MsmPlan {
     pub windows: u32,
     /// log2 of buckets per window: `c` unsigned, `c - 1` signed.
     pub bucket_bits: u32,
-    /// `windows * 2^bucket_bits` buckets.
+    /// Windows per set of buckets: 1, or over fixed-base windows ([`FixedWindows`]) their
+    /// copies, each group of `group` consecutive windows sharing one set.
+    pub group: u32,
+    /// Sets of buckets, each reduced to one point: `ceil(windows / group)`, which the host
+    /// combines `c * group` bits apart.
+    pub sets: u32,
+    /// Over fixed-base windows, the points between two copies of the bases (0 otherwise).
+    pub stride: u32,
+    /// `sets * 2^bucket_bits` buckets.
     pub buckets: usize,
     /// Points one accumulate thread sums at most.
     pub piece_len: u32,
@@ -291,6 +302,25 @@ impl MsmPlan {
     /// [`MsmPlan::with`], the window width fixed at `window` bits where the scheme allows
     /// it ([`window_bits_allowed`]; otherwise, and for `None`, chosen from `n`).
     pub fn with_window(n: usize, kernels: MsmKernels, bucket_bits_max: u32, window: Option<u32>) -> MsmPlan {
+        MsmPlan::layout(n, kernels, bucket_bits_max, window, 1)
+    }
+
+    /// The plan of an MSM of `n` points over fixed-base windows `fixed` whose copies lie
+    /// `stride` points apart (the wide kernels, `fixed.c`-bit windows, the windows of each
+    /// copy group sharing a set of buckets). `fixed` must pass [`FixedWindows::check`].
+    pub fn with_fixed(n: usize, fixed: FixedWindows, stride: usize) -> MsmPlan {
+        debug_assert!(fixed.check(stride).is_ok() && n <= stride.max(n));
+        let p = MsmPlan::layout(n, MsmKernels::Wide, BUCKET_BITS_MAX_DEFAULT, Some(fixed.c), fixed.copies);
+        MsmPlan { stride: u32::try_from(stride).expect("checked: copies x points < 2^31"), ..p }
+    }
+
+    fn layout(
+        n: usize,
+        kernels: MsmKernels,
+        bucket_bits_max: u32,
+        window: Option<u32>,
+        group: u32,
+    ) -> MsmPlan {
         let log_n = n.max(2).next_power_of_two().trailing_zeros();
         let window = window.filter(|&c| window_bits_allowed(kernels, bucket_bits_max, c));
         let (c, windows, bucket_bits) = match kernels {
@@ -307,14 +337,22 @@ impl MsmPlan {
                 (c, signed_windows(c), c - 1)
             }
         };
-        let buckets = (windows as usize) << bucket_bits;
-        let piece_len = (1u32 << log_n.div_ceil(2)).max(PIECE_POINTS_MIN);
+        let group = group.clamp(1, windows);
+        let sets = windows.div_ceil(group);
+        let buckets = (sets as usize) << bucket_bits;
         let entries = n * windows as usize;
+        let mut piece_len = (1u32 << log_n.div_ceil(2)).max(PIECE_POINTS_MIN);
+        if group > 1 {
+            // Few sets of buckets hold many points each (one set of 2^15 at 2^20 points: 512
+            // a bucket): pieces short enough that ~2^18 threads accumulate.
+            let fill = (entries >> FIXED_PIECES_LOG).max(1).next_power_of_two();
+            piece_len = piece_len.min((fill as u32).max(PIECE_POINTS_MIN));
+        }
         let (seg_log, tile, sort_threads) = match kernels {
             MsmKernels::Unsigned => (5.min(c - 2), TILE_POINTS, SORT_THREADS.0),
             MsmKernels::Signed | MsmKernels::SignedGlobal | MsmKernels::Wide => {
                 let wide = kernels == MsmKernels::Wide;
-                let win_log = windows.next_power_of_two().trailing_zeros();
+                let win_log = sets.next_power_of_two().trailing_zeros();
                 // Wide windows of up to 16 bits have a signed window's buckets: its segments
                 // too (at 2^20 on the H200 the reduction took 2.6 ms with them, 4.2 without).
                 let seg_threads_log = if wide && c > SIGNED_WINDOW_BITS_MAX {
@@ -341,6 +379,9 @@ impl MsmPlan {
             c,
             windows,
             bucket_bits,
+            group,
+            sets,
+            stride: 0,
             buckets,
             piece_len,
             // A bucket's pieces are ceil(count / piece_len) <= 1 + count / piece_len, and only
@@ -408,6 +449,94 @@ impl MsmPlan {
         MsmSpans::take(&mut b, self, curve).expect("a dry layout has room");
         b.used_bytes()
     }
+}
+
+/// Fixed-base windows for bases that never change (the parameters'): `copies` copies of
+/// the bases on the device, copy `t` holding `2^(c t)` times each base, made once when
+/// they are uploaded ([`Gpu::upload_g1_bases_fixed`]). An MSM over them runs the wide
+/// kernels with `c`-bit signed windows and gives each group of `copies` consecutive windows
+/// one set of buckets (window `q * copies + t` adds copy `t`'s points to set `q`), so it
+/// reduces `ceil(windows / copies)` sets instead of `windows` windows, and the sets fill
+/// with `copies` times the points. The price is `copies` times the bases' device memory;
+/// [`FixedWindows::choose`] weighs it against the additions saved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedWindows {
+    /// Window bits.
+    pub c: u32,
+    /// Copies of the bases (1: the bases alone, a fixed window width and nothing more).
+    pub copies: u32,
+}
+
+/// Most `copies * points` of [`FixedWindows`]: a sorted index keeps bit 31 for the sign.
+pub const FIXED_INDEX_MAX: usize = 1 << 31;
+
+impl FixedWindows {
+    /// The signed windows of `c` bits.
+    pub fn windows(self) -> u32 {
+        signed_windows(self.c)
+    }
+
+    /// The sets of buckets an MSM reduces: `ceil(windows / copies)`.
+    pub fn sets(self) -> u32 {
+        self.windows().div_ceil(self.copies.max(1))
+    }
+
+    /// Device bytes of the copies of `n` bases of `curve` (the bases included).
+    pub fn bytes(self, curve: Curve, n: usize) -> usize {
+        (self.copies as usize).saturating_mul(n).saturating_mul(curve.affine_bytes())
+    }
+
+    /// That the wide kernels run these windows over `n` bases: `c` a width they run (4 to
+    /// 22 bits, not dividing 255), 1 to `windows` copies (more would share no set), and
+    /// `copies * n` indices below [`FIXED_INDEX_MAX`].
+    pub fn check(self, n: usize) -> Result<()> {
+        if !window_bits_allowed(MsmKernels::Wide, BUCKET_BITS_MAX_DEFAULT, self.c) {
+            return Err(CudaError::Limit {
+                what: "fixed-base windows: window bits (4 to 22, not dividing 255)",
+                value: self.c as usize,
+                limit: WIDE_WINDOW_BITS_MAX as usize,
+            });
+        }
+        if !(1..=self.windows()).contains(&self.copies) {
+            return Err(CudaError::Limit {
+                what: "fixed-base windows: copies (1 to the windows)",
+                value: self.copies as usize,
+                limit: self.windows() as usize,
+            });
+        }
+        let indices = (self.copies as usize).saturating_mul(n);
+        if indices > FIXED_INDEX_MAX {
+            return Err(CudaError::Limit {
+                what: "fixed-base windows: copies x points",
+                value: indices,
+                limit: FIXED_INDEX_MAX,
+            });
+        }
+        Ok(())
+    }
+
+    /// The cost model's windows for MSMs of `n` points whose copies take at most
+    /// `budget_bytes` (one copy, the bases themselves, always fits): the fewest additions,
+    /// `windows * n + sets * 3 * 2^(c-1)` (each point once per window; about three
+    /// additions per bucket to reduce), the fewer copies where two cost the same.
+    pub fn choose(curve: Curve, n: usize, budget_bytes: usize) -> FixedWindows {
+        let n = n.max(1);
+        (4..=WIDE_WINDOW_BITS_MAX)
+            .flat_map(|c| (1..=signed_windows(c)).map(move |copies| FixedWindows { c, copies }))
+            .filter(|f| f.check(n).is_ok() && (f.copies == 1 || f.bytes(curve, n) <= budget_bytes))
+            .min_by_key(|f| {
+                let cost = f.windows() as usize * n + f.sets() as usize * (3usize << (f.c - 1));
+                (cost, f.copies)
+            })
+            .expect("one copy of a width the kernels run always qualifies")
+    }
+}
+
+/// Fixed-base windows as an MSM reads them: the windows and the points between copies.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FixedBases {
+    windows: FixedWindows,
+    stride: usize,
 }
 
 /// Signed windows of `c` bits: `floor(255 / c) + 1`, so the top window has at most `c - 1`
@@ -500,15 +629,16 @@ impl MsmSpans {
             pieces: b.take("msm: pieces", 8 * p.pieces_max)?,
             partial: b.take("msm: piece sums", xyzz_bytes * p.pieces_max)?,
             buckets: b.take("msm: buckets", xyzz_bytes * m)?,
-            segs: b.take("msm: window segments", xyzz_bytes * p.windows as usize * nseg)?,
+            segs: b.take("msm: window segments", xyzz_bytes * p.sets as usize * nseg)?,
             ones: b.take("msm: sums of the ones", xyzz_bytes * p.ones_threads)?,
             ones_folded: b.take(
                 "msm: folded sums of the ones",
                 xyzz_bytes * p.ones_threads.div_ceil(ONES_FAN as usize),
             )?,
             rest: b.take("msm: scalars neither 0 nor 1", 4 * p.rest_cap)?,
-            // One Jacobian point per window, then the sum of the ones.
-            out: b.take("msm: window sums", curve.jacobian_bytes() * (p.windows as usize + 1))?,
+            // One Jacobian point per set of buckets (per window but over fixed-base windows),
+            // then the sum of the ones.
+            out: b.take("msm: window sums", curve.jacobian_bytes() * (p.sets as usize + 1))?,
             scan_sums: match p.scan_blocks() {
                 0 => None,
                 blocks => Some(b.take("msm: scan block totals", 8 * blocks)?),
@@ -729,6 +859,8 @@ pub struct Bases<A> {
     pub(crate) span: DevSpan,
     pub(crate) len: usize,
     pub(crate) arena_id: u64,
+    /// Fixed-base windows: the span holds their copies ([`Gpu::upload_g1_bases_fixed`]).
+    pub(crate) fixed: Option<FixedWindows>,
     _affine: PhantomData<A>,
 }
 
@@ -742,6 +874,16 @@ impl<A> Bases<A> {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The fixed-base windows these bases were uploaded with (`None`: plain bases).
+    pub fn fixed(&self) -> Option<FixedWindows> {
+        self.fixed
+    }
+
+    /// How an MSM reads them: its windows fixed, or chosen from its points.
+    fn fixed_bases(&self) -> Option<FixedBases> {
+        self.fixed.map(|windows| FixedBases { windows, stride: self.len })
     }
 }
 
@@ -853,7 +995,7 @@ impl Gpu {
         let arena_id = arena.id();
         // SAFETY: the span was carved with exactly the bases' size.
         unsafe { self.dev.upload(span.ptr, bases) }?;
-        Ok(Bases { span, len: bases.len(), arena_id, _affine: PhantomData })
+        Ok(Bases { span, len: bases.len(), arena_id, fixed: None, _affine: PhantomData })
     }
 
     /// Runs an MSM over resident or streamed bases, its scalars on the host or already on
@@ -923,6 +1065,15 @@ impl Gpu {
         self.msm_choice().plan(n)
     }
 
+    /// The plan of an MSM of `n` points over bases with fixed-base windows, or (`None`)
+    /// on this GPU's kernel choice.
+    fn msm_plan_over(&self, n: usize, fixed: Option<FixedBases>) -> MsmPlan {
+        match fixed {
+            Some(f) => MsmPlan::with_fixed(n, f.windows, f.stride),
+            None => self.msm_plan(n),
+        }
+    }
+
     /// The plan of an MSM of `n` points on this GPU with `kernels`.
     pub fn msm_plan_with(&self, n: usize, kernels: MsmKernels) -> MsmPlan {
         MsmChoice { kernels, ..self.msm_choice() }.plan(n)
@@ -940,11 +1091,13 @@ impl Gpu {
         self.last_msm_stages.set(MsmStageTimes::default());
         match bases {
             BaseSet::Resident(r) => match self.resident_chunk(scalars.len()) {
-                None => Ok(vec![self.msm_run(b, pk, r.span.dev_ptr(), scalars)?]),
-                Some(k) => self.msm_chunked(b, pk, ChunkFrom::<A>::Device(r.span), k, scalars),
+                None => Ok(vec![self.msm_run_over(b, pk, r.span.dev_ptr(), scalars, r.fixed_bases())?]),
+                Some(k) => {
+                    self.msm_chunked(b, pk, ChunkFrom::<A>::Device(r.span), k, scalars, r.fixed_bases())
+                }
             },
             BaseSet::Streamed { bases, chunk } => {
-                self.msm_chunked(b, pk, ChunkFrom::Host(bases), chunk, scalars)
+                self.msm_chunked(b, pk, ChunkFrom::Host(bases), chunk, scalars, None)
             }
         }
     }
@@ -966,6 +1119,7 @@ impl Gpu {
         from: ChunkFrom<'_, A>,
         chunk: usize,
         scalars: Scalars<'_>,
+        fixed: Option<FixedBases>,
     ) -> Result<Vec<(Vec<J>, u32)>> {
         let n = scalars.len();
         if n == 0 {
@@ -1011,7 +1165,7 @@ impl Gpu {
         upload(0)?;
         // One plan for every chunk, so each lays its spans out alike from `b`: their buckets
         // are one span, which each chunk adds its points into and only the last reduces.
-        let plan = self.msm_plan(ranges[0].len());
+        let plan = self.msm_plan_over(ranges[0].len(), fixed);
         let (mut out, mut device, mut high) =
             (Vec::with_capacity(ranges.len()), Duration::ZERO, None::<Bump>);
         for (j, r) in ranges.iter().enumerate() {
@@ -1033,7 +1187,7 @@ impl Gpu {
             let part = if self.msm_shared_buckets {
                 MsmPart { plan: plan.for_chunk(r.len()), first: j == 0, last: j + 1 == ranges.len() }
             } else {
-                MsmPart { plan: self.msm_plan(r.len()), first: true, last: true }
+                MsmPart { plan: self.msm_plan_over(r.len(), fixed), first: true, last: true }
             };
             out.push(self.msm_run_part(&mut cb, pk, chunk_bases, chunk_scalars, part)?);
             device += self.last_device.get();
@@ -1077,6 +1231,49 @@ impl Gpu {
     /// on the device for every proof).
     pub fn upload_g1_bases(&mut self, bases: &[blst_p1_affine]) -> Result<G1Bases> {
         self.upload_bases("G1 bases", bases)
+    }
+
+    /// Copies G1 `bases` into the arena's persistent part with fixed-base windows `fixed`
+    /// ([`FixedWindows`]): `fixed.copies` copies, copy `t` made on the device from copy
+    /// `t - 1` (`c` doublings and one inversion a point), once. Every MSM over the handle
+    /// then runs the wide kernels with `fixed.c`-bit windows and one set of buckets per
+    /// group of copies. The device time of the copies is left in [`Gpu::last_device_time`].
+    pub fn upload_g1_bases_fixed(
+        &mut self,
+        bases: &[blst_p1_affine],
+        fixed: FixedWindows,
+    ) -> Result<G1Bases> {
+        fixed.check(bases.len())?;
+        let (n, affine) = (bases.len(), Curve::G1.affine_bytes());
+        self.dev.bind()?;
+        let arena = self.arena_mut()?;
+        let span = arena.carve_persistent("G1 bases with fixed-base windows", fixed.bytes(Curve::G1, n))?;
+        let arena_id = arena.id();
+        // SAFETY: the span holds `copies` times the bases' size; `upload` waits for its copy.
+        unsafe { self.dev.upload(span.ptr, bases) }?;
+        let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
+        let mut b = arena.scratch();
+        self.dev.timer_start()?;
+        if fixed.copies > 1 && n > 0 {
+            let e = b.take("fixed-base windows: p - 2", 48)?;
+            // SAFETY: the span holds the 12 words; `upload` waits for its copy.
+            unsafe { self.dev.upload(e.ptr, &crate::fixed_base::p_minus_2_words()) }?;
+            for t in 1..fixed.copies as usize {
+                self.dev.k.fixed_shift_g1.launch(
+                    Dims::per_item(n, THREADS),
+                    span.at((t - 1) * n * affine),
+                    n,
+                    fixed.c,
+                    e.dev_ptr(),
+                    span.at(t * n * affine),
+                )?;
+            }
+        }
+        self.dev.timer_stop()?;
+        self.dev.sync()?;
+        self.last_device.set(self.dev.timer_elapsed()?);
+        self.arena_mut()?.note_scratch(&b);
+        Ok(Bases { span, len: n, arena_id, fixed: Some(fixed), _affine: PhantomData })
     }
 
     /// Copies G2 `bases` into the arena's persistent part, once.
@@ -1159,6 +1356,18 @@ impl Gpu {
         bases: DevPtr,
         scalars: Scalars<'_>,
     ) -> Result<(Vec<J>, u32)> {
+        self.msm_run_over(b, pk, bases, scalars, None)
+    }
+
+    /// [`Gpu::msm_run`] over bases with fixed-base windows (`None`: plain bases).
+    fn msm_run_over<J: Copy + Default>(
+        &self,
+        b: &mut Bump,
+        pk: &PointKernels<'_>,
+        bases: DevPtr,
+        scalars: Scalars<'_>,
+        fixed: Option<FixedBases>,
+    ) -> Result<(Vec<J>, u32)> {
         let n = scalars.len();
         if n == 0 {
             self.last_device.set(Duration::ZERO);
@@ -1167,7 +1376,13 @@ impl Gpu {
         if n > MSM_POINTS_MAX {
             return Err(CudaError::Limit { what: "MSM points", value: n, limit: MSM_POINTS_MAX });
         }
-        self.msm_run_part(b, pk, bases, scalars, MsmPart { plan: self.msm_plan(n), first: true, last: true })
+        self.msm_run_part(
+            b,
+            pk,
+            bases,
+            scalars,
+            MsmPart { plan: self.msm_plan_over(n, fixed), first: true, last: true },
+        )
     }
 
     /// [`Gpu::msm_run`] as one part of a chunked MSM ([`MsmPart`]): the first part's
@@ -1295,6 +1510,7 @@ impl Gpu {
         if p.global_sort() {
             return self.msm_bucket_sort_global(p, s);
         }
+        assert_eq!(p.group, 1, "fixed-base windows plan the global sort");
         let k = &self.dev.k;
         let (n, m) = (p.n as u32, p.buckets as u32);
         let (skip_ones, signed) = (self.msm_ones as u32, p.signed() as u32);
@@ -1383,6 +1599,8 @@ impl Gpu {
             nrest,
             cap,
             wins,
+            p.group,
+            p.stride,
             s.counts.dev_ptr(),
         )?;
         k.msm_scan_sums.launch(Dims::blocks(blocks, 1024), s.counts.dev_ptr(), m, p.piece_len, sums)?;
@@ -1414,6 +1632,8 @@ impl Gpu {
             nrest,
             cap,
             wins,
+            p.group,
+            p.stride,
             s.cursor.dev_ptr(),
             s.idx.dev_ptr(),
         )?;
@@ -1483,8 +1703,8 @@ impl Gpu {
         Ok(o.perm.dev_ptr())
     }
 
-    /// `sum_b weight(b) * B_b` per window (weight `b` unsigned, `b + 1` signed): running
-    /// sums over segments of `2^seg_log` buckets, then each window's segments summed into
+    /// `sum_b weight(b) * B_b` per window, or per set of buckets over fixed-base windows
+    /// (weight `b` unsigned, `b + 1` signed): running sums over segments of `2^seg_log` buckets, then each window's segments summed into
     /// blst's Jacobian form in `out`: by one thread per window (unsigned, as before), or
     /// (signed) by fold rounds of fan-in up to [`ONES_FAN`] within each window, alternating
     /// between the segments' span and the buckets' (free once the segments are summed),
@@ -1492,20 +1712,20 @@ impl Gpu {
     fn msm_reduce_windows(&self, pk: &PointKernels<'_>, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
         let nseg = 1u32 << (p.bucket_bits - p.seg_log);
         pk.segments.launch(
-            Dims::per_item((p.windows * nseg) as usize, 64),
+            Dims::per_item((p.sets * nseg) as usize, 64),
             s.buckets.dev_ptr(),
             p.bucket_bits,
-            p.windows,
+            p.sets,
             p.seg_log,
             p.signed() as u32,
             s.segs.dev_ptr(),
         )?;
         if !p.signed() {
             return pk.sums.launch(
-                Dims::blocks(1, p.windows.next_multiple_of(32)),
+                Dims::blocks(1, p.sets.next_multiple_of(32)),
                 s.segs.dev_ptr(),
                 nseg,
-                p.windows,
+                p.sets,
                 s.out.dev_ptr(),
             );
         }
@@ -1514,25 +1734,26 @@ impl Gpu {
         while per_window > 1 {
             // Powers of two: the fan divides each window's count, so no group straddles two.
             let fan = ONES_FAN.min(per_window);
-            let count = p.windows * per_window;
+            let count = p.sets * per_window;
             pk.reduce.launch(Dims::per_item((count / fan) as usize, 64), src, count, fan, dst)?;
             (src, dst, per_window) = (dst, src, per_window / fan);
         }
-        pk.sums.launch(Dims::blocks(1, p.windows.next_multiple_of(32)), src, 1, p.windows, s.out.dev_ptr())
+        pk.sums.launch(Dims::blocks(1, p.sets.next_multiple_of(32)), src, 1, p.sets, s.out.dev_ptr())
     }
 
     /// Stops the device timer after the last kernel, copies the window sums and the ones'
     /// sum back (waiting for the stream) and records the device time.
     fn msm_download<J: Copy + Default>(&self, p: &MsmPlan, s: &MsmSpans) -> Result<(Vec<J>, u32)> {
         self.dev.timer_stop()?;
-        let mut sums = vec![J::default(); p.windows as usize + 1];
+        let mut sums = vec![J::default(); p.sets as usize + 1];
         assert!(std::mem::size_of_val(sums.as_slice()) <= s.out.len_bytes, "window sums fit `out`");
-        // SAFETY: `out` holds `windows + 1` Jacobian points of `J`'s size (the caller
+        // SAFETY: `out` holds `sets + 1` Jacobian points of `J`'s size (the caller
         // asserted `J` matches the curve), written by the window-sums kernel with reduced
         // field elements (the last one by the 0/1 fast path, or zeroed: infinity).
         unsafe { self.dev.download(&mut sums, s.out.ptr) }?;
         self.last_device.set(self.dev.timer_elapsed()?);
-        Ok((sums, p.c))
+        // Sets `c * group` bits apart (windows `c` apart without fixed-base windows).
+        Ok((sums, p.c * p.group))
     }
 
     /// The 0/1 fast path: the sum of the bases whose scalar is one, written as one
@@ -1880,6 +2101,78 @@ mod tests {
             let want = 32 * n + MsmPlan::new(chunk.min(n)).scratch_bytes(Curve::G1);
             let got = chunked_scratch_bytes(Curve::G1, n, chunk, false, MsmChoice::DEFAULT);
             assert!(got >= want && got < want + 2 * crate::SPAN_ALIGN_BYTES, "n {n}, chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn fixed_windows_are_checked_and_chosen_within_their_budget() {
+        let ok = FixedWindows { c: 20, copies: 4 };
+        assert_eq!((ok.windows(), ok.sets()), (13, 4));
+        assert!(ok.check(1 << 24).is_ok());
+        assert_eq!(ok.bytes(Curve::G1, 1 << 20), 4 * 96 << 20);
+        for bad in [
+            FixedWindows { c: 17, copies: 1 }, // divides 255
+            FixedWindows { c: 23, copies: 1 }, // wider than the wide kernels
+            FixedWindows { c: 3, copies: 1 },
+            FixedWindows { c: 20, copies: 0 },
+            FixedWindows { c: 20, copies: 14 }, // more copies than windows
+        ] {
+            assert!(matches!(bad.check(8), Err(CudaError::Limit { .. })), "{bad:?}");
+        }
+        // Bit 31 of a sorted index is the sign: copies x points stay at most 2^31.
+        assert!(FixedWindows { c: 16, copies: 16 }.check(1 << 27).is_ok());
+        assert!(FixedWindows { c: 14, copies: 17 }.check(1 << 27).is_err());
+        for log in [10u32, 16, 20, 24, 27] {
+            let n = 1usize << log;
+            // Without room for copies, the wide kernels' own width.
+            let none = FixedWindows::choose(Curve::G1, n, 0);
+            assert_eq!(
+                none,
+                FixedWindows { c: MsmPlan::with(n, MsmKernels::Wide, 15).c, copies: 1 },
+                "2^{log}"
+            );
+            for budget in [1usize << 30, 8 << 30, 64 << 30, usize::MAX] {
+                let f = FixedWindows::choose(Curve::G1, n, budget);
+                assert!(f.check(n).is_ok(), "2^{log}: {f:?}");
+                assert!(f.copies == 1 || f.bytes(Curve::G1, n) <= budget, "2^{log}: {f:?} within {budget}");
+                // No copy wasted: one fewer would need another set.
+                assert!(
+                    f.copies == 1 || FixedWindows { copies: f.copies - 1, ..f }.sets() > f.sets(),
+                    "{f:?}"
+                );
+                let cost =
+                    |f: FixedWindows| f.windows() as usize * n + f.sets() as usize * (3usize << (f.c - 1));
+                assert!(cost(f) <= cost(none), "2^{log}: copies never cost more additions");
+            }
+        }
+        // With room, every window shares one set at 2^20 and 2^24 (22-bit windows at 2^24:
+        // 12 copies, 18 GiB).
+        let f20 = FixedWindows::choose(Curve::G1, 1 << 20, 8 << 30);
+        assert_eq!(f20.sets(), 1, "{f20:?}");
+        let f24 = FixedWindows::choose(Curve::G1, 1 << 24, 24 << 30);
+        assert_eq!(f24, FixedWindows { c: 22, copies: 12 });
+    }
+
+    #[test]
+    fn fixed_plans_share_sets_of_buckets_and_lay_out_less() {
+        let n = 1 << 20;
+        for f in [
+            FixedWindows { c: 16, copies: 16 },
+            FixedWindows { c: 18, copies: 5 },
+            FixedWindows { c: 20, copies: 1 },
+        ] {
+            let p = MsmPlan::with_fixed(n, f, n);
+            assert_eq!((p.kernels, p.c, p.windows, p.group), (MsmKernels::Wide, f.c, f.windows(), f.copies));
+            assert_eq!((p.sets, p.stride as usize), (f.sets(), n));
+            assert_eq!(p.buckets, (f.sets() as usize) << (f.c - 1));
+            let plain = MsmPlan::with_window(n, MsmKernels::Wide, 15, Some(f.c));
+            assert_eq!((plain.group, plain.sets, plain.windows), (1, plain.windows, f.windows()));
+            assert!(p.scratch_bytes(Curve::G1) <= plain.scratch_bytes(Curve::G1), "{f:?}");
+            if f.copies > 1 {
+                assert!(p.scratch_bytes(Curve::G1) < plain.scratch_bytes(Curve::G1), "{f:?}: fewer buckets");
+            }
+            // A chunk keeps the full chunk's layout and the stride of every copy.
+            assert_eq!(p.for_chunk(1000).stride as usize, n);
         }
     }
 

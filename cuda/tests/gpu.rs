@@ -6,7 +6,7 @@
 
 mod common;
 
-use arenaprove_cuda::{CudaError, Gpu, MsmKernels, MsmPlan, NttKernels};
+use arenaprove_cuda::{CudaError, FixedWindows, Gpu, MsmKernels, MsmPlan, NttKernels};
 use arenaprove_engine::deps::blstrs::{G1Affine, G1Projective, Scalar};
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::deps::group::Group;
@@ -423,14 +423,7 @@ fn wide_windows_match_blst_at_every_fixed_width() {
     for c in [18u32, 19, 20, 22] {
         g.set_msm_window_bits(Some(c)).unwrap();
         assert_eq!(g.msm_plan(n).c, c);
-        let half = Scalar::from(2).pow_vartime([(c - 1) as u64]);
-        let edge: Vec<[u8; 32]> = (0..n)
-            .map(|i| {
-                let w = (i % 11) as u64;
-                let x = half * Scalar::from(2).pow_vartime([c as u64 * w]);
-                if i % 2 == 0 { x } else { x + Scalar::from(2).pow_vartime([c as u64 * w]) }.to_bytes_le()
-            })
-            .collect();
+        let edge = digit_edges(n, c);
         for (what, s) in
             [("random", &random), ("one scalar everywhere", &same), ("0/1 mix", &mix), ("digit edges", &edge)]
         {
@@ -463,6 +456,87 @@ fn wide_windows_match_blst_at_every_fixed_width() {
     }
     g.set_msm_sort_one_read(None);
     g.set_msm_window_bits(None).unwrap();
+}
+
+/// Scalars whose signed `c`-bit digits sit at the edges: `2^(c-1)` (the most negative
+/// digit's carry) and `2^(c-1) + 1` times a power of `2^c`, in every window.
+fn digit_edges(n: usize, c: u32) -> Vec<[u8; 32]> {
+    let half = Scalar::from(2).pow_vartime([(c - 1) as u64]);
+    (0..n)
+        .map(|i| {
+            let w = (i % 11) as u64;
+            let x = half * Scalar::from(2).pow_vartime([c as u64 * w]);
+            if i % 2 == 0 { x } else { x + Scalar::from(2).pow_vartime([c as u64 * w]) }.to_bytes_le()
+        })
+        .collect()
+}
+
+#[test]
+fn fixed_base_windows_match_blst_for_every_grouping() {
+    let Some(mut g) = opened_or_skip(Gpu::open(0)) else { return };
+    // One set of 22-bit windows lays out 2^21 buckets; 8 GiB as the wide windows' test.
+    g.reserve_arena(8 << 30).expect("reserve an 8 GiB arena");
+    let n = 3001;
+    let mut b = bases(n, 41);
+    b[5] = blst_p1_affine::default(); // infinity, (0, 0): its copies stay (0, 0)
+    b[6] = b[7]; // a base twice: its copies are equal too
+    let random = to_bytes(&random_scalars(n, 42));
+    let same = vec![random[9]; n];
+    let mix = mostly_01(n, 40, 43);
+    // Shapes the kernels do not run are refused by name before anything is carved.
+    let persistent = g.arena_stats().unwrap().persistent_bytes;
+    for bad in [
+        FixedWindows { c: 17, copies: 1 },
+        FixedWindows { c: 23, copies: 1 },
+        FixedWindows { c: 16, copies: 0 },
+        FixedWindows { c: 16, copies: 17 },
+    ] {
+        let e = g.upload_g1_bases_fixed(&b, bad).unwrap_err();
+        assert!(
+            matches!(e, CudaError::Limit { .. }) && e.to_string().contains("fixed-base windows"),
+            "{bad:?}: {e}"
+        );
+    }
+    assert_eq!(g.arena_stats().unwrap().persistent_bytes, persistent, "a refused shape carves nothing");
+    // One set (copies = windows), sets of several windows with a shorter last group, one
+    // copy (a fixed width alone), and the cost model's choice.
+    let chosen = FixedWindows::choose(arenaprove_cuda::Curve::G1, n, 1 << 30);
+    for f in [
+        FixedWindows { c: 16, copies: 16 },
+        FixedWindows { c: 18, copies: 5 },
+        FixedWindows { c: 20, copies: 4 },
+        FixedWindows { c: 22, copies: 12 },
+        FixedWindows { c: 22, copies: 1 },
+        FixedWindows { c: 13, copies: 7 },
+        chosen,
+    ] {
+        let fb = g.upload_g1_bases_fixed(&b, f).unwrap();
+        assert_eq!(fb.fixed(), Some(f));
+        assert_eq!(fb.len(), n);
+        let edge = digit_edges(n, f.c);
+        for (what, s) in
+            [("random", &random), ("one scalar everywhere", &same), ("0/1 mix", &mix), ("digit edges", &edge)]
+        {
+            assert!(g.msm_g1_resident(&fb, s).unwrap() == msm_g1(&b, s), "{f:?}: {what}");
+        }
+        // Whatever kernels the GPU is set to, fixed-base windows run the wide ones.
+        g.set_msm_kernels(MsmKernels::Signed);
+        g.set_msm_sort_one_read(Some(true));
+        assert!(g.msm_g1_resident(&fb, &random).unwrap() == msm_g1(&b, &random), "{f:?}: one read");
+        g.set_msm_sort_one_read(None);
+        g.set_msm_kernels(MsmKernels::default());
+        // Fewer scalars than bases, and chunks of 1000 sharing one layout.
+        let k = 1234;
+        assert!(
+            g.msm_g1_resident(&fb, &random[..k]).unwrap() == msm_g1(&b[..k], &random[..k]),
+            "{f:?}: {k} of {n} points"
+        );
+        g.set_resident_chunking(1000, 1000);
+        assert!(g.msm_g1_resident(&fb, &mix).unwrap() == msm_g1(&b, &mix), "{f:?}: chunked 0/1 mix");
+        assert!(g.msm_g1_resident(&fb, &random).unwrap() == msm_g1(&b, &random), "{f:?}: chunked");
+        g.set_resident_chunking(1 << 25, 1 << 24);
+    }
+    assert!(chosen.copies > 1, "a 1 GiB budget holds copies of 3,001 bases: {chosen:?}");
 }
 
 #[test]
