@@ -2109,7 +2109,7 @@ mod tests {
         let ok = FixedWindows { c: 20, copies: 4 };
         assert_eq!((ok.windows(), ok.sets()), (13, 4));
         assert!(ok.check(1 << 24).is_ok());
-        assert_eq!(ok.bytes(Curve::G1, 1 << 20), 4 * 96 << 20);
+        assert_eq!(ok.bytes(Curve::G1, 1 << 20), (4 * 96) << 20);
         for bad in [
             FixedWindows { c: 17, copies: 1 }, // divides 255
             FixedWindows { c: 23, copies: 1 }, // wider than the wide kernels
