@@ -114,7 +114,8 @@ pub fn device_shape(shape: &ProofShape, rows_bytes: Option<usize>) -> DeviceShap
 /// a time).
 fn arena_bytes(plans: &[DevicePlan]) -> usize {
     let tables = plans.iter().map(|p| p.ntt_tables_bytes).max().unwrap_or(0);
-    let bases: usize = plans.iter().map(|p| p.g1_bases_bytes + p.g2_bases_bytes + p.rows_bytes).sum();
+    let bases: usize =
+        plans.iter().map(|p| p.g1_bases_bytes + p.g2_bases_bytes + p.rows_bytes + p.h_copies_bytes).sum();
     let scratch = plans.iter().map(DevicePlan::scratch_bytes).max().unwrap_or(0);
     tables + bases + scratch
 }
@@ -154,6 +155,18 @@ pub fn device_terms(ordinal: usize, plan: &DevicePlan) -> Vec<PlanTerm> {
         term(format!("G1 bases resident: {}", named(false)), plan.g1_bases_bytes),
         term(format!("G2 bases resident: {}", named(true)), plan.g2_bases_bytes),
     ];
+    if let Some(f) = plan.h_fixed {
+        terms.push(term(
+            format!(
+                "H fixed-base windows: {} copies of its bases, {}-bit windows in {} sets of buckets \
+                 (the budget's room; persistent)",
+                f.copies,
+                f.c,
+                f.sets()
+            ),
+            plan.h_copies_bytes,
+        ));
+    }
     if plan.rows_bytes > 0 {
         terms.push(term(
             "precompiled rows: stream, blocks, row offsets, coefficients (resident)".into(),
@@ -567,7 +580,7 @@ impl BackendFactory for CudaFactory {
                 for slot in self.gpus.iter() {
                     let mut gpu = lock(&slot.gpu);
                     self.prepare(&mut gpu, &shape).map_err(backend_err)?;
-                    each.push(GpuBases::upload(&mut gpu, &params, plan.resident).map_err(backend_err)?);
+                    each.push(GpuBases::upload(&mut gpu, &params, &plan).map_err(backend_err)?);
                 }
                 // Every set resident: nothing to pin.
                 let host = HostSets::pin(&lock(&self.gpus[0].gpu), &params, plan.resident, plan.chunk_points)
@@ -666,16 +679,21 @@ struct GpuBases {
 }
 
 impl GpuBases {
-    /// Uploads the sets `resident` marks ([`BASE_SETS`] order) into `gpu`'s arena.
+    /// Uploads the sets `plan` keeps resident ([`BASE_SETS`] order) into `gpu`'s arena, H
+    /// with the plan's fixed-base windows where it has them.
     fn upload(
         gpu: &mut Gpu,
         params: &Parameters,
-        resident: [bool; 5],
+        plan: &DevicePlan,
     ) -> std::result::Result<GpuBases, CudaError> {
+        let resident = plan.resident;
         let mut g1: [Option<G1Bases>; 4] = Default::default();
         for (i, set) in g1.iter_mut().enumerate() {
             if resident[i] {
-                *set = Some(gpu.upload_g1_bases(g1_host(params, i))?);
+                *set = Some(match (i, plan.h_fixed) {
+                    (0, Some(f)) => gpu.upload_g1_bases_fixed(g1_host(params, i), f)?,
+                    _ => gpu.upload_g1_bases(g1_host(params, i))?,
+                });
             }
         }
         let b_g2 = if resident[4] { Some(gpu.upload_g2_bases(params.b_g2())?) } else { None };

@@ -516,19 +516,32 @@ impl FixedWindows {
     }
 
     /// The cost model's windows for MSMs of `n` points whose copies take at most
-    /// `budget_bytes` (one copy, the bases themselves, always fits): the fewest additions,
-    /// `windows * n + sets * 3 * 2^(c-1)` (each point once per window; about three
-    /// additions per bucket to reduce), the fewer copies where two cost the same.
+    /// `budget_bytes` (one copy, the bases themselves, always fits): the fewest
+    /// [`FixedWindows::additions`], the fewer copies where two cost the same.
     pub fn choose(curve: Curve, n: usize, budget_bytes: usize) -> FixedWindows {
         let n = n.max(1);
+        FixedWindows::candidates(n)
+            .filter(|f| f.copies == 1 || f.bytes(curve, n) <= budget_bytes)
+            .min_by_key(|f| (f.additions(n), f.copies))
+            .expect("one copy of a width the kernels run always qualifies")
+    }
+
+    /// The cost model of an MSM of `n` points over these windows, in additions: `windows *
+    /// n + sets * 3 * 2^(c-1)` (each point once per window; about three additions per
+    /// bucket to reduce).
+    pub fn additions(self, n: usize) -> usize {
+        self.windows() as usize * n + self.sets() as usize * (3usize << (self.c - 1))
+    }
+
+    /// Every shape the kernels run over `n` bases, without wasted copies (each copy
+    /// saves a set), in no particular order.
+    pub fn candidates(n: usize) -> impl Iterator<Item = FixedWindows> {
         (4..=WIDE_WINDOW_BITS_MAX)
             .flat_map(|c| (1..=signed_windows(c)).map(move |copies| FixedWindows { c, copies }))
-            .filter(|f| f.check(n).is_ok() && (f.copies == 1 || f.bytes(curve, n) <= budget_bytes))
-            .min_by_key(|f| {
-                let cost = f.windows() as usize * n + f.sets() as usize * (3usize << (f.c - 1));
-                (cost, f.copies)
+            .filter(move |f| {
+                f.check(n).is_ok()
+                    && (f.copies == 1 || FixedWindows { copies: f.copies - 1, ..*f }.sets() > f.sets())
             })
-            .expect("one copy of a width the kernels run always qualifies")
     }
 }
 
@@ -723,7 +736,7 @@ impl<A> Clone for ChunkBases<'_, A> {
 impl<A> Copy for ChunkBases<'_, A> {}
 
 /// The chunk length of a resident MSM of `n` points (`None`: one piece).
-fn resident_chunk(n: usize) -> Option<usize> {
+pub(crate) fn resident_chunk(n: usize) -> Option<usize> {
     (n > RESIDENT_CHUNK_ABOVE).then_some(RESIDENT_CHUNK)
 }
 
@@ -737,19 +750,34 @@ fn chunk_ranges(n: usize, chunk: usize) -> impl Iterator<Item = std::ops::Range<
 /// at a time ([`BaseSet::Streamed`]): every scalar, two chunk buffers and the largest
 /// chunk's MSM layout, laid out on a dry run as the call lays them out.
 pub fn streamed_scratch_bytes(curve: Curve, n: usize, chunk: usize) -> usize {
-    chunked_scratch_bytes(curve, n, chunk, true, MsmChoice::DEFAULT)
+    chunked_scratch_bytes(curve, n, chunk, true, |k| MsmChoice::DEFAULT.plan(k))
 }
 
-/// [`streamed_scratch_bytes`], or for resident bases read in place (`streamed` false), with
-/// the kernels `choice` (the default's for the device plan).
-fn chunked_scratch_bytes(curve: Curve, n: usize, chunk: usize, streamed: bool, choice: MsmChoice) -> usize {
+/// [`streamed_scratch_bytes`], or for resident bases read in place (`streamed` false), each
+/// chunk on `plan` of the first (full) chunk's points.
+fn chunked_scratch_bytes(
+    curve: Curve,
+    n: usize,
+    chunk: usize,
+    streamed: bool,
+    plan: impl Fn(usize) -> MsmPlan,
+) -> usize {
     let mut b = Bump::dry();
     let from =
         if streamed { ChunkFrom::Host(&[][..]) } else { ChunkFrom::Device(DevSpan { ptr: 0, len_bytes: 0 }) };
     chunk_layout::<u8>(&mut b, n, chunk.max(1), curve, from).expect("a dry layout has room");
     // Every chunk runs on the first (full) chunk's plan ([`MsmPlan::for_chunk`]).
-    let above = if n == 0 { 0 } else { choice.plan(chunk.max(1).min(n)).scratch_bytes(curve) };
+    let above = if n == 0 { 0 } else { plan(chunk.max(1).min(n)).scratch_bytes(curve) };
     b.used_bytes() + above
+}
+
+/// Device scratch bytes of a G1 MSM of `n` scalars over as many resident bases with
+/// fixed-base windows `fixed` (in chunks where plain resident bases would be).
+pub fn fixed_msm_scratch_bytes(n: usize, fixed: FixedWindows) -> usize {
+    match resident_chunk(n) {
+        None => MsmPlan::with_fixed(n, fixed, n).scratch_bytes(Curve::G1),
+        Some(k) => chunked_scratch_bytes(Curve::G1, n, k, false, |k| MsmPlan::with_fixed(k, fixed, n)),
+    }
 }
 
 /// Device scratch bytes of an MSM of `n` scalars over bases resident (`chunk` `None`)
@@ -774,8 +802,8 @@ fn layout_bytes(
 ) -> usize {
     match (chunk, resident) {
         (None, None) => choice.plan(n).scratch_bytes(curve),
-        (None, Some(k)) => chunked_scratch_bytes(curve, n, k, false, choice),
-        (Some(k), _) => chunked_scratch_bytes(curve, n, k, true, choice),
+        (None, Some(k)) => chunked_scratch_bytes(curve, n, k, false, |k| choice.plan(k)),
+        (Some(k), _) => chunked_scratch_bytes(curve, n, k, true, |k| choice.plan(k)),
     }
 }
 
@@ -2099,7 +2127,7 @@ mod tests {
         // A chunked layout: every scalar, then the full chunk's layout (resident bases).
         for (n, chunk) in [(100_003usize, 30_000usize), (1 << 16, 1 << 14), (5000, 1 << 14)] {
             let want = 32 * n + MsmPlan::new(chunk.min(n)).scratch_bytes(Curve::G1);
-            let got = chunked_scratch_bytes(Curve::G1, n, chunk, false, MsmChoice::DEFAULT);
+            let got = chunked_scratch_bytes(Curve::G1, n, chunk, false, |k| MsmChoice::DEFAULT.plan(k));
             assert!(got >= want && got < want + 2 * crate::SPAN_ALIGN_BYTES, "n {n}, chunk {chunk}");
         }
     }

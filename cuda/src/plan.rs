@@ -5,7 +5,9 @@
 
 use crate::arena::SPAN_ALIGN_BYTES;
 use crate::error::CudaError;
-use crate::msm::{h_msm_scratch_bytes, msm_scratch_bytes, Curve, MsmPlan};
+use crate::msm::{
+    fixed_msm_scratch_bytes, h_msm_scratch_bytes, msm_scratch_bytes, Curve, FixedWindows, MsmChoice, MsmPlan,
+};
 use crate::ntt::h_scratch_bytes;
 use crate::ntt_tables::ntt_tables_bytes;
 use crate::products::{h_rows_scratch_bytes, witness_scratch_bytes, WitnessMsm};
@@ -67,6 +69,12 @@ pub struct DevicePlan {
     /// The device-memory budget the plan was made within (`None`: the whole set resident,
     /// no budget asked for).
     pub budget_bytes: Option<usize>,
+    /// Fixed-base windows of the resident H set ([`FixedWindows`]: copies of its bases
+    /// shifted by `2^(c t)`, made once at load), chosen in what a budget leaves over
+    /// ([`DevicePlan::within_budget`]; `None`: plain bases, always without a budget).
+    pub h_fixed: Option<FixedWindows>,
+    /// The H set's copies beyond the bases themselves (persistent; 0 without).
+    pub h_copies_bytes: usize,
 }
 
 impl DevicePlan {
@@ -93,6 +101,8 @@ impl DevicePlan {
             chunk_points: 0,
             streamed_bytes: 0,
             budget_bytes: None,
+            h_fixed: None,
+            h_copies_bytes: 0,
         }
     }
 
@@ -147,6 +157,8 @@ impl DevicePlan {
             chunk_points: if resident.iter().all(|&r| r) { 0 } else { chunk },
             streamed_bytes: streamed,
             budget_bytes: None,
+            h_fixed: None,
+            h_copies_bytes: 0,
         };
         match shape.rows_bytes.filter(|_| rows) {
             Some(b) => plan.with_rows(b, shape.domain_log, shape.inputs, aux),
@@ -159,7 +171,9 @@ impl DevicePlan {
     /// largest chunk (2^24 down to 2^16 points) with which every set streamed fits, then the
     /// sets kept resident in [`BASE_SETS`] order while they fit; a, b, c on the device from
     /// the recording while that fits at all, else from the host (the plan's `rows_bytes`
-    /// is then 0). An error naming the least budget when nothing fits.
+    /// is then 0). Then, with H resident, fixed-base windows for it in the room left
+    /// ([`DevicePlan::with_h_fixed_where`]). An error naming the least budget when nothing
+    /// fits.
     pub fn within_budget(shape: &DeviceShape, budget: Option<usize>) -> Result<DevicePlan, CudaError> {
         DevicePlan::within_budget_where(shape, budget, |p| p.total_bytes() <= budget.unwrap_or(usize::MAX))
     }
@@ -174,7 +188,7 @@ impl DevicePlan {
         let full = DevicePlan::for_proofs(shape, [true; 5], 0, true);
         let Some(budget) = budget else { return Ok(full) };
         if fits(&full) {
-            return Ok(DevicePlan { budget_bytes: Some(budget), ..full });
+            return Ok(DevicePlan { budget_bytes: Some(budget), ..full }.with_h_fixed_where(shape, &fits));
         }
         let longest = shape.lens.iter().copied().max().unwrap_or(1).max(1);
         let chunk_logs = (CHUNK_LOG_MIN..=CHUNK_LOG_MAX)
@@ -197,7 +211,7 @@ impl DevicePlan {
                     }
                 }
                 let plan = DevicePlan::for_proofs(shape, resident, chunk, rows);
-                return Ok(DevicePlan { budget_bytes: Some(budget), ..plan });
+                return Ok(DevicePlan { budget_bytes: Some(budget), ..plan }.with_h_fixed_where(shape, &fits));
             }
         }
         let least = DevicePlan::for_proofs(shape, [false; 5], 1 << CHUNK_LOG_MIN, false);
@@ -206,6 +220,42 @@ impl DevicePlan {
             need_bytes: least.total_bytes(),
             least: "every base set streamed in chunks of 2^16 points, a, b, c from the host",
         })
+    }
+
+    /// This plan with fixed-base windows `fixed` for the H set of `shape` (resident): the
+    /// copies beyond the bases as a persistent term, and the h MSM's layout over them in
+    /// the MSM term.
+    pub fn with_h_fixed(self, shape: &DeviceShape, fixed: FixedWindows) -> DevicePlan {
+        let span = |bytes: usize| bytes.max(1).next_multiple_of(SPAN_ALIGN_BYTES);
+        let n = shape.lens[0];
+        DevicePlan {
+            h_fixed: Some(fixed),
+            h_copies_bytes: span(fixed.bytes(Curve::G1, n)) - span(n * Curve::G1.affine_bytes()),
+            msm_scratch_bytes: self.msm_scratch_bytes.max(fixed_msm_scratch_bytes(n, fixed)),
+            ..self
+        }
+    }
+
+    /// This plan with the fixed-base windows for H that save the most additions of its
+    /// MSM and still `fits` (copies beyond the bases, at least two copies; the fewer copies
+    /// between two that cost the same), or as it is when none saves any or fits, or H is
+    /// not resident. The cost is [`FixedWindows::choose`]'s: `windows * n + sets * 3 *
+    /// 2^(c-1)` against the h MSM's own plan (`windows * (n + 3 * 2^(c-1))`, its chunks
+    /// sharing one set of buckets per window).
+    pub fn with_h_fixed_where(self, shape: &DeviceShape, fits: impl Fn(&DevicePlan) -> bool) -> DevicePlan {
+        let n = shape.lens[0];
+        if !self.resident[0] || n == 0 {
+            return self;
+        }
+        let own = MsmChoice::DENSE.plan(crate::msm::resident_chunk(n).unwrap_or(n).min(n));
+        let plain = own.windows as usize * (n + (3usize << (own.c - 1)));
+        let mut candidates: Vec<(usize, FixedWindows)> = FixedWindows::candidates(n)
+            .filter(|f| f.copies > 1)
+            .map(|f| (f.additions(n), f))
+            .filter(|&(cost, _)| cost < plain)
+            .collect();
+        candidates.sort_by_key(|&(cost, f)| (cost, f.copies));
+        candidates.into_iter().map(|(_, f)| self.with_h_fixed(shape, f)).find(|p| fits(p)).unwrap_or(self)
     }
 
     /// Whether a, b, c are computed on the device from a resident recording.
@@ -222,7 +272,11 @@ impl DevicePlan {
     }
 
     pub fn persistent_bytes(&self) -> usize {
-        self.ntt_tables_bytes + self.g1_bases_bytes + self.g2_bases_bytes + self.rows_bytes
+        self.ntt_tables_bytes
+            + self.g1_bases_bytes
+            + self.g2_bases_bytes
+            + self.rows_bytes
+            + self.h_copies_bytes
     }
 
     /// Operations run one at a time and reuse the same scratch: the largest one counts.
@@ -356,6 +410,41 @@ mod tests {
             msm_scratch_bytes(Curve::G1, 1 << 25, None),
             MsmPlan::new(1 << 25).scratch_bytes(Curve::G1)
         );
+    }
+
+    /// A budget with room to spare gives H fixed-base windows within it: the copies as a
+    /// persistent term, fewer additions than H's own plan; no room, or no budget, none.
+    #[test]
+    fn room_in_a_budget_goes_to_fixed_base_windows_for_h() {
+        let shape = DeviceShape {
+            domain_log: 24,
+            lens: [(1 << 24) - 1, 1 << 24, 1 << 23, 1 << 23, 1 << 23],
+            inputs: 2,
+            aux: 1 << 24,
+            rows_bytes: None,
+        };
+        let full = DevicePlan::within_budget(&shape, None).unwrap();
+        assert_eq!((full.h_fixed, full.h_copies_bytes), (None, 0), "no budget, no copies");
+        let tight = DevicePlan::within_budget(&shape, Some(full.total_bytes())).unwrap();
+        assert_eq!((tight.h_fixed, tight.h_copies_bytes), (None, 0), "no room, no copies");
+        let n = shape.lens[0];
+        let own = MsmChoice::DENSE.plan(n);
+        let own_cost = own.windows as usize * (n + (3usize << (own.c - 1)));
+        let mut last = 0;
+        for extra in [4 * GIB, 12 * GIB, 24 * GIB] {
+            let budget = full.total_bytes() + extra;
+            let p = DevicePlan::within_budget(&shape, Some(budget)).unwrap();
+            let f = p.h_fixed.expect("room for copies");
+            assert!(p.total_bytes() <= budget, "{extra}: {} over {budget}", p.total_bytes());
+            assert_eq!(p.persistent_bytes(), full.persistent_bytes() + p.h_copies_bytes);
+            assert!(p.h_copies_bytes + SPAN_ALIGN_BYTES >= (f.copies as usize - 1) * n * 96, "{f:?}");
+            assert!(f.copies > 1 && f.additions(n) < own_cost, "{f:?} saves additions");
+            assert!(p.h_copies_bytes >= last, "more room, no fewer copies");
+            last = p.h_copies_bytes;
+        }
+        // 24 GiB over: every window in one set of 22-bit windows (12 copies, 18 GiB).
+        let roomy = DevicePlan::within_budget(&shape, Some(full.total_bytes() + 24 * GIB)).unwrap();
+        assert_eq!(roomy.h_fixed, Some(FixedWindows { c: 22, copies: 12 }));
     }
 
     /// With another kind's resident bytes already in the arena, a plan leaves room for them.
