@@ -536,6 +536,54 @@ fn a_bad_gpu_list_is_a_typed_error() {
     }
 }
 
+/// A device-memory budget with room beyond everything resident: the plan gives H fixed-base
+/// windows (copies of its bases made once on the device), the memory plan names them, and
+/// the proofs stay byte-identical to the CPU engine's and verify.
+#[test]
+fn room_in_a_device_budget_gives_h_fixed_base_windows_and_the_same_proofs() {
+    let (kind, log) = (CircuitKind::Sector, 14u32);
+    let constraints = 1usize << log;
+    let params = params_for(kind, constraints, 91);
+    let (pc, spec, cfg) = precompiled_kind(kind, constraints, &params);
+    let precompiled_job = |seed: u64| precompiled_job(kind, constraints, &pc, 5, seed);
+    let cpu = Engine::new(cfg.clone(), vec![spec.clone()]).expect("cpu engine");
+    let want = cpu.prove(precompiled_job(9)).expect("cpu job");
+    assert!(want.is_ok(), "cpu: {:?}", want.first_error());
+    cpu.shutdown(ShutdownMode::Drain);
+
+    let pshape = arenaprove_engine::groth16::ProofShape::of_params(&params);
+    let full = arenaprove_cuda::device_plan_sized(
+        &pshape,
+        Some(arenaprove_cuda::rows_resident_bytes(&pc.row_stream())),
+    );
+    let budget = full.total_bytes() + (256 << 20);
+    let Some(gpu) = common::opened_or_skip(CudaFactory::open(0)) else { return };
+    let gpu = Arc::new(gpu.with_device_memory(Some(budget)));
+    let plan = gpu.plan_for(&pshape, Some(&pc)).expect("a plan within the budget");
+    let fixed = plan.h_fixed.expect("room for H's copies");
+    assert!(fixed.copies > 1 && plan.streamed_bytes == 0 && plan.total_bytes() <= budget, "{plan:?}");
+    let dev_cfg = EngineConfig { backend: gpu.clone(), slots: 2, synth_workers: 2, ..cfg.clone() };
+    let dev = Engine::new(dev_cfg, vec![spec.clone()]).expect("gpu engine within the budget");
+    let mp = dev.memory_plan();
+    assert!(mp.terms.iter().any(|t| t.what.contains("H fixed-base windows")), "{mp}");
+    for seed in [9u64, 10] {
+        let got = dev.prove(precompiled_job(seed)).expect("gpu job");
+        assert!(got.is_ok(), "gpu with {fixed:?}: {:?}", got.first_error());
+        if seed == 9 {
+            assert_eq!(got.proof_bytes().unwrap(), want.proof_bytes().unwrap(), "{fixed:?}: proofs differ");
+        }
+        bellperson_verifies(&params, &got);
+    }
+    let reserved = gpu.arena_stats().expect("reserved").reserved_bytes;
+    assert!(reserved <= budget, "arena {reserved} over the budget {budget}");
+    println!(
+        "budget {budget} B: H with {fixed:?} ({} B of copies), arena {reserved} B; identical and verified",
+        plan.h_copies_bytes
+    );
+    let report = dev.shutdown(ShutdownMode::Drain);
+    assert!(report.deinit.is_clean(), "{:?}", report.deinit);
+}
+
 /// A device-memory budget below what the proofs need resident: the plan streams the base
 /// sets that do not fit from page-locked host memory (and, when the recording does not
 /// fit either, the partitions hold a, b, c on the host); the proofs stay byte-identical
