@@ -629,6 +629,11 @@ impl MsmSpans {
         self.counts.at(self.counts.len_bytes - 4)
     }
 
+    /// Where the sum of the ones goes: the point after the sets' sums in `out`.
+    fn ones_out(&self, p: &MsmPlan, curve: Curve) -> DevPtr {
+        self.out.at(curve.jacobian_bytes() * p.sets as usize)
+    }
+
     fn take(b: &mut Bump, p: &MsmPlan, curve: Curve) -> Result<MsmSpans> {
         let (m, xyzz_bytes) = (p.buckets, curve.xyzz_bytes());
         let nseg = 1usize << (p.bucket_bits - p.seg_log);
@@ -1515,7 +1520,7 @@ impl Gpu {
         s: &MsmSpans,
         bases: DevPtr,
     ) -> Result<()> {
-        let ones_out = s.out.at(pk.curve.jacobian_bytes() * p.windows as usize);
+        let ones_out = s.ones_out(p, pk.curve);
         if self.msm_ones {
             self.msm_sum_ones(pk, p, s, bases, ones_out)
         } else {
@@ -2201,6 +2206,10 @@ mod tests {
             }
             // A chunk keeps the full chunk's layout and the stride of every copy.
             assert_eq!(p.for_chunk(1000).stride as usize, n);
+            // `out` holds each set's sum, then the ones' sum.
+            let spans = MsmSpans::take(&mut Bump::dry(), &p, Curve::G1).unwrap();
+            assert_eq!(spans.out.len_bytes, Curve::G1.jacobian_bytes() * (f.sets() as usize + 1));
+            let _ = spans.ones_out(&p, Curve::G1);
         }
     }
 
