@@ -133,7 +133,9 @@ fn ones_ab<P: PartialEq>(
 /// defaults and the wide windows with sppark's point arithmetic (the kernels before), and
 /// the wide windows fixed at 22 bits (what the cost model picks for 2^27 points in one
 /// piece; chunks of 2^24 plan for 2^24 points, 20 bits); then the wide windows and the
-/// defaults with batch-affine accumulation, 4, 8 or 16 pieces a thread (G1 only). The kernels before the pieces'
+/// defaults with batch-affine accumulation, 4, 8 or 16 pieces a thread (G1 only); then the
+/// wide windows and the defaults reducing in one level (the kernels before the two-level
+/// reduction). The kernels before the pieces'
 /// order and before the global sort were measured against these in earlier sessions
 /// (BENCHMARKS.md).
 struct MsmConfig {
@@ -144,6 +146,8 @@ struct MsmConfig {
     madd: bool,
     /// Batch-affine accumulation in G1, k pieces a thread (`Gpu::set_msm_batch_affine`).
     batch_affine: Option<u32>,
+    /// The two-level reduction (`Gpu::set_msm_reduce_two_levels`, the default).
+    two_levels: bool,
 }
 
 const fn config(
@@ -153,15 +157,20 @@ const fn config(
     one_read: Option<bool>,
     madd: bool,
 ) -> MsmConfig {
-    MsmConfig { name, kernels, window, one_read, madd, batch_affine: None }
+    MsmConfig { name, kernels, window, one_read, madd, batch_affine: None, two_levels: true }
+}
+
+/// [`config`] with the reduction in one level (the kernels before).
+const fn one_level(name: &'static str, kernels: MsmKernels, one_read: Option<bool>) -> MsmConfig {
+    MsmConfig { two_levels: false, ..config(name, kernels, None, one_read, true) }
 }
 
 /// [`config`] with batch-affine accumulation, `k` pieces a thread.
 const fn ba(name: &'static str, kernels: MsmKernels, one_read: Option<bool>, k: u32) -> MsmConfig {
-    MsmConfig { name, kernels, window: None, one_read, madd: true, batch_affine: Some(k) }
+    MsmConfig { batch_affine: Some(k), ..config(name, kernels, None, one_read, true) }
 }
 
-const MSM_CATALOG: [MsmConfig; 14] = [
+const MSM_CATALOG: [MsmConfig; 16] = [
     config("signed-global", MsmKernels::SignedGlobal, None, Some(false), true),
     config("signed-global+one-read", MsmKernels::SignedGlobal, None, Some(true), true),
     config("wide", MsmKernels::Wide, None, Some(false), true),
@@ -176,6 +185,8 @@ const MSM_CATALOG: [MsmConfig; 14] = [
     ba("default-ba4", MsmKernels::SignedGlobal, None, 4),
     ba("default-ba8", MsmKernels::SignedGlobal, None, 8),
     ba("default-ba16", MsmKernels::SignedGlobal, None, 16),
+    one_level("wide-1level", MsmKernels::Wide, Some(false)),
+    one_level("default-1level", MsmKernels::SignedGlobal, None),
 ];
 
 /// The configurations `--msm-configs` picked (set once in `main`).
@@ -209,6 +220,7 @@ fn set_config(g: &mut Gpu, i: usize) {
     g.set_msm_madd(c.madd);
     g.set_msm_batch_affine(c.batch_affine).expect("every configuration's k has an instance");
     g.set_msm_window_bits(c.window).expect("every configuration's width is one its kernels run");
+    g.set_msm_reduce_two_levels(c.two_levels);
 }
 
 /// Back to the defaults.
@@ -219,6 +231,7 @@ fn default_config(g: &mut Gpu) {
     g.set_msm_madd(true);
     g.set_msm_batch_affine(None).expect("off is always allowed");
     g.set_msm_window_bits(None).expect("no fixed width is always allowed");
+    g.set_msm_reduce_two_levels(true);
 }
 
 /// Each MSM kernel configuration run alternately (baseline first) after one warm-up each,

@@ -320,28 +320,59 @@ __device__ __forceinline__ void buckets(const typename Ops::bucket_t* partial, c
     Ops::store(out[b], acc);
 }
 
-// One thread per (window, segment of 2^seg_log buckets [lo, lo + len)), `c` bucket bits
-// per window, bucket d weighing d + base (base 0: unsigned digits; 1: signed, bucket
-// |digit| - 1): out = sum_{d in segment} (d + base) * B_d = acc + (lo + base) * run, where
-// run = sum B_d and acc = sum (d - lo) * B_d by running sums from the top.
+// Signed windows' reduction, first level. One thread per (window, run of 2^run_log buckets
+// [lo, lo + len)), `bits` bucket bits per window, bucket d weighing d + base: the run's
+// share sum_{d in run} (d - lo + base) * B_d = acc + base * sum, by running sums from the
+// top, goes to seg_out[t], and its sum B_lo + .. + B_{lo+len-1} replaces B_lo (the second
+// level weighs those sums by lo: window_segments with stride_log = run_log).
 template<class Ops>
-__device__ __forceinline__ void window_segments(const typename Ops::bucket_t* bkts, uint32_t c,
-                                                uint32_t nwin, uint32_t seg_log, uint32_t base,
-                                                typename Ops::bucket_t* seg_out)
+__device__ __forceinline__ void window_runs(typename Ops::bucket_t* bkts, uint32_t bits, uint32_t nwin,
+                                            uint32_t run_log, uint32_t base,
+                                            typename Ops::bucket_t* seg_out)
 {
     size_t t = global_tid();
-    const uint32_t nseg = 1u << (c - seg_log);
-    if (t >= (size_t)nwin * nseg)
+    const uint32_t nrun = 1u << (bits - run_log);
+    if (t >= (size_t)nwin * nrun)
         return;
-    const uint32_t w = t / nseg, seg = t % nseg;
-    const uint32_t lo = seg << seg_log, len = 1u << seg_log;
-    const typename Ops::bucket_t* B = bkts + ((size_t)w << c);
+    const uint32_t w = t / nrun, lo = (t % nrun) << run_log, len = 1u << run_log;
+    typename Ops::bucket_t* B = bkts + ((size_t)w << bits);
     auto run = Ops::inf(), acc = Ops::inf();
     for (uint32_t d = lo + len - 1; d > lo; d--) {
         Ops::add(run, Ops::load(B[d]));
         Ops::add(acc, run);
     }
     Ops::add(run, Ops::load(B[lo]));
+    if (base)
+        Ops::add(acc, run);
+    Ops::store(seg_out[t], acc);
+    Ops::store(B[lo], run);
+}
+
+// One thread per (window, segment of 2^seg_log items [lo, lo + len)), item j of window w at
+// bkts[(w << bits) + (j << stride_log)], 2^(bits - stride_log) items per window, item j
+// weighing j + base: v = sum_{j in segment} (j + base) * B_j = acc + (lo + base) * run, where
+// run = sum B_j and acc = sum (j - lo) * B_j by running sums from the top. Unsigned windows
+// (stride_log 0) write v to seg_out[t]; the signed reduction's second level (stride_log =
+// run_log: the items are window_runs' sums) adds 2^stride_log * v to seg_out[w * 2^(bits -
+// stride_log) + segment], the first level's slots.
+template<class Ops>
+__device__ __forceinline__ void window_segments(const typename Ops::bucket_t* bkts, uint32_t bits,
+                                                uint32_t nwin, uint32_t seg_log, uint32_t base,
+                                                uint32_t stride_log, typename Ops::bucket_t* seg_out)
+{
+    size_t t = global_tid();
+    const uint32_t items_log = bits - stride_log, nseg = 1u << (items_log - seg_log);
+    if (t >= (size_t)nwin * nseg)
+        return;
+    const uint32_t w = t / nseg, seg = t % nseg;
+    const uint32_t lo = seg << seg_log, len = 1u << seg_log;
+    const typename Ops::bucket_t* B = bkts + ((size_t)w << bits);
+    auto run = Ops::inf(), acc = Ops::inf();
+    for (uint32_t j = lo + len - 1; j > lo; j--) {
+        Ops::add(run, Ops::load(B[(size_t)j << stride_log]));
+        Ops::add(acc, run);
+    }
+    Ops::add(run, Ops::load(B[(size_t)lo << stride_log]));
     const uint32_t k = lo + base;
     if (k != 0) {
         // acc += k * run, double-and-add from the top bit.
@@ -353,7 +384,15 @@ __device__ __forceinline__ void window_segments(const typename Ops::bucket_t* bk
         }
         Ops::add(acc, q);
     }
-    Ops::store(seg_out[t], acc);
+    if (stride_log == 0) {
+        Ops::store(seg_out[t], acc);
+        return;
+    }
+    for (uint32_t i = 0; i < stride_log; i++)
+        Ops::dbl(acc);
+    const size_t slot = ((size_t)w << items_log) + seg;
+    Ops::add(acc, Ops::load(seg_out[slot]));
+    Ops::store(seg_out[slot], acc);
 }
 
 // One thread per window: the sum of its segments, written as blst's Jacobian point
@@ -407,9 +446,13 @@ __device__ __forceinline__ void window_sums(const typename Ops::bucket_t* seg_ou
     extern "C" __global__ void msm_buckets_##SUFFIX(const OPS::bucket_t* partial,              \
         const uint32_t* poffsets, uint32_t m, uint32_t add, OPS::bucket_t* out)                 \
     {   buckets<OPS>(partial, poffsets, m, add, out);   }                                       \
+    extern "C" __global__ void msm_window_runs_##SUFFIX(OPS::bucket_t* bkts, uint32_t bits,     \
+        uint32_t nwin, uint32_t run_log, uint32_t base, OPS::bucket_t* seg_out)                 \
+    {   window_runs<OPS>(bkts, bits, nwin, run_log, base, seg_out);   }                         \
     extern "C" __global__ void msm_window_segments_##SUFFIX(const OPS::bucket_t* bkts,          \
-        uint32_t c, uint32_t nwin, uint32_t seg_log, uint32_t base, OPS::bucket_t* seg_out)    \
-    {   window_segments<OPS>(bkts, c, nwin, seg_log, base, seg_out);   }                        \
+        uint32_t bits, uint32_t nwin, uint32_t seg_log, uint32_t base, uint32_t stride_log,     \
+        OPS::bucket_t* seg_out)                                                                 \
+    {   window_segments<OPS>(bkts, bits, nwin, seg_log, base, stride_log, seg_out);   }         \
     extern "C" __global__ void msm_window_sums_##SUFFIX(const OPS::bucket_t* seg_out,           \
         uint32_t nseg, uint32_t nwin, FIELD* out)                                               \
     {   window_sums<OPS, FIELD>(seg_out, nseg, nwin, out);   }

@@ -43,6 +43,8 @@ pub struct Gpu {
     pub(crate) msm_sort_one_read: Option<bool>,
     /// Whether the MSM's mixed additions run written out ([`Gpu::set_msm_madd`]).
     pub(crate) msm_madd: bool,
+    /// Whether signed windows reduce in two levels ([`Gpu::set_msm_reduce_two_levels`]).
+    pub(crate) msm_reduce_two_levels: bool,
     /// Batch-affine accumulation in G1, K pieces per thread ([`Gpu::set_msm_batch_affine`]).
     pub(crate) msm_batch_affine: Option<u32>,
     /// The kernels of the h MSM, whose scalars are dense ([`Gpu::set_msm_dense_kernels`]).
@@ -97,6 +99,7 @@ impl Gpu {
             msm_piece_order: true,
             msm_sort_one_read: None,
             msm_madd: true,
+            msm_reduce_two_levels: true,
             msm_batch_affine: None,
             msm_dense_kernels: MsmKernels::DENSE_DEFAULT,
             last_device: Cell::new(Duration::ZERO),
@@ -201,6 +204,15 @@ impl Gpu {
     /// are the same point.
     pub fn set_msm_madd(&mut self, on: bool) {
         self.msm_madd = on;
+    }
+
+    /// How signed windows reduce their buckets to one point per window: on (the default),
+    /// in two levels, running sums over runs of buckets whose sums a second level weighs
+    /// (one multiplication per second-level segment); off, in one level, every segment's
+    /// thread multiplying by its first bucket's index (the kernels before, a bench's
+    /// baseline). Results are the same point.
+    pub fn set_msm_reduce_two_levels(&mut self, on: bool) {
+        self.msm_reduce_two_levels = on;
     }
 
     /// Batch-affine accumulation in G1 (`kernels/msm_batch_affine.cuh`): `Some(k)` sums

@@ -434,13 +434,26 @@ kernels! {
     );
     /// One thread per bucket: the sum of its pieces (`add`: added to the bucket's value).
     MsmBuckets: msm_buckets_g1, msm_buckets_g2(partial: DevPtr, poffsets: DevPtr, m: u32, add: u32, out: DevPtr);
-    /// Running sums over segments of each window's buckets.
+    /// Signed reduction, first level: running sums over runs of each window's buckets; each
+    /// run's share to `seg_out`, its sum over its first bucket.
+    MsmWindowRuns: msm_window_runs_g1, msm_window_runs_g2(
+        bkts: DevPtr,
+        bits: u32,
+        nwin: u32,
+        run_log: u32,
+        base: u32,
+        seg_out: DevPtr,
+    );
+    /// Running sums over segments of each window's buckets (`stride_log` 0), or (the signed
+    /// reduction's second level) of the runs' sums `2^stride_log` buckets apart, added into
+    /// the first level's slots.
     MsmWindowSegments: msm_window_segments_g1, msm_window_segments_g2(
         bkts: DevPtr,
-        c: u32,
+        bits: u32,
         nwin: u32,
         seg_log: u32,
         base: u32,
+        stride_log: u32,
         seg_out: DevPtr,
     );
     /// Each window's total from its segments, as blst's Jacobian point.

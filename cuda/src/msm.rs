@@ -32,7 +32,7 @@ use crate::arena::{Bump, DevPtr, DevSpan};
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
 use crate::kernels::{
-    Dims, MsmAccumulate, MsmBuckets, MsmOnes, MsmOnesCompact, MsmReduce, MsmWindowSegments, MsmWindowSums,
+    Dims, MsmAccumulate, MsmBuckets, MsmOnes, MsmOnesCompact, MsmReduce, MsmWindowRuns, MsmWindowSegments, MsmWindowSums,
 };
 
 /// Bytes of one scalar.
@@ -73,9 +73,14 @@ pub(crate) const BA_THREADS: u32 = 256;
 /// The batch-affine accumulate kernels' pieces per thread, one instance each
 /// (`MSM_BA_KERNELS` lines of `kernels/msm_g1.cu`).
 pub(crate) const BA_PIECES: [u32; 3] = [4, 8, 16];
-/// Signed windows: segments per window chosen so about `2^this` threads run the running
-/// sums, then fold rounds of fan-in [`ONES_FAN`] take each window's segments to one point.
+/// Signed windows: runs per window chosen so about `2^this` threads run the running sums
+/// (no multiplication: each run's sum goes to the second level, which weighs the sums by
+/// their runs' first bucket), then fold rounds of fan-in [`ONES_FAN`] take each window's
+/// runs to one point.
 const SEGMENT_THREADS_LOG: u32 = 16;
+/// The signed reduction's second level: about `2^this` threads, each running sums over a
+/// segment of the runs' sums and one multiplication by its segment's first index.
+const SEGMENT2_THREADS_LOG: u32 = 14;
 /// Widest window of [`MsmKernels::Wide`]: 2^21 buckets per window, whose counts (8 MiB)
 /// stay in the H200's L2 (50 MiB) while that window's sort runs.
 const WIDE_WINDOW_BITS_MAX: u32 = 22;
@@ -271,8 +276,12 @@ pub struct MsmPlan {
     /// Points one accumulate thread sums at most.
     pub piece_len: u32,
     pub pieces_max: usize,
-    /// log2 of buckets per reduction segment.
+    /// log2 of buckets per reduction segment (signed windows: per run of the first level,
+    /// whose sums the second level weighs).
     pub seg_log: u32,
+    /// Signed windows: log2 of the runs' sums per segment of the reduction's second level
+    /// (unsigned: 0, no second level).
+    pub seg2_log: u32,
     /// Threads of the 0/1 fast path's `msm_ones` kernel (a multiple of every block size it
     /// runs with).
     pub ones_threads: usize,
@@ -348,8 +357,8 @@ impl MsmPlan {
             let fill = (entries >> FIXED_PIECES_LOG).max(1).next_power_of_two();
             piece_len = piece_len.min((fill as u32).max(PIECE_POINTS_MIN));
         }
-        let (seg_log, tile, sort_threads) = match kernels {
-            MsmKernels::Unsigned => (5.min(c - 2), TILE_POINTS, SORT_THREADS.0),
+        let (seg_log, seg2_log, tile, sort_threads) = match kernels {
+            MsmKernels::Unsigned => (5.min(c - 2), 0, TILE_POINTS, SORT_THREADS.0),
             MsmKernels::Signed | MsmKernels::SignedGlobal | MsmKernels::Wide => {
                 let wide = kernels == MsmKernels::Wide;
                 let win_log = sets.next_power_of_two().trailing_zeros();
@@ -360,15 +369,19 @@ impl MsmPlan {
                 } else {
                     SEGMENT_THREADS_LOG
                 };
+                // Runs leave at least 4 sums per set for the second level (bucket_bits >= 3).
                 let seg_log =
-                    (bucket_bits + win_log).saturating_sub(seg_threads_log).clamp(1, bucket_bits - 1);
+                    (bucket_bits + win_log).saturating_sub(seg_threads_log).clamp(1, bucket_bits - 2);
+                let runs_log = bucket_bits - seg_log;
+                let seg2_log =
+                    (runs_log + win_log).saturating_sub(SEGMENT2_THREADS_LOG).clamp(1, runs_log - 1);
                 if kernels != MsmKernels::Signed {
-                    (seg_log, WIDE_TILE_POINTS, WIDE_SORT_THREADS)
+                    (seg_log, seg2_log, WIDE_TILE_POINTS, WIDE_SORT_THREADS)
                 } else {
                     let tile = (entries / SIGNED_TILE_BLOCKS)
                         .next_power_of_two()
                         .clamp(SIGNED_TILE_POINTS.0, SIGNED_TILE_POINTS.1);
-                    (seg_log, tile, SORT_THREADS.1)
+                    (seg_log, seg2_log, tile, SORT_THREADS.1)
                 }
             }
         };
@@ -388,6 +401,7 @@ impl MsmPlan {
             // a bucket with an entry has any: at most min(buckets, entries) + entries / len.
             pieces_max: buckets.min(entries) + entries.div_ceil(piece_len as usize) + 1,
             seg_log,
+            seg2_log,
             ones_threads: n
                 .div_ceil(ONES_UNIT * ONES_POINTS_PER_THREAD)
                 .clamp(1, ONES_THREADS_MAX / ONES_UNIT)
@@ -533,14 +547,25 @@ impl FixedWindows {
         self.windows() as usize * n + self.sets() as usize * (3usize << (self.c - 1))
     }
 
+    /// The top window's raw bits, `255 - (windows - 1) * c` (its digits fill about
+    /// `2^top_bits` buckets of its set).
+    pub fn top_bits(self) -> u32 {
+        SCALAR_BITS - (self.windows() - 1) * self.c
+    }
+
     /// Every shape the kernels run over `n` bases, without wasted copies (each copy
-    /// saves a set), in no particular order.
+    /// saves a set), in no particular order. Shared sets also leave out widths whose top
+    /// window has fewer than `c / 2` raw bits: its `n` digits crowd a few of the set's
+    /// buckets, whose pieces one thread then sums in a chain (on the H200 at 2^20, 18-bit
+    /// windows, 3 top bits, 15 copies: accumulation 38 ms against 6.9 ms for 16-bit ones).
     pub fn candidates(n: usize) -> impl Iterator<Item = FixedWindows> {
         (4..=WIDE_WINDOW_BITS_MAX)
             .flat_map(|c| (1..=signed_windows(c)).map(move |copies| FixedWindows { c, copies }))
             .filter(move |f| {
                 f.check(n).is_ok()
-                    && (f.copies == 1 || FixedWindows { copies: f.copies - 1, ..*f }.sets() > f.sets())
+                    && (f.copies == 1
+                        || (FixedWindows { copies: f.copies - 1, ..*f }.sets() > f.sets()
+                            && 2 * f.top_bits() >= f.c))
             })
     }
 }
@@ -954,6 +979,7 @@ pub(crate) struct PointKernels<'k> {
     /// both accumulate kernels, which then run [`BA_THREADS`] threads a block.
     ba_pieces: Option<u32>,
     buckets: &'k MsmBuckets,
+    runs: &'k MsmWindowRuns,
     segments: &'k MsmWindowSegments,
     sums: &'k MsmWindowSums,
 }
@@ -990,10 +1016,11 @@ impl Gpu {
             Some(8) => (&k.msm_accumulate_g1_ba8, &k.msm_accumulate_signed_g1_ba8),
             Some(_) => (&k.msm_accumulate_g1_ba16, &k.msm_accumulate_signed_g1_ba16),
         };
-        let (reduce, buckets, segments, sums, signed_acc_threads) = match curve {
+        let (reduce, buckets, runs, segments, sums, signed_acc_threads) = match curve {
             Curve::G1 => (
                 &k.msm_reduce_g1,
                 &k.msm_buckets_g1,
+                &k.msm_window_runs_g1,
                 &k.msm_window_segments_g1,
                 &k.msm_window_sums_g1,
                 SIGNED_ACC_THREADS.0,
@@ -1001,6 +1028,7 @@ impl Gpu {
             Curve::G2 => (
                 &k.msm_reduce_g2,
                 &k.msm_buckets_g2,
+                &k.msm_window_runs_g2,
                 &k.msm_window_segments_g2,
                 &k.msm_window_sums_g2,
                 SIGNED_ACC_THREADS.1,
@@ -1016,6 +1044,7 @@ impl Gpu {
             signed_acc_threads,
             ba_pieces,
             buckets,
+            runs,
             segments,
             sums,
         }
@@ -1737,22 +1766,32 @@ impl Gpu {
     }
 
     /// `sum_b weight(b) * B_b` per window, or per set of buckets over fixed-base windows
-    /// (weight `b` unsigned, `b + 1` signed): running sums over segments of `2^seg_log` buckets, then each window's segments summed into
-    /// blst's Jacobian form in `out`: by one thread per window (unsigned, as before), or
-    /// (signed) by fold rounds of fan-in up to [`ONES_FAN`] within each window, alternating
-    /// between the segments' span and the buckets' (free once the segments are summed),
-    /// and the last single point per window converted.
+    /// (weight `b` unsigned, `b + 1` signed), into blst's Jacobian form in `out`. Unsigned:
+    /// running sums over segments of `2^seg_log` buckets, each weighted by its first bucket's
+    /// index, then one thread per window sums its segments. Signed, in two levels: running
+    /// sums over runs of `2^seg_log` buckets (no multiplication; each run's sum left in its
+    /// first bucket), then running sums over segments of `2^seg2_log` of those sums, each
+    /// weighted by its first run's first bucket and added into the first level's slots
+    /// (on the H200 one set of 2^19 buckets reduced in 6.8 ms with one level, whose threads
+    /// each multiplied by their segment's first bucket); then fold rounds of fan-in up to
+    /// [`ONES_FAN`] within each window, alternating between the segments' span and the
+    /// buckets' (free once the second level has read the runs' sums), and the last single
+    /// point per window converted. [`Gpu::set_msm_reduce_two_levels`] off: signed windows
+    /// in one level as unsigned ones, then the fold rounds.
     fn msm_reduce_windows(&self, pk: &PointKernels<'_>, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
         let nseg = 1u32 << (p.bucket_bits - p.seg_log);
-        pk.segments.launch(
-            Dims::per_item((p.sets * nseg) as usize, 64),
-            s.buckets.dev_ptr(),
-            p.bucket_bits,
-            p.sets,
-            p.seg_log,
-            p.signed() as u32,
-            s.segs.dev_ptr(),
-        )?;
+        if !p.signed() || !self.msm_reduce_two_levels {
+            pk.segments.launch(
+                Dims::per_item((p.sets * nseg) as usize, 64),
+                s.buckets.dev_ptr(),
+                p.bucket_bits,
+                p.sets,
+                p.seg_log,
+                p.signed() as u32,
+                0,
+                s.segs.dev_ptr(),
+            )?;
+        }
         if !p.signed() {
             return pk.sums.launch(
                 Dims::blocks(1, p.sets.next_multiple_of(32)),
@@ -1761,6 +1800,28 @@ impl Gpu {
                 p.sets,
                 s.out.dev_ptr(),
             );
+        }
+        if self.msm_reduce_two_levels {
+            pk.runs.launch(
+                Dims::per_item((p.sets * nseg) as usize, 64),
+                s.buckets.dev_ptr(),
+                p.bucket_bits,
+                p.sets,
+                p.seg_log,
+                1,
+                s.segs.dev_ptr(),
+            )?;
+            let nseg2 = 1u32 << (p.bucket_bits - p.seg_log - p.seg2_log);
+            pk.segments.launch(
+                Dims::per_item((p.sets * nseg2) as usize, 64),
+                s.buckets.dev_ptr(),
+                p.bucket_bits,
+                p.sets,
+                p.seg2_log,
+                0,
+                p.seg_log,
+                s.segs.dev_ptr(),
+            )?;
         }
         assert!(s.buckets.len_bytes >= s.segs.len_bytes, "the buckets' span holds a fold round");
         let (mut src, mut dst, mut per_window) = (s.segs.dev_ptr(), s.buckets.dev_ptr(), nseg);
@@ -1984,7 +2045,9 @@ mod tests {
             if w.c <= SIGNED_WINDOW_BITS_MAX {
                 assert_eq!(w.c, s.c, "2^{log}: one cost model");
             }
-            assert!(w.seg_log >= 1 && w.seg_log < w.bucket_bits);
+            // Two reduction levels: runs of 2^seg_log buckets, then segments of 2^seg2_log
+            // runs' sums, at least two of them per set.
+            assert!(w.seg_log >= 1 && w.seg2_log >= 1 && w.seg_log + w.seg2_log < w.bucket_bits, "{w:?}");
             assert_eq!(w.scan_blocks(), w.buckets.div_ceil(SCAN_BLOCK_COUNTS));
             assert_eq!(s.scan_blocks(), 0);
             assert!(n * (w.windows as usize) < u32::MAX as usize, "offsets are u32");
@@ -2033,8 +2096,8 @@ mod tests {
             assert_eq!(g.kernels, MsmKernels::SignedGlobal, "signed digits, global sort: the default");
             // The same windows, buckets and segments as Signed; the sort's tiles as Wide's.
             assert_eq!(
-                (g.c, g.windows, g.bucket_bits, g.buckets, g.seg_log, g.piece_len, g.pieces_max),
-                (p.c, p.windows, p.bucket_bits, p.buckets, p.seg_log, p.piece_len, p.pieces_max)
+                (g.c, g.windows, g.bucket_bits, g.buckets, g.seg_log, g.seg2_log, g.piece_len, g.pieces_max),
+                (p.c, p.windows, p.bucket_bits, p.buckets, p.seg_log, p.seg2_log, p.piece_len, p.pieces_max)
             );
             assert!(g.global_sort() && !p.global_sort());
             assert_eq!((g.tile, g.sort_threads), (WIDE_TILE_POINTS, WIDE_SORT_THREADS));
@@ -2043,7 +2106,8 @@ mod tests {
             assert!(p.c <= SIGNED_WINDOW_BITS_MAX && SCALAR_BITS % p.c != 0, "2^{log}: c {}", p.c);
             assert_eq!(p.windows, SCALAR_BITS / p.c + 1);
             assert_eq!(p.buckets, (p.windows as usize) << p.bucket_bits);
-            assert!(p.seg_log >= 1 && p.seg_log < p.bucket_bits);
+            assert!(p.seg_log >= 1 && p.seg2_log >= 1 && p.seg_log + p.seg2_log < p.bucket_bits, "{p:?}");
+            assert_eq!(u.seg2_log, 0, "unsigned windows reduce in one level");
             assert!(
                 p.tile.is_power_of_two() && p.tile >= SIGNED_TILE_POINTS.0 && p.tile <= SIGNED_TILE_POINTS.1
             );
@@ -2173,6 +2237,8 @@ mod tests {
                     f.copies == 1 || FixedWindows { copies: f.copies - 1, ..f }.sets() > f.sets(),
                     "{f:?}"
                 );
+                // A shared set's top window spreads over enough of its buckets.
+                assert!(f.copies == 1 || 2 * f.top_bits() >= f.c, "{f:?}");
                 let cost =
                     |f: FixedWindows| f.windows() as usize * n + f.sets() as usize * (3usize << (f.c - 1));
                 assert!(cost(f) <= cost(none), "2^{log}: copies never cost more additions");

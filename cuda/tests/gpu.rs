@@ -433,6 +433,10 @@ fn wide_windows_match_blst_at_every_fixed_width() {
             assert!(g.msm_g1(&b, s).unwrap() == msm_g1(&b, s), "wide c {c}, one read: {what}");
             g.set_msm_sort_one_read(None);
         }
+        // The reduction in one level (the kernels before the two-level one): the same point.
+        g.set_msm_reduce_two_levels(false);
+        assert!(g.msm_g1(&b, &edge).unwrap() == msm_g1(&b, &edge), "wide c {c}, one-level reduction");
+        g.set_msm_reduce_two_levels(true);
         // Resident, in chunks of 1000 sharing one set of buckets.
         g.set_resident_chunking(1000, 1000);
         assert!(g.msm_g1_resident(&resident, &random).unwrap() == msm_g1(&b, &random), "wide c {c}: chunked");
