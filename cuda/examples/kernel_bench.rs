@@ -134,8 +134,9 @@ fn ones_ab<P: PartialEq>(
 /// the wide windows fixed at 22 bits (what the cost model picks for 2^27 points in one
 /// piece; chunks of 2^24 plan for 2^24 points, 20 bits); then the wide windows and the
 /// defaults with batch-affine accumulation, 4, 8 or 16 pieces a thread (G1 only); then the
-/// wide windows and the defaults reducing in one level (the kernels before the two-level
-/// reduction). The kernels before the pieces'
+/// wide windows and the defaults reducing in one level with folds by rounds (the kernels
+/// before the two-level reduction), and in two levels with folds by rounds (before the
+/// trees). The kernels before the pieces'
 /// order and before the global sort were measured against these in earlier sessions
 /// (BENCHMARKS.md).
 struct MsmConfig {
@@ -148,6 +149,8 @@ struct MsmConfig {
     batch_affine: Option<u32>,
     /// The two-level reduction (`Gpu::set_msm_reduce_two_levels`, the default).
     two_levels: bool,
+    /// The folds by trees (`Gpu::set_msm_fold_tree`, the default).
+    fold_tree: bool,
 }
 
 const fn config(
@@ -157,12 +160,18 @@ const fn config(
     one_read: Option<bool>,
     madd: bool,
 ) -> MsmConfig {
-    MsmConfig { name, kernels, window, one_read, madd, batch_affine: None, two_levels: true }
+    MsmConfig { name, kernels, window, one_read, madd, batch_affine: None, two_levels: true, fold_tree: true }
 }
 
-/// [`config`] with the reduction in one level (the kernels before).
-const fn one_level(name: &'static str, kernels: MsmKernels, one_read: Option<bool>) -> MsmConfig {
-    MsmConfig { two_levels: false, ..config(name, kernels, None, one_read, true) }
+/// [`config`] with the reduction in one level (`two_levels` false) or two, its folds by
+/// rounds (the kernels before).
+const fn rounds(
+    name: &'static str,
+    kernels: MsmKernels,
+    one_read: Option<bool>,
+    two_levels: bool,
+) -> MsmConfig {
+    MsmConfig { two_levels, fold_tree: false, ..config(name, kernels, None, one_read, true) }
 }
 
 /// [`config`] with batch-affine accumulation, `k` pieces a thread.
@@ -170,7 +179,7 @@ const fn ba(name: &'static str, kernels: MsmKernels, one_read: Option<bool>, k: 
     MsmConfig { batch_affine: Some(k), ..config(name, kernels, None, one_read, true) }
 }
 
-const MSM_CATALOG: [MsmConfig; 16] = [
+const MSM_CATALOG: [MsmConfig; 18] = [
     config("signed-global", MsmKernels::SignedGlobal, None, Some(false), true),
     config("signed-global+one-read", MsmKernels::SignedGlobal, None, Some(true), true),
     config("wide", MsmKernels::Wide, None, Some(false), true),
@@ -185,8 +194,10 @@ const MSM_CATALOG: [MsmConfig; 16] = [
     ba("default-ba4", MsmKernels::SignedGlobal, None, 4),
     ba("default-ba8", MsmKernels::SignedGlobal, None, 8),
     ba("default-ba16", MsmKernels::SignedGlobal, None, 16),
-    one_level("wide-1level", MsmKernels::Wide, Some(false)),
-    one_level("default-1level", MsmKernels::SignedGlobal, None),
+    rounds("wide-1level", MsmKernels::Wide, Some(false), false),
+    rounds("wide-2level-rounds", MsmKernels::Wide, Some(false), true),
+    rounds("default-1level", MsmKernels::SignedGlobal, None, false),
+    rounds("default-2level-rounds", MsmKernels::SignedGlobal, None, true),
 ];
 
 /// The configurations `--msm-configs` picked (set once in `main`).
@@ -221,6 +232,7 @@ fn set_config(g: &mut Gpu, i: usize) {
     g.set_msm_batch_affine(c.batch_affine).expect("every configuration's k has an instance");
     g.set_msm_window_bits(c.window).expect("every configuration's width is one its kernels run");
     g.set_msm_reduce_two_levels(c.two_levels);
+    g.set_msm_fold_tree(c.fold_tree);
 }
 
 /// Back to the defaults.
@@ -232,6 +244,7 @@ fn default_config(g: &mut Gpu) {
     g.set_msm_batch_affine(None).expect("off is always allowed");
     g.set_msm_window_bits(None).expect("no fixed width is always allowed");
     g.set_msm_reduce_two_levels(true);
+    g.set_msm_fold_tree(true);
 }
 
 /// Each MSM kernel configuration run alternately (baseline first) after one warm-up each,

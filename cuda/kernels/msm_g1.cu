@@ -10,7 +10,7 @@ static_assert(sizeof(g1_inline_ops::bucket_t) == sizeof(g1_sppark_ops::bucket_t)
 static_assert(sizeof(g1_inline_ops::base_t) == sizeof(g1_sppark_ops::base_t), "one base layout");
 MSM_MIXED_KERNELS(g1, g1_sppark_ops, 512)
 MSM_MIXED_KERNELS(g1_inl, g1_inline_ops, 512)
-MSM_FULL_KERNELS(g1, g1_sppark_ops, fp_t)
+MSM_FULL_KERNELS(g1, g1_sppark_ops, fp_t, 256)
 // Batch-affine accumulation (msm_batch_affine.cuh): G1 only (`Gpu::set_msm_batch_affine`).
 #include "msm_batch_affine.cuh"
 MSM_BA_KERNELS(g1_ba16, fp_t, 16, 2)

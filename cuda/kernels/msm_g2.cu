@@ -12,4 +12,4 @@ static_assert(sizeof(g2_inline_ops::bucket_t) == sizeof(g2_sppark_ops::bucket_t)
 static_assert(sizeof(g2_inline_ops::base_t) == sizeof(g2_sppark_ops::base_t), "one base layout");
 MSM_MIXED_KERNELS(g2, g2_sppark_ops, 256)
 MSM_MIXED_KERNELS(g2_inl, g2_inline_ops, 256)
-MSM_FULL_KERNELS(g2, g2_sppark_ops, fp2x_t)
+MSM_FULL_KERNELS(g2, g2_sppark_ops, fp2x_t, 128)

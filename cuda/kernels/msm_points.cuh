@@ -279,6 +279,37 @@ __device__ __forceinline__ void reduce(const typename Ops::bucket_t* in, uint32_
     Ops::store(out[t], acc);
 }
 
+// Blocks of T threads, each group of `fan` consecutive points (fan a power of two dividing
+// T, n a multiple of fan) summed by a tree in shared memory: out[g] = sum in[g * fan ..
+// (g + 1) * fan). A chain of log2(fan) dependent additions, where `reduce` runs fan of
+// them: the reduction's folds are latency-bound (few points, each addition thousands of
+// cycles deep).
+template<class Ops, unsigned T>
+__device__ __forceinline__ void fold_tree(const typename Ops::bucket_t* in, uint32_t n, uint32_t fan,
+                                          typename Ops::bucket_t* out)
+{
+    using bucket_t = typename Ops::bucket_t;
+    static_assert(T * sizeof(bucket_t) <= 48 * 1024, "static shared memory");
+    __shared__ alignas(16) unsigned char raw[T * sizeof(bucket_t)];
+    bucket_t* sm = reinterpret_cast<bucket_t*>(raw);
+    const uint32_t lane = threadIdx.x;
+    const size_t i = (size_t)blockIdx.x * T + lane;
+    if (i < n)
+        sm[lane] = in[i];
+    __syncthreads();
+    const uint32_t first = lane & ~(fan - 1), k = lane - first;
+    for (uint32_t h = fan >> 1; h > 0; h >>= 1) {
+        if (k < h && i + h < n) {
+            auto a = Ops::load(sm[lane]);
+            Ops::add(a, Ops::load(sm[lane + h]));
+            Ops::store(sm[lane], a);
+        }
+        __syncthreads();
+    }
+    if (k == 0 && i < n)
+        out[i / fan] = sm[lane];
+}
+
 // One thread per piece: the sum of its affine points. SIGNED: bit 31 of an entry says
 // "add the negated point" (msm_sort.cu's signed digits); unsigned entries are plain indices.
 // Thread k sums piece perm[k] (msm_piece_order: the pieces by decreasing length), or piece k
@@ -438,11 +469,15 @@ __device__ __forceinline__ void window_sums(const typename Ops::bucket_t* seg_ou
         const uint32_t* npieces, const uint32_t* perm, OPS::bucket_t* partial)                  \
     {   accumulate<OPS, true>(bases, idx, pieces, npieces, perm, partial);   }
 
-// The kernels of full additions of one group (OPS: `sppark_ops<..>`), named with SUFFIX.
-#define MSM_FULL_KERNELS(SUFFIX, OPS, FIELD)                                                    \
+// The kernels of full additions of one group (OPS: `sppark_ops<..>`), named with SUFFIX;
+// TREE: the block size of msm_fold_tree (msm.rs, `FOLD_TREE_THREADS`).
+#define MSM_FULL_KERNELS(SUFFIX, OPS, FIELD, TREE)                                              \
     extern "C" __global__ void msm_reduce_##SUFFIX(const OPS::bucket_t* in, uint32_t n,         \
         uint32_t fan, OPS::bucket_t* out)                                                       \
     {   reduce<OPS>(in, n, fan, out);   }                                                       \
+    extern "C" __global__ void __launch_bounds__(TREE) msm_fold_tree_##SUFFIX(                  \
+        const OPS::bucket_t* in, uint32_t n, uint32_t fan, OPS::bucket_t* out)                  \
+    {   fold_tree<OPS, TREE>(in, n, fan, out);   }                                              \
     extern "C" __global__ void msm_buckets_##SUFFIX(const OPS::bucket_t* partial,              \
         const uint32_t* poffsets, uint32_t m, uint32_t add, OPS::bucket_t* out)                 \
     {   buckets<OPS>(partial, poffsets, m, add, out);   }                                       \

@@ -45,6 +45,8 @@ pub struct Gpu {
     pub(crate) msm_madd: bool,
     /// Whether signed windows reduce in two levels ([`Gpu::set_msm_reduce_two_levels`]).
     pub(crate) msm_reduce_two_levels: bool,
+    /// Whether the reduction's folds run as trees ([`Gpu::set_msm_fold_tree`]).
+    pub(crate) msm_fold_tree: bool,
     /// Batch-affine accumulation in G1, K pieces per thread ([`Gpu::set_msm_batch_affine`]).
     pub(crate) msm_batch_affine: Option<u32>,
     /// The kernels of the h MSM, whose scalars are dense ([`Gpu::set_msm_dense_kernels`]).
@@ -100,6 +102,7 @@ impl Gpu {
             msm_sort_one_read: None,
             msm_madd: true,
             msm_reduce_two_levels: true,
+            msm_fold_tree: true,
             msm_batch_affine: None,
             msm_dense_kernels: MsmKernels::DENSE_DEFAULT,
             last_device: Cell::new(Duration::ZERO),
@@ -213,6 +216,14 @@ impl Gpu {
     /// baseline). Results are the same point.
     pub fn set_msm_reduce_two_levels(&mut self, on: bool) {
         self.msm_reduce_two_levels = on;
+    }
+
+    /// How signed windows fold their segments' sums to one point per window: on (the
+    /// default), by trees in shared memory (a chain of `log2` of the block's points
+    /// dependent additions a launch); off, by rounds where each thread sums 16 in a row
+    /// (the kernels before, a bench's baseline). Results are the same point.
+    pub fn set_msm_fold_tree(&mut self, on: bool) {
+        self.msm_fold_tree = on;
     }
 
     /// Batch-affine accumulation in G1 (`kernels/msm_batch_affine.cuh`): `Some(k)` sums

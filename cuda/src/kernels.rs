@@ -419,6 +419,9 @@ kernels! {
     );
     /// 0/1 fast path: one fan-in round over the partial sums.
     MsmReduce: msm_reduce_g1, msm_reduce_g2(src: DevPtr, n: u32, fan: u32, out: DevPtr);
+    /// Each group of `fan` points summed by a tree in shared memory (blocks of
+    /// [`crate::msm::FOLD_TREE_THREADS`]).
+    MsmFoldTree: msm_fold_tree_g1, msm_fold_tree_g2(src: DevPtr, n: u32, fan: u32, out: DevPtr);
     /// The sum of each piece's points (signed: bit 31 of an index negates): one thread per
     /// piece, or (`_ba*`) batch-affine, K pieces per thread ([`crate::msm::BA_THREADS`]).
     MsmAccumulate: msm_accumulate_g1, msm_accumulate_g2, msm_accumulate_signed_g1, msm_accumulate_signed_g2,

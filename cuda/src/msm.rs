@@ -32,7 +32,8 @@ use crate::arena::{Bump, DevPtr, DevSpan};
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
 use crate::kernels::{
-    Dims, MsmAccumulate, MsmBuckets, MsmOnes, MsmOnesCompact, MsmReduce, MsmWindowRuns, MsmWindowSegments, MsmWindowSums,
+    Dims, MsmAccumulate, MsmBuckets, MsmFoldTree, MsmOnes, MsmOnesCompact, MsmReduce, MsmWindowRuns,
+    MsmWindowSegments, MsmWindowSums,
 };
 
 /// Bytes of one scalar.
@@ -123,6 +124,9 @@ const ONES_UNIT: usize = 512;
 const ONES_THREADS_MAX: usize = 256 * ONES_UNIT;
 const ONES_THREADS_BEFORE: usize = 256 * THREADS as usize;
 const ONES_FAN: u32 = 16;
+/// Block size of the fold trees (`MSM_FULL_KERNELS(.., TREE)` in msm_g1.cu / msm_g2.cu):
+/// G1, G2. A block's points fill the 48 KiB of static shared memory (192 and 384 bytes).
+pub(crate) const FOLD_TREE_THREADS: (u32, u32) = (256, 128);
 /// The sparse sort lists at most `ceil(n / REST_SHARE)` scalars that are neither 0 nor 1;
 /// with more, the sort reads every scalar (the list would cost more than it saves).
 const REST_SHARE: usize = 4;
@@ -971,6 +975,9 @@ pub(crate) struct PointKernels<'k> {
     ones: &'k MsmOnes,
     ones_compact: &'k MsmOnesCompact,
     reduce: &'k MsmReduce,
+    fold_tree: &'k MsmFoldTree,
+    /// The block size `fold_tree` is bounded for.
+    fold_tree_threads: u32,
     accumulate: &'k MsmAccumulate,
     accumulate_signed: &'k MsmAccumulate,
     /// The block size `accumulate_signed` is bounded for.
@@ -1016,9 +1023,12 @@ impl Gpu {
             Some(8) => (&k.msm_accumulate_g1_ba8, &k.msm_accumulate_signed_g1_ba8),
             Some(_) => (&k.msm_accumulate_g1_ba16, &k.msm_accumulate_signed_g1_ba16),
         };
-        let (reduce, buckets, runs, segments, sums, signed_acc_threads) = match curve {
+        let (reduce, fold_tree, fold_tree_threads) = match curve {
+            Curve::G1 => (&k.msm_reduce_g1, &k.msm_fold_tree_g1, FOLD_TREE_THREADS.0),
+            Curve::G2 => (&k.msm_reduce_g2, &k.msm_fold_tree_g2, FOLD_TREE_THREADS.1),
+        };
+        let (buckets, runs, segments, sums, signed_acc_threads) = match curve {
             Curve::G1 => (
-                &k.msm_reduce_g1,
                 &k.msm_buckets_g1,
                 &k.msm_window_runs_g1,
                 &k.msm_window_segments_g1,
@@ -1026,7 +1036,6 @@ impl Gpu {
                 SIGNED_ACC_THREADS.0,
             ),
             Curve::G2 => (
-                &k.msm_reduce_g2,
                 &k.msm_buckets_g2,
                 &k.msm_window_runs_g2,
                 &k.msm_window_segments_g2,
@@ -1039,6 +1048,8 @@ impl Gpu {
             ones,
             ones_compact,
             reduce,
+            fold_tree,
+            fold_tree_threads,
             accumulate,
             accumulate_signed,
             signed_acc_threads,
@@ -1773,11 +1784,12 @@ impl Gpu {
     /// first bucket), then running sums over segments of `2^seg2_log` of those sums, each
     /// weighted by its first run's first bucket and added into the first level's slots
     /// (on the H200 one set of 2^19 buckets reduced in 6.8 ms with one level, whose threads
-    /// each multiplied by their segment's first bucket); then fold rounds of fan-in up to
-    /// [`ONES_FAN`] within each window, alternating between the segments' span and the
-    /// buckets' (free once the second level has read the runs' sums), and the last single
-    /// point per window converted. [`Gpu::set_msm_reduce_two_levels`] off: signed windows
-    /// in one level as unsigned ones, then the fold rounds.
+    /// each multiplied by their segment's first bucket); then folds within each window by
+    /// trees of up to [`FOLD_TREE_THREADS`] points in shared memory, alternating between the
+    /// segments' span and the buckets' (free once the second level has read the runs'
+    /// sums), and the last single point per window converted. [`Gpu::set_msm_reduce_two_levels`]
+    /// off: signed windows in one level as unsigned ones; [`Gpu::set_msm_fold_tree`] off:
+    /// folds by rounds of fan-in up to [`ONES_FAN`], one thread summing each group.
     fn msm_reduce_windows(&self, pk: &PointKernels<'_>, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
         let nseg = 1u32 << (p.bucket_bits - p.seg_log);
         if !p.signed() || !self.msm_reduce_two_levels {
@@ -1826,10 +1838,24 @@ impl Gpu {
         assert!(s.buckets.len_bytes >= s.segs.len_bytes, "the buckets' span holds a fold round");
         let (mut src, mut dst, mut per_window) = (s.segs.dev_ptr(), s.buckets.dev_ptr(), nseg);
         while per_window > 1 {
-            // Powers of two: the fan divides each window's count, so no group straddles two.
-            let fan = ONES_FAN.min(per_window);
+            // Powers of two: the fan divides each window's count, so no group straddles two
+            // (nor, as it divides the tree's block, a block).
             let count = p.sets * per_window;
-            pk.reduce.launch(Dims::per_item((count / fan) as usize, 64), src, count, fan, dst)?;
+            let fan = if self.msm_fold_tree {
+                let fan = pk.fold_tree_threads.min(per_window);
+                pk.fold_tree.launch(
+                    Dims::per_item(count as usize, pk.fold_tree_threads),
+                    src,
+                    count,
+                    fan,
+                    dst,
+                )?;
+                fan
+            } else {
+                let fan = ONES_FAN.min(per_window);
+                pk.reduce.launch(Dims::per_item((count / fan) as usize, 64), src, count, fan, dst)?;
+                fan
+            };
             (src, dst, per_window) = (dst, src, per_window / fan);
         }
         pk.sums.launch(Dims::blocks(1, p.sets.next_multiple_of(32)), src, 1, p.sets, s.out.dev_ptr())
@@ -2141,6 +2167,19 @@ mod tests {
                     line.trim_end_matches(')').rsplit(',').next().unwrap().trim().parse().unwrap();
                 assert_eq!(bound, threads, "{unit}: launch bound vs SIGNED_ACC_THREADS in {line}");
             }
+        }
+    }
+
+    #[test]
+    fn fold_tree_block_sizes_match_the_kernels_bounds() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+        for (unit, threads) in [("msm_g1.cu", FOLD_TREE_THREADS.0), ("msm_g2.cu", FOLD_TREE_THREADS.1)] {
+            let src = std::fs::read_to_string(dir.join(unit)).unwrap();
+            let line = src.lines().find(|l| l.starts_with("MSM_FULL_KERNELS(")).expect("one instance");
+            let bound: u32 = line.trim_end_matches(')').rsplit(',').next().unwrap().trim().parse().unwrap();
+            assert_eq!(bound, threads, "{unit}: the tree's block vs FOLD_TREE_THREADS in {line}");
+            // A power of two: every fan (a power of two up to it) divides it.
+            assert!(threads.is_power_of_two());
         }
     }
 

@@ -437,6 +437,10 @@ fn wide_windows_match_blst_at_every_fixed_width() {
         g.set_msm_reduce_two_levels(false);
         assert!(g.msm_g1(&b, &edge).unwrap() == msm_g1(&b, &edge), "wide c {c}, one-level reduction");
         g.set_msm_reduce_two_levels(true);
+        // The folds by rounds (the kernels before the trees): the same point.
+        g.set_msm_fold_tree(false);
+        assert!(g.msm_g1(&b, &edge).unwrap() == msm_g1(&b, &edge), "wide c {c}, folds by rounds");
+        g.set_msm_fold_tree(true);
         // Resident, in chunks of 1000 sharing one set of buckets.
         g.set_resident_chunking(1000, 1000);
         assert!(g.msm_g1_resident(&resident, &random).unwrap() == msm_g1(&b, &random), "wide c {c}: chunked");
