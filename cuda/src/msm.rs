@@ -1792,17 +1792,21 @@ impl Gpu {
     /// folds by rounds of fan-in up to [`ONES_FAN`], one thread summing each group.
     fn msm_reduce_windows(&self, pk: &PointKernels<'_>, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
         let nseg = 1u32 << (p.bucket_bits - p.seg_log);
-        if !p.signed() || !self.msm_reduce_two_levels {
+        // Running sums over segments of 2^seg_log items, 2^stride_log buckets apart.
+        let segments = |segs: u32, seg_log: u32, base: u32, stride_log: u32| {
             pk.segments.launch(
-                Dims::per_item((p.sets * nseg) as usize, 64),
+                Dims::per_item((p.sets * segs) as usize, 64),
                 s.buckets.dev_ptr(),
                 p.bucket_bits,
                 p.sets,
-                p.seg_log,
-                p.signed() as u32,
-                0,
+                seg_log,
+                base,
+                stride_log,
                 s.segs.dev_ptr(),
-            )?;
+            )
+        };
+        if !p.signed() || !self.msm_reduce_two_levels {
+            segments(nseg, p.seg_log, p.signed() as u32, 0)?;
         }
         if !p.signed() {
             return pk.sums.launch(
@@ -1823,17 +1827,7 @@ impl Gpu {
                 1,
                 s.segs.dev_ptr(),
             )?;
-            let nseg2 = 1u32 << (p.bucket_bits - p.seg_log - p.seg2_log);
-            pk.segments.launch(
-                Dims::per_item((p.sets * nseg2) as usize, 64),
-                s.buckets.dev_ptr(),
-                p.bucket_bits,
-                p.sets,
-                p.seg2_log,
-                0,
-                p.seg_log,
-                s.segs.dev_ptr(),
-            )?;
+            segments(nseg >> p.seg2_log, p.seg2_log, 0, p.seg_log)?;
         }
         assert!(s.buckets.len_bytes >= s.segs.len_bytes, "the buckets' span holds a fold round");
         let (mut src, mut dst, mut per_window) = (s.segs.dev_ptr(), s.buckets.dev_ptr(), nseg);
