@@ -1835,21 +1835,13 @@ impl Gpu {
             // Powers of two: the fan divides each window's count, so no group straddles two
             // (nor, as it divides the tree's block, a block).
             let count = p.sets * per_window;
-            let fan = if self.msm_fold_tree {
-                let fan = pk.fold_tree_threads.min(per_window);
-                pk.fold_tree.launch(
-                    Dims::per_item(count as usize, pk.fold_tree_threads),
-                    src,
-                    count,
-                    fan,
-                    dst,
-                )?;
-                fan
+            let fan = if self.msm_fold_tree { pk.fold_tree_threads } else { ONES_FAN }.min(per_window);
+            if self.msm_fold_tree {
+                let dims = Dims::per_item(count as usize, pk.fold_tree_threads);
+                pk.fold_tree.launch(dims, src, count, fan, dst)?;
             } else {
-                let fan = ONES_FAN.min(per_window);
                 pk.reduce.launch(Dims::per_item((count / fan) as usize, 64), src, count, fan, dst)?;
-                fan
-            };
+            }
             (src, dst, per_window) = (dst, src, per_window / fan);
         }
         pk.sums.launch(Dims::blocks(1, p.sets.next_multiple_of(32)), src, 1, p.sets, s.out.dev_ptr())
@@ -2148,17 +2140,25 @@ mod tests {
         assert!(MsmPlan::with(1 << 24, MsmKernels::Signed, 15).tile_smem_bytes() <= 128 << 10);
     }
 
+    /// The last argument (a block size) of each `MACRO(..)` line of `kernels/unit`.
+    fn macro_bounds(unit: &str, macro_name: &str) -> Vec<(String, u32)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+        let src = std::fs::read_to_string(dir.join(unit)).unwrap();
+        src.lines()
+            .filter(|l| l.starts_with(&format!("{macro_name}(")))
+            .map(|l| {
+                (l.to_string(), l.trim_end_matches(')').rsplit(',').next().unwrap().trim().parse().unwrap())
+            })
+            .collect()
+    }
+
     #[test]
     fn signed_accumulate_block_sizes_match_the_kernels_bounds() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
         for (unit, threads) in [("msm_g1.cu", SIGNED_ACC_THREADS.0), ("msm_g2.cu", SIGNED_ACC_THREADS.1)] {
-            let src = std::fs::read_to_string(dir.join(unit)).unwrap();
             // Both arithmetics' instances (`Gpu::set_msm_madd`).
-            let lines: Vec<_> = src.lines().filter(|l| l.starts_with("MSM_MIXED_KERNELS(")).collect();
+            let lines = macro_bounds(unit, "MSM_MIXED_KERNELS");
             assert_eq!(lines.len(), 2, "{unit}: sppark's and the written-out kernels");
-            for line in lines {
-                let bound: u32 =
-                    line.trim_end_matches(')').rsplit(',').next().unwrap().trim().parse().unwrap();
+            for (line, bound) in lines {
                 assert_eq!(bound, threads, "{unit}: launch bound vs SIGNED_ACC_THREADS in {line}");
             }
         }
@@ -2166,12 +2166,10 @@ mod tests {
 
     #[test]
     fn fold_tree_block_sizes_match_the_kernels_bounds() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
         for (unit, threads) in [("msm_g1.cu", FOLD_TREE_THREADS.0), ("msm_g2.cu", FOLD_TREE_THREADS.1)] {
-            let src = std::fs::read_to_string(dir.join(unit)).unwrap();
-            let line = src.lines().find(|l| l.starts_with("MSM_FULL_KERNELS(")).expect("one instance");
-            let bound: u32 = line.trim_end_matches(')').rsplit(',').next().unwrap().trim().parse().unwrap();
-            assert_eq!(bound, threads, "{unit}: the tree's block vs FOLD_TREE_THREADS in {line}");
+            let lines = macro_bounds(unit, "MSM_FULL_KERNELS");
+            let (line, bound) = lines.first().expect("one instance");
+            assert_eq!(*bound, threads, "{unit}: the tree's block vs FOLD_TREE_THREADS in {line}");
             // A power of two: every fan (a power of two up to it) divides it.
             assert!(threads.is_power_of_two());
         }
