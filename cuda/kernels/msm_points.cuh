@@ -75,16 +75,6 @@ struct xyzz_fields {
     }
 };
 
-// a b + c d with one Montgomery reduction where the field has the headroom (sppark's
-// `dot_product`: Fp's 381 bits in 384 do; it sums the two products first, so the
-// reduction that two products would each make is made once), else two products. The
-// mixed addition's Y3 is such a sum: 9 reductions an addition instead of 10.
-template<class field>
-__device__ __forceinline__ field field_dot(const field& a, const field& b, const field& c, const field& d)
-{
-    return field::dot_product(a, b, c, d);
-}
-
 // 2 p (EFD dbl-2008-s-1, a = 0); infinity stays infinity (ZZ3 = V ZZ1 = 0).
 template<class field>
 __device__ __forceinline__ void xyzz_dbl(xyzz_fields<field>& p)
@@ -99,9 +89,9 @@ __device__ __forceinline__ void xyzz_dbl(xyzz_fields<field>& p)
     p.X -= S;
     p.X -= S;             // X3 = M^2 - 2 S
     S -= p.X;
-    W.cneg(true);
-    p.Y = field_dot(S, M, W, p.Y); // Y3 = M (S - X3) - W Y1
-    W.cneg(true);
+    p.Y.cneg(true);
+    // Y3 = M (S - X3) - W Y1 as one dot product (see add_base's Y3).
+    p.Y = field::dot_product(S, M, W, p.Y);
     p.ZZ *= V;            // ZZ3 = V ZZ1
     p.ZZZ *= W;           // ZZZ3 = W ZZZ1
 }
@@ -176,8 +166,10 @@ struct inline_ops {
         acc.X -= PP;            // X3 = R^2 - PPP - 2 Q
         PP -= acc.X;            // Q - X3
         P.cneg(true);           // -PPP
-        // Y3 = R (Q - X3) - Y1 PPP: both products summed before one Montgomery reduction.
-        acc.Y = field_dot(PP, R, acc.Y, P);
+        // Y3 = R (Q - X3) - Y1 PPP as sppark's dot_product: Fp's 381 bits in 384 let both
+        // products be summed before one Montgomery reduction (9 reductions an addition,
+        // not 10). Fp2's dot_product is two Karatsuba products (no headroom gained).
+        acc.Y = field::dot_product(PP, R, acc.Y, P);
     }
     static __device__ __forceinline__ void store(bucket_t& m, const acc_t& a)
     {
