@@ -136,7 +136,10 @@ fn ones_ab<P: PartialEq>(
 /// defaults with batch-affine accumulation, 4, 8 or 16 pieces a thread (G1 only); then the
 /// wide windows and the defaults reducing in one level with folds by rounds (the kernels
 /// before the two-level reduction), and in two levels with folds by rounds (before the
-/// trees). The kernels before the pieces'
+/// trees); then the wide windows with the scatter in 1, 2, 4, 8 or 16 parts a window
+/// (`Gpu::set_msm_scatter_parts_log`); then the wide windows and the defaults uploading
+/// the scalars in one copy before the counts (`Gpu::set_msm_hist_overlap` off) and
+/// scattering a window in one part: the code before both. The kernels before the pieces'
 /// order and before the global sort were measured against these in earlier sessions
 /// (BENCHMARKS.md).
 struct MsmConfig {
@@ -151,6 +154,10 @@ struct MsmConfig {
     two_levels: bool,
     /// The folds by trees (`Gpu::set_msm_fold_tree`, the default).
     fold_tree: bool,
+    /// log2 of the scatter's parts a window (`Gpu::set_msm_scatter_parts_log`).
+    parts_log: Option<u32>,
+    /// The counts under the scalars' upload (`Gpu::set_msm_hist_overlap`, the default).
+    hist_overlap: bool,
 }
 
 const fn config(
@@ -160,7 +167,29 @@ const fn config(
     one_read: Option<bool>,
     madd: bool,
 ) -> MsmConfig {
-    MsmConfig { name, kernels, window, one_read, madd, batch_affine: None, two_levels: true, fold_tree: true }
+    MsmConfig {
+        name,
+        kernels,
+        window,
+        one_read,
+        madd,
+        batch_affine: None,
+        two_levels: true,
+        fold_tree: true,
+        parts_log: None,
+        hist_overlap: true,
+    }
+}
+
+/// [`config`] with one upload, then the counts, and the scatter in one part a window (the
+/// code before the overlap and the parts).
+const fn serial(name: &'static str, kernels: MsmKernels, one_read: Option<bool>) -> MsmConfig {
+    MsmConfig { hist_overlap: false, parts_log: Some(0), ..config(name, kernels, None, one_read, true) }
+}
+
+/// The wide windows, one window a row, with the scatter in 2^p parts a window.
+const fn parts(name: &'static str, p: u32) -> MsmConfig {
+    MsmConfig { parts_log: Some(p), ..config(name, MsmKernels::Wide, None, Some(false), true) }
 }
 
 /// [`config`] with the reduction in one level (`two_levels` false) or two, its folds by
@@ -179,7 +208,7 @@ const fn ba(name: &'static str, kernels: MsmKernels, one_read: Option<bool>, k: 
     MsmConfig { batch_affine: Some(k), ..config(name, kernels, None, one_read, true) }
 }
 
-const MSM_CATALOG: [MsmConfig; 18] = [
+const MSM_CATALOG: [MsmConfig; 25] = [
     config("signed-global", MsmKernels::SignedGlobal, None, Some(false), true),
     config("signed-global+one-read", MsmKernels::SignedGlobal, None, Some(true), true),
     config("wide", MsmKernels::Wide, None, Some(false), true),
@@ -198,6 +227,13 @@ const MSM_CATALOG: [MsmConfig; 18] = [
     rounds("wide-2level-rounds", MsmKernels::Wide, Some(false), true),
     rounds("default-1level", MsmKernels::SignedGlobal, None, false),
     rounds("default-2level-rounds", MsmKernels::SignedGlobal, None, true),
+    parts("wide-parts0", 0),
+    parts("wide-parts1", 1),
+    parts("wide-parts2", 2),
+    parts("wide-parts3", 3),
+    parts("wide-parts4", 4),
+    serial("wide-serial", MsmKernels::Wide, Some(false)),
+    serial("default-serial", MsmKernels::SignedGlobal, None),
 ];
 
 /// The configurations `--msm-configs` picked (set once in `main`).
@@ -233,6 +269,8 @@ fn set_config(g: &mut Gpu, i: usize) {
     g.set_msm_window_bits(c.window).expect("every configuration's width is one its kernels run");
     g.set_msm_reduce_two_levels(c.two_levels);
     g.set_msm_fold_tree(c.fold_tree);
+    g.set_msm_scatter_parts_log(c.parts_log).expect("every configuration's parts are allowed");
+    g.set_msm_hist_overlap(c.hist_overlap);
 }
 
 /// Back to the defaults.
@@ -245,6 +283,8 @@ fn default_config(g: &mut Gpu) {
     g.set_msm_window_bits(None).expect("no fixed width is always allowed");
     g.set_msm_reduce_two_levels(true);
     g.set_msm_fold_tree(true);
+    g.set_msm_scatter_parts_log(None).expect("the default is always allowed");
+    g.set_msm_hist_overlap(true);
 }
 
 /// Each MSM kernel configuration run alternately (baseline first) after one warm-up each,

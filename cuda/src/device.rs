@@ -29,6 +29,8 @@ pub(crate) struct Device {
     pub stream: Arc<CudaStream>,
     copy: Arc<CudaStream>,
     copy_done: [CudaEvent; COPY_EVENTS],
+    /// The compute stream's work so far, for the copy stream to wait on.
+    compute_mark: CudaEvent,
     /// Start and stop of an operation's device time (timing-enabled events, compute stream).
     timer: [CudaEvent; 2],
     /// Marks between the stages of one operation (timing-enabled, compute stream), recorded
@@ -66,11 +68,12 @@ impl Device {
         let copy = ctx.new_stream().op("cuStreamCreate")?;
         let event = || ctx.new_event(None).op("cuEventCreate");
         let copy_done = [event()?, event()?, event()?];
+        let compute_mark = event()?;
         let timed = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).op("cuEventCreate");
         let timer = [timed()?, timed()?];
         let stage_marks = [timed()?, timed()?, timed()?, timed()?, timed()?, timed()?];
         let k = Kernels::load(&ctx, &stream)?;
-        Ok(Device { ctx, stream, copy, copy_done, timer, stage_marks, k })
+        Ok(Device { ctx, stream, copy, copy_done, compute_mark, timer, stage_marks, k })
     }
 
     /// Makes this device's context current on the calling thread.
@@ -108,6 +111,14 @@ impl Device {
         // SAFETY: forwarded to the caller.
         unsafe { result::memcpy_htod_async(dst, src, self.copy.cu_stream()) }.op("cuMemcpyHtoDAsync")?;
         self.copy_done[slot].record(&self.copy).op("cuEventRecord")
+    }
+
+    /// Makes the copy stream's later copies wait for the compute stream's work enqueued so
+    /// far, so that an upload overlapping compute cannot overwrite memory an earlier kernel
+    /// still reads.
+    pub fn copy_after_compute(&self) -> Result<()> {
+        self.compute_mark.record(&self.stream).op("cuEventRecord")?;
+        self.copy.wait(&self.compute_mark).op("cuStreamWaitEvent")
     }
 
     /// Makes the compute stream wait for the upload recorded in event `slot`.

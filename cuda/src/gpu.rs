@@ -41,6 +41,10 @@ pub struct Gpu {
     /// Whether the signed kernels accumulate their pieces longest first.
     pub(crate) msm_piece_order: bool,
     pub(crate) msm_sort_one_read: Option<bool>,
+    /// log2 of the parts of a window's scatter ([`Gpu::set_msm_scatter_parts_log`]).
+    pub(crate) msm_scatter_parts_log: Option<u32>,
+    /// Whether the global sort's counts run under the scalars' upload ([`Gpu::set_msm_hist_overlap`]).
+    pub(crate) msm_hist_overlap: bool,
     /// Whether the MSM's mixed additions run written out ([`Gpu::set_msm_madd`]).
     pub(crate) msm_madd: bool,
     /// Whether signed windows reduce in two levels ([`Gpu::set_msm_reduce_two_levels`]).
@@ -100,6 +104,8 @@ impl Gpu {
             msm_window_bits: None,
             msm_piece_order: true,
             msm_sort_one_read: None,
+            msm_scatter_parts_log: None,
+            msm_hist_overlap: true,
             msm_madd: true,
             msm_reduce_two_levels: true,
             msm_fold_tree: true,
@@ -195,6 +201,37 @@ impl Gpu {
     /// the same point.
     pub fn set_msm_sort_one_read(&mut self, on: Option<bool>) {
         self.msm_sort_one_read = on;
+    }
+
+    /// Whether an MSM of host scalars under the global-memory sort uploads them in chunks
+    /// on the copy stream and takes each chunk's bucket counts as soon as it has landed (on,
+    /// the default; [`hist_overlap_chunk`](crate::hist_overlap_chunk)), or uploads them
+    /// in one copy and counts after it (off: the code before, a bench's baseline). Results
+    /// are the same point.
+    pub fn set_msm_hist_overlap(&mut self, on: bool) {
+        self.msm_hist_overlap = on;
+    }
+
+    /// In how many parts the global-memory sort scatters a window when it reads the scalars
+    /// once per window: `Some(p)`, 2^p grid rows a window, each writing only the entries of
+    /// its 1 / 2^p of the buckets (so that the slots written at once stay in L2), at the
+    /// price of 2^p reads of the scalars; `None` (the default) chooses per MSM
+    /// ([`MsmPlan::scatter_parts_log`](crate::MsmPlan::scatter_parts_log)). p is at
+    /// most [`SCATTER_PARTS_LOG_MAX`](crate::SCATTER_PARTS_LOG_MAX), else an error;
+    /// a window of fewer buckets runs in as many parts as it has buckets. Results are the
+    /// same point.
+    pub fn set_msm_scatter_parts_log(&mut self, parts_log: Option<u32>) -> Result<()> {
+        if let Some(p) = parts_log {
+            if p > crate::msm::SCATTER_PARTS_LOG_MAX {
+                return Err(CudaError::Limit {
+                    what: "MSM scatter parts (log2)",
+                    value: p as usize,
+                    limit: crate::msm::SCATTER_PARTS_LOG_MAX as usize,
+                });
+            }
+        }
+        self.msm_scatter_parts_log = parts_log;
+        Ok(())
     }
 
     /// Which point arithmetic the MSM's mixed additions (bucket += base: the accumulation

@@ -300,6 +300,24 @@ pub struct MsmPlan {
 pub const ONE_READ_COUNTERS_BYTES_MAX: usize = 4 << 20;
 /// [`MsmPlan::sort_one_read_pays`]: fewest tile blocks.
 pub const ONE_READ_TILES_MIN: usize = 256;
+/// [`hist_overlap_chunk`]: the fewest scalars a chunk of an upload overlapped with the
+/// global sort's counts.
+pub const HIST_OVERLAP_CHUNK_MIN: usize = 1 << 18;
+/// [`hist_overlap_chunk`]: the chunks an upload overlapped with the counts is cut in.
+pub const HIST_OVERLAP_CHUNKS: usize = 8;
+
+/// Scalars a chunk of the upload that the global sort's counts overlap
+/// ([`Gpu::set_msm_hist_overlap`]): an eighth of the plan's, whole tiles, at least
+/// [`HIST_OVERLAP_CHUNK_MIN`] (an MSM of fewer than two such chunks uploads in one copy).
+pub fn hist_overlap_chunk(p: &MsmPlan) -> usize {
+    p.n.div_ceil(HIST_OVERLAP_CHUNKS).next_multiple_of(p.tile).max(HIST_OVERLAP_CHUNK_MIN)
+}
+
+/// [`Gpu::set_msm_scatter_parts_log`]: most parts (log2) of a window's scatter.
+pub const SCATTER_PARTS_LOG_MAX: u32 = 4;
+/// [`MsmPlan::scatter_parts_log`]: most bytes of slots one part of a window's scatter
+/// writes (the default splits a window until its parts' slots fit).
+pub const SCATTER_PART_BYTES_MAX: usize = 32 << 20;
 
 impl MsmPlan {
     /// The plan of the default kernels on a device with the default shared memory.
@@ -434,6 +452,25 @@ impl MsmPlan {
     /// points (4 tiles) 0.36 against 0.08 (BENCHMARKS.md, eighteenth session).
     pub fn sort_one_read_pays(&self) -> bool {
         self.buckets * 4 <= ONE_READ_COUNTERS_BYTES_MAX && self.n.div_ceil(self.tile) >= ONE_READ_TILES_MIN
+    }
+
+    /// log2 of the parts the global-memory sort scatters a window in when it reads the
+    /// scalars once per window (`requested`, or by default the fewest parts whose slots,
+    /// 4 bytes an entry, are at most [`SCATTER_PART_BYTES_MAX`], at most
+    /// [`SCATTER_PARTS_LOG_MAX`]; one part over fixed-base windows, whose copies' windows
+    /// share a set of slots `group` times a window's), never more parts than a window has
+    /// buckets.
+    pub fn scatter_parts_log(&self, requested: Option<u32>) -> u32 {
+        let auto = || {
+            if self.group > 1 {
+                return 0;
+            }
+            let slots = 4 * self.n;
+            (0..SCATTER_PARTS_LOG_MAX)
+                .find(|&p| slots >> p <= SCATTER_PART_BYTES_MAX)
+                .unwrap_or(SCATTER_PARTS_LOG_MAX)
+        };
+        requested.unwrap_or_else(auto).min(self.c - 1)
     }
 
     /// Whether the digits are signed.
@@ -1296,6 +1333,10 @@ impl Gpu {
         unsafe { self.dev.upload_async(span.ptr, bases) }?;
         let pk = self.point_kernels(curve);
         let r = self.msm_run(&mut b, &pk, span.dev_ptr(), Scalars::Host(scalars));
+        if r.is_err() {
+            // The compute stream may still read host bases, the copy stream host scalars.
+            let _ = self.dev.sync_all();
+        }
         self.arena_mut()?.note_scratch(&b);
         r
     }
@@ -1481,11 +1522,11 @@ impl Gpu {
         assert_eq!(std::mem::size_of::<J>(), pk.curve.jacobian_bytes(), "window sum type matches the curve");
         let s = MsmSpans::take(b, &p, pk.curve)?;
         self.msm_stage_mark(0)?;
-        self.msm_stage_scalars(&s, scalars)?;
+        let counted = self.msm_stage_scalars(&p, &s, scalars)?;
         self.msm_stage_mark(1)?;
         self.msm_ones_or_infinity(pk, &p, &s, bases)?;
         self.msm_stage_mark(2)?;
-        self.msm_bucket_sort(&p, &s)?;
+        self.msm_bucket_sort(&p, &s, counted)?;
         self.msm_stage_mark(3)?;
         self.msm_accumulate(pk, &p, &s, bases, !part.first)?;
         self.msm_stage_mark(4)?;
@@ -1526,12 +1567,36 @@ impl Gpu {
         Ok(())
     }
 
-    /// Puts the scalars where the layout keeps them (a host copy, a device copy, or
-    /// nothing when they already lie there) and zeroes the bucket counts.
-    fn msm_stage_scalars(&self, s: &MsmSpans, scalars: Scalars<'_>) -> Result<()> {
-        self.put_scalars(&s.scalars, scalars)?;
+    /// Zeroes the bucket counts and puts the scalars where the layout keeps them (a host
+    /// copy, a device copy, or nothing when they already lie there). Host scalars of a
+    /// global-sort plan of at least two [`hist_overlap_chunk`]s (with
+    /// [`Gpu::set_msm_hist_overlap`] on, the default) go up in chunks on the copy stream,
+    /// and each chunk's bucket counts are taken (`msm_hist_global`) as soon as it has
+    /// landed: counts only add up, so a chunk waits for no other, and the sort's first pass
+    /// runs under the copy. Returns whether the counts were taken.
+    fn msm_stage_scalars(&self, p: &MsmPlan, s: &MsmSpans, scalars: Scalars<'_>) -> Result<bool> {
         // SAFETY: the counts span of this call's scratch layout.
-        unsafe { self.dev.zero(s.counts.ptr, s.counts.len_bytes) }
+        unsafe { self.dev.zero(s.counts.ptr, s.counts.len_bytes) }?;
+        let chunk = hist_overlap_chunk(p);
+        match scalars {
+            Scalars::Host(h) if self.msm_hist_overlap && p.global_sort() && h.len() >= 2 * chunk => {
+                // The copies must not overwrite scratch that work enqueued before still reads.
+                self.dev.copy_after_compute()?;
+                for (j, r) in chunk_ranges(h.len(), chunk).enumerate() {
+                    let at = s.scalars.at(r.start * SCALAR_BYTES);
+                    // SAFETY: the span holds every scalar, chunk `j`'s at its range; the host
+                    // slice stays borrowed until the download synchronizes the compute
+                    // stream, which waits for every chunk (an error path syncs both streams:
+                    // `msm_over`, `msm_copied`). Event `j % 2` is recorded again only after
+                    // the compute stream's wait on it was enqueued.
+                    unsafe { self.dev.upload_overlapped(j % 2, at.addr(), &h[r.clone()]) }?;
+                    self.dev.wait_upload(j % 2)?;
+                    self.msm_hist_global(p, s, at, r.len(), DevPtr::NULL)?;
+                }
+                Ok(true)
+            }
+            _ => self.put_scalars(&s.scalars, scalars).map(|()| false),
+        }
     }
 
     /// Enqueues the copy that puts `scalars` into `dst` (a host upload, a device copy, or
@@ -1579,9 +1644,11 @@ impl Gpu {
     /// pieces of at most `piece_len` points. Under the sparse sort the histograms and the
     /// scatter read only the listed scalars that are neither 0 nor 1 (while the list did
     /// not overflow: the kernels read its count).
-    fn msm_bucket_sort(&self, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
+    /// `counted`: the global sort's counts were taken as the scalars went up
+    /// ([`Gpu::msm_stage_scalars`]).
+    fn msm_bucket_sort(&self, p: &MsmPlan, s: &MsmSpans, counted: bool) -> Result<()> {
         if p.global_sort() {
-            return self.msm_bucket_sort_global(p, s);
+            return self.msm_bucket_sort_global(p, s, counted);
         }
         assert_eq!(p.group, 1, "fixed-base windows plan the global sort");
         let k = &self.dev.k;
@@ -1632,6 +1699,45 @@ impl Gpu {
         self.msm_cut_pieces(p, s)
     }
 
+    /// Windows one row of the global sort's grid reads a scalar for: all of them (the one
+    /// read, [`Gpu::set_msm_sort_one_read`]) or one.
+    fn msm_sort_wins(&self, p: &MsmPlan) -> u32 {
+        if self.msm_sort_one_read.unwrap_or_else(|| p.sort_one_read_pays()) {
+            p.windows
+        } else {
+            1
+        }
+    }
+
+    /// The global sort's bucket counts of `n` scalars at `scalars` (all of the plan's, or a
+    /// chunk of them as they go up), added to `s.counts`; `rest`: the sparse sort's list
+    /// (null: every scalar).
+    fn msm_hist_global(
+        &self,
+        p: &MsmPlan,
+        s: &MsmSpans,
+        scalars: DevPtr,
+        n: usize,
+        rest: DevPtr,
+    ) -> Result<()> {
+        let wins = self.msm_sort_wins(p);
+        self.dev.k.msm_hist_global.launch(
+            Dims::blocks_2d((n.div_ceil(p.tile) as u32, p.windows / wins), p.sort_threads),
+            scalars,
+            n as u32,
+            p.c,
+            p.tile as u32,
+            self.msm_ones as u32,
+            rest,
+            s.nrest(),
+            p.rest_cap as u32,
+            wins,
+            p.group,
+            p.stride,
+            s.counts.dev_ptr(),
+        )
+    }
+
     /// Each bucket cut into pieces of at most `piece_len` points (the sort's last step).
     fn msm_cut_pieces(&self, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
         self.dev.k.msm_pieces.launch(
@@ -1647,35 +1753,20 @@ impl Gpu {
 
     /// [`Gpu::msm_bucket_sort`] in global memory (`Wide`, `SignedGlobal`): counts and
     /// cursors in global memory (one atomic per entry), the offsets by the three-launch
-    /// scan, then the pieces.
-    fn msm_bucket_sort_global(&self, p: &MsmPlan, s: &MsmSpans) -> Result<()> {
+    /// scan, then the pieces. `counted`: the counts were taken already.
+    fn msm_bucket_sort_global(&self, p: &MsmPlan, s: &MsmSpans, counted: bool) -> Result<()> {
         let k = &self.dev.k;
         let (n, m) = (p.n as u32, p.buckets as u32);
         let skip_ones = self.msm_ones as u32;
         let rest = if self.msm_sparse() { s.rest.dev_ptr() } else { DevPtr::NULL };
         let (nrest, cap) = (s.nrest(), p.rest_cap as u32);
-        // A block per tile and window, or (one read) per tile for every window.
-        let one_read = self.msm_sort_one_read.unwrap_or_else(|| p.sort_one_read_pays());
-        let wins = if one_read { p.windows } else { 1 };
-        let grid = Dims::blocks_2d((p.n.div_ceil(p.tile) as u32, p.windows / wins), p.sort_threads);
+        let wins = self.msm_sort_wins(p);
         let (tile, scalars) = (p.tile as u32, s.scalars.dev_ptr());
         let sums = s.scan_sums.expect("a global-sort plan lays out the scan's totals").dev_ptr();
         let blocks = p.scan_blocks() as u32;
-        k.msm_hist_global.launch(
-            grid,
-            scalars,
-            n,
-            p.c,
-            tile,
-            skip_ones,
-            rest,
-            nrest,
-            cap,
-            wins,
-            p.group,
-            p.stride,
-            s.counts.dev_ptr(),
-        )?;
+        if !counted {
+            self.msm_hist_global(p, s, scalars, p.n, rest)?;
+        }
         k.msm_scan_sums.launch(Dims::blocks(blocks, 1024), s.counts.dev_ptr(), m, p.piece_len, sums)?;
         k.msm_scan_top.launch(
             Dims::blocks(1, 1024),
@@ -1694,8 +1785,12 @@ impl Gpu {
             s.cursor.dev_ptr(),
             s.poffsets.dev_ptr(),
         )?;
+        // The scatter's grid: 2^parts_log rows a window (one read: one row for all).
+        let parts_log = if wins > 1 { 0 } else { p.scatter_parts_log(self.msm_scatter_parts_log) };
+        let scatter_grid =
+            Dims::blocks_2d((p.n.div_ceil(p.tile) as u32, (p.windows / wins) << parts_log), p.sort_threads);
         k.msm_scatter_global.launch(
-            grid,
+            scatter_grid,
             scalars,
             n,
             p.c,
@@ -1707,6 +1802,7 @@ impl Gpu {
             wins,
             p.group,
             p.stride,
+            parts_log,
             s.cursor.dev_ptr(),
             s.idx.dev_ptr(),
         )?;
@@ -2042,6 +2138,23 @@ mod tests {
             );
         }
         assert!(!plan(14, MsmKernels::SignedGlobal).sort_one_read_pays(), "2^14: four tiles");
+    }
+
+    #[test]
+    fn scatter_parts_and_overlap_chunks_follow_their_rules() {
+        for log in 1..=27u32 {
+            let p = MsmPlan::with(1 << log, MsmKernels::Wide, BUCKET_BITS_MAX_DEFAULT);
+            let parts = p.scatter_parts_log(None);
+            assert!(parts <= SCATTER_PARTS_LOG_MAX && parts < p.c, "2^{log}: a part holds a bucket");
+            // The fewest parts whose slots fit (unless a bound stopped it).
+            let fits = |k: u32| (4 * p.n) >> k <= SCATTER_PART_BYTES_MAX;
+            assert!(fits(parts) || parts == SCATTER_PARTS_LOG_MAX || parts == p.c - 1, "2^{log}");
+            assert!(parts == 0 || !fits(parts - 1), "2^{log}: no fewer parts fit");
+            assert_eq!(p.scatter_parts_log(Some(3)), 3.min(p.c - 1), "2^{log}: asked for");
+            let chunk = hist_overlap_chunk(&p);
+            assert!(chunk % p.tile == 0 && chunk >= HIST_OVERLAP_CHUNK_MIN, "2^{log}: whole tiles");
+            assert!(p.n.div_ceil(chunk) <= HIST_OVERLAP_CHUNKS, "2^{log}: at most the chunks");
+        }
     }
 
     #[test]

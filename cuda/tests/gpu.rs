@@ -414,6 +414,10 @@ fn wide_windows_match_blst_at_every_fixed_width() {
     );
     g.set_msm_kernels(MsmKernels::Wide);
     assert!(matches!(g.set_msm_window_bits(Some(17)), Err(CudaError::Limit { .. })), "17 divides 255");
+    assert!(
+        matches!(g.set_msm_scatter_parts_log(Some(5)), Err(CudaError::Limit { .. })),
+        "at most 2^4 parts"
+    );
     let n = 3001;
     let b = bases(n, 31);
     let resident = g.upload_g1_bases(&b).unwrap();
@@ -432,6 +436,12 @@ fn wide_windows_match_blst_at_every_fixed_width() {
             g.set_msm_sort_one_read(Some(true));
             assert!(g.msm_g1(&b, s).unwrap() == msm_g1(&b, s), "wide c {c}, one read: {what}");
             g.set_msm_sort_one_read(None);
+            // The scatter in 2 and 16 parts a window.
+            for parts_log in [1, 4] {
+                g.set_msm_scatter_parts_log(Some(parts_log)).unwrap();
+                assert!(g.msm_g1(&b, s).unwrap() == msm_g1(&b, s), "wide c {c}, 2^{parts_log} parts: {what}");
+            }
+            g.set_msm_scatter_parts_log(None).unwrap();
         }
         // The reduction in one level (the kernels before the two-level one): the same point.
         g.set_msm_reduce_two_levels(false);
@@ -464,6 +474,36 @@ fn wide_windows_match_blst_at_every_fixed_width() {
     }
     g.set_msm_sort_one_read(None);
     g.set_msm_window_bits(None).unwrap();
+}
+
+/// The global sort's counts taken chunk by chunk as the host scalars go up
+/// (`Gpu::set_msm_hist_overlap`, on by default; an uneven last chunk), and the scatter in
+/// parts a window, under the wide windows and the signed ones (the one read): random scalars
+/// and a 1% mix (counted densely under the copy, then scattered from the sparse list),
+/// each equal to blst's, overlap on and off.
+#[test]
+fn counts_under_the_upload_and_scatter_parts_match_blst() {
+    let Some(mut g) = gpu(1) else { return };
+    let n = (1 << 19) + 4097;
+    assert!(n >= 2 * arenaprove_cuda::hist_overlap_chunk(&MsmPlan::new(n)), "the overlap runs");
+    let b = bases(n, 51);
+    let random = to_bytes(&random_scalars(n, 52));
+    let mix = mostly_01(n, n / 100, 53);
+    for (what, s) in [("random", &random), ("1% mix", &mix)] {
+        let cpu = msm_g1(&b, s);
+        for kernels in [MsmKernels::Wide, MsmKernels::SignedGlobal] {
+            g.set_msm_kernels(kernels);
+            for overlap in [true, false] {
+                g.set_msm_hist_overlap(overlap);
+                assert!(g.msm_g1(&b, s).unwrap() == cpu, "{what}, {kernels:?}, overlap {overlap}");
+            }
+            g.set_msm_hist_overlap(true);
+            g.set_msm_scatter_parts_log(Some(2)).unwrap();
+            assert!(g.msm_g1(&b, s).unwrap() == cpu, "{what}, {kernels:?}, 4 scatter parts");
+            g.set_msm_scatter_parts_log(None).unwrap();
+        }
+    }
+    g.set_msm_kernels(MsmKernels::default());
 }
 
 /// Scalars whose signed `c`-bit digits sit at the edges: `2^(c-1)` (the most negative
@@ -527,6 +567,10 @@ fn fixed_base_windows_match_blst_for_every_grouping() {
         {
             assert!(g.msm_g1_resident(&fb, s).unwrap() == msm_g1(&b, s), "{f:?}: {what}");
         }
+        // The scatter in 4 parts a window (the copies' windows share a bucket set).
+        g.set_msm_scatter_parts_log(Some(2)).unwrap();
+        assert!(g.msm_g1_resident(&fb, &mix).unwrap() == msm_g1(&b, &mix), "{f:?}: 4 parts");
+        g.set_msm_scatter_parts_log(None).unwrap();
         // Whatever kernels the GPU is set to, fixed-base windows run the wide ones.
         g.set_msm_kernels(MsmKernels::Signed);
         g.set_msm_sort_one_read(Some(true));
