@@ -265,11 +265,12 @@ extern "C" __global__ void msm_pieces(const uint32_t* counts, const uint32_t* of
 // y is the window (a window's counters stay in L2 while its blocks run); with wins = the
 // window count each scalar is read once for all its windows.
 //
-// Parts (the scatter, one window at a time): with parts_log = p > 0 the grid's y is window
-// * 2^p + part, and a block writes only the entries whose bucket is in its part (the top p
-// bits of the bucket), so the slots written at once span 1 / 2^p of a window's: at 2^24
-// points a window's 64 MiB of slots exceed the L2, and each random 4-byte store would
-// otherwise reach HBM as a partial sector. The price is 2^p reads of the scalars a window.
+// Parts (the scatter, one window at a time; the host's `Gpu::set_msm_scatter_parts_log`):
+// with parts_log = p > 0 the grid's y is window * 2^p + part, and a block writes only the
+// entries whose bucket is in its part (the top p bits of the bucket), so the slots written
+// at once span 1 / 2^p of a window's (at 2^24 points a window's 64 MiB exceed the L2), at
+// the price of 2^p reads of the scalars a window. Measured not to pay on the H100 (the
+// random stores are not what the scatter waits on), so the default is one part.
 //
 // Fixed-base windows (the host's `FixedWindows`): the bases hold `group` copies, copy t at
 // point index t * stride being 2^(c t) times the base, so window w = q * group + t is

@@ -214,12 +214,12 @@ impl Gpu {
 
     /// In how many parts the global-memory sort scatters a window when it reads the scalars
     /// once per window: `Some(p)`, 2^p grid rows a window, each writing only the entries of
-    /// its 1 / 2^p of the buckets (so that the slots written at once stay in L2), at the
-    /// price of 2^p reads of the scalars; `None` (the default) chooses per MSM
-    /// ([`MsmPlan::scatter_parts_log`](crate::MsmPlan::scatter_parts_log)). p is at
-    /// most [`SCATTER_PARTS_LOG_MAX`](crate::SCATTER_PARTS_LOG_MAX), else an error;
-    /// a window of fewer buckets runs in as many parts as it has buckets. Results are the
-    /// same point.
+    /// its 1 / 2^p of the buckets (so that the slots written at once span less of the L2),
+    /// at the price of 2^p reads of the scalars; `None` (the default), one part. On the H100
+    /// two parts made the 2^24 sort 3% slower and four 21% (BENCHMARKS.md, "The counts under
+    /// the upload"): the knob stays for a bench to measure other cards. p is at most
+    /// [`SCATTER_PARTS_LOG_MAX`](crate::SCATTER_PARTS_LOG_MAX), else an error; a window of
+    /// fewer buckets runs in as many parts as it has buckets. Results are the same point.
     pub fn set_msm_scatter_parts_log(&mut self, parts_log: Option<u32>) -> Result<()> {
         if let Some(p) = parts_log {
             if p > crate::msm::SCATTER_PARTS_LOG_MAX {

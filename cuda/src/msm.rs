@@ -315,9 +315,6 @@ pub fn hist_overlap_chunk(p: &MsmPlan) -> usize {
 
 /// [`Gpu::set_msm_scatter_parts_log`]: most parts (log2) of a window's scatter.
 pub const SCATTER_PARTS_LOG_MAX: u32 = 4;
-/// [`MsmPlan::scatter_parts_log`]: most bytes of slots one part of a window's scatter
-/// writes (the default splits a window until its parts' slots fit).
-pub const SCATTER_PART_BYTES_MAX: usize = 32 << 20;
 
 impl MsmPlan {
     /// The plan of the default kernels on a device with the default shared memory.
@@ -455,22 +452,11 @@ impl MsmPlan {
     }
 
     /// log2 of the parts the global-memory sort scatters a window in when it reads the
-    /// scalars once per window (`requested`, or by default the fewest parts whose slots,
-    /// 4 bytes an entry, are at most [`SCATTER_PART_BYTES_MAX`], at most
-    /// [`SCATTER_PARTS_LOG_MAX`]; one part over fixed-base windows, whose copies' windows
-    /// share a set of slots `group` times a window's), never more parts than a window has
-    /// buckets.
+    /// scalars once per window: `requested` ([`Gpu::set_msm_scatter_parts_log`]), else one
+    /// part (measured to pay nowhere: BENCHMARKS.md, "The counts under the upload"), never
+    /// more parts than a window has buckets.
     pub fn scatter_parts_log(&self, requested: Option<u32>) -> u32 {
-        let auto = || {
-            if self.group > 1 {
-                return 0;
-            }
-            let slots = 4 * self.n;
-            (0..SCATTER_PARTS_LOG_MAX)
-                .find(|&p| slots >> p <= SCATTER_PART_BYTES_MAX)
-                .unwrap_or(SCATTER_PARTS_LOG_MAX)
-        };
-        requested.unwrap_or_else(auto).min(self.c - 1)
+        requested.unwrap_or(0).min(self.c - 1)
     }
 
     /// Whether the digits are signed.
@@ -2144,13 +2130,8 @@ mod tests {
     fn scatter_parts_and_overlap_chunks_follow_their_rules() {
         for log in 1..=27u32 {
             let p = MsmPlan::with(1 << log, MsmKernels::Wide, BUCKET_BITS_MAX_DEFAULT);
-            let parts = p.scatter_parts_log(None);
-            assert!(parts <= SCATTER_PARTS_LOG_MAX && parts < p.c, "2^{log}: a part holds a bucket");
-            // The fewest parts whose slots fit (unless a bound stopped it).
-            let fits = |k: u32| (4 * p.n) >> k <= SCATTER_PART_BYTES_MAX;
-            assert!(fits(parts) || parts == SCATTER_PARTS_LOG_MAX || parts == p.c - 1, "2^{log}");
-            assert!(parts == 0 || !fits(parts - 1), "2^{log}: no fewer parts fit");
-            assert_eq!(p.scatter_parts_log(Some(3)), 3.min(p.c - 1), "2^{log}: asked for");
+            assert_eq!(p.scatter_parts_log(None), 0, "2^{log}: one part unless asked");
+            assert_eq!(p.scatter_parts_log(Some(3)), 3.min(p.c - 1), "2^{log}: a part holds a bucket");
             let chunk = hist_overlap_chunk(&p);
             assert!(chunk % p.tile == 0 && chunk >= HIST_OVERLAP_CHUNK_MIN, "2^{log}: whole tiles");
             assert!(p.n.div_ceil(chunk) <= HIST_OVERLAP_CHUNKS, "2^{log}: at most the chunks");
