@@ -136,10 +136,10 @@ fn ones_ab<P: PartialEq>(
 /// defaults with batch-affine accumulation, 4, 8 or 16 pieces a thread (G1 only); then the
 /// wide windows and the defaults reducing in one level with folds by rounds (the kernels
 /// before the two-level reduction), and in two levels with folds by rounds (before the
-/// trees); then the wide windows with the scatter in 1, 2, 4, 8 or 16 parts a window
-/// (`Gpu::set_msm_scatter_parts_log`); then the wide windows and the defaults uploading
-/// the scalars in one copy before the counts (`Gpu::set_msm_hist_overlap` off) and
-/// scattering a window in one part: the code before both. The kernels before the pieces'
+/// trees); then the wide windows with the scatter in 2, 4, 8 or 16 parts a window
+/// (`Gpu::set_msm_scatter_parts_log`; `wide` is one part); then the wide windows and the
+/// defaults uploading the scalars in one copy before the counts (`Gpu::set_msm_hist_overlap`
+/// off, the code before). The kernels before the pieces'
 /// order and before the global sort were measured against these in earlier sessions
 /// (BENCHMARKS.md).
 struct MsmConfig {
@@ -181,10 +181,9 @@ const fn config(
     }
 }
 
-/// [`config`] with one upload, then the counts, and the scatter in one part a window (the
-/// code before the overlap and the parts).
+/// [`config`] with one upload, then the counts (the code before the overlap).
 const fn serial(name: &'static str, kernels: MsmKernels, one_read: Option<bool>) -> MsmConfig {
-    MsmConfig { hist_overlap: false, parts_log: Some(0), ..config(name, kernels, None, one_read, true) }
+    MsmConfig { hist_overlap: false, ..config(name, kernels, None, one_read, true) }
 }
 
 /// The wide windows, one window a row, with the scatter in 2^p parts a window.
@@ -208,7 +207,7 @@ const fn ba(name: &'static str, kernels: MsmKernels, one_read: Option<bool>, k: 
     MsmConfig { batch_affine: Some(k), ..config(name, kernels, None, one_read, true) }
 }
 
-const MSM_CATALOG: [MsmConfig; 25] = [
+const MSM_CATALOG: [MsmConfig; 24] = [
     config("signed-global", MsmKernels::SignedGlobal, None, Some(false), true),
     config("signed-global+one-read", MsmKernels::SignedGlobal, None, Some(true), true),
     config("wide", MsmKernels::Wide, None, Some(false), true),
@@ -227,7 +226,6 @@ const MSM_CATALOG: [MsmConfig; 25] = [
     rounds("wide-2level-rounds", MsmKernels::Wide, Some(false), true),
     rounds("default-1level", MsmKernels::SignedGlobal, None, false),
     rounds("default-2level-rounds", MsmKernels::SignedGlobal, None, true),
-    parts("wide-parts0", 0),
     parts("wide-parts1", 1),
     parts("wide-parts2", 2),
     parts("wide-parts3", 3),
