@@ -136,9 +136,7 @@ fn ones_ab<P: PartialEq>(
 /// defaults with batch-affine accumulation, 4, 8 or 16 pieces a thread (G1 only); then the
 /// wide windows and the defaults reducing in one level with folds by rounds (the kernels
 /// before the two-level reduction), and in two levels with folds by rounds (before the
-/// trees); then the wide windows with the scatter in 2, 4, 8 or 16 parts a window
-/// (`Gpu::set_msm_scatter_parts_log`; `wide` is one part); then the wide windows and the
-/// defaults uploading the scalars in one copy before the counts (`Gpu::set_msm_hist_overlap`
+/// trees); then the wide windows and the defaults uploading the scalars in one copy before the counts (`Gpu::set_msm_hist_overlap`
 /// off, the code before). The kernels before the pieces'
 /// order and before the global sort were measured against these in earlier sessions
 /// (BENCHMARKS.md).
@@ -154,8 +152,6 @@ struct MsmConfig {
     two_levels: bool,
     /// The folds by trees (`Gpu::set_msm_fold_tree`, the default).
     fold_tree: bool,
-    /// log2 of the scatter's parts a window (`Gpu::set_msm_scatter_parts_log`).
-    parts_log: Option<u32>,
     /// The counts under the scalars' upload (`Gpu::set_msm_hist_overlap`, the default).
     hist_overlap: bool,
 }
@@ -176,7 +172,6 @@ const fn config(
         batch_affine: None,
         two_levels: true,
         fold_tree: true,
-        parts_log: None,
         hist_overlap: true,
     }
 }
@@ -184,11 +179,6 @@ const fn config(
 /// [`config`] with one upload, then the counts (the code before the overlap).
 const fn serial(name: &'static str, kernels: MsmKernels, one_read: Option<bool>) -> MsmConfig {
     MsmConfig { hist_overlap: false, ..config(name, kernels, None, one_read, true) }
-}
-
-/// The wide windows, one window a row, with the scatter in 2^p parts a window.
-const fn parts(name: &'static str, p: u32) -> MsmConfig {
-    MsmConfig { parts_log: Some(p), ..config(name, MsmKernels::Wide, None, Some(false), true) }
 }
 
 /// [`config`] with the reduction in one level (`two_levels` false) or two, its folds by
@@ -207,7 +197,7 @@ const fn ba(name: &'static str, kernels: MsmKernels, one_read: Option<bool>, k: 
     MsmConfig { batch_affine: Some(k), ..config(name, kernels, None, one_read, true) }
 }
 
-const MSM_CATALOG: [MsmConfig; 24] = [
+const MSM_CATALOG: [MsmConfig; 20] = [
     config("signed-global", MsmKernels::SignedGlobal, None, Some(false), true),
     config("signed-global+one-read", MsmKernels::SignedGlobal, None, Some(true), true),
     config("wide", MsmKernels::Wide, None, Some(false), true),
@@ -226,10 +216,6 @@ const MSM_CATALOG: [MsmConfig; 24] = [
     rounds("wide-2level-rounds", MsmKernels::Wide, Some(false), true),
     rounds("default-1level", MsmKernels::SignedGlobal, None, false),
     rounds("default-2level-rounds", MsmKernels::SignedGlobal, None, true),
-    parts("wide-parts1", 1),
-    parts("wide-parts2", 2),
-    parts("wide-parts3", 3),
-    parts("wide-parts4", 4),
     serial("wide-serial", MsmKernels::Wide, Some(false)),
     serial("default-serial", MsmKernels::SignedGlobal, None),
 ];
@@ -267,7 +253,6 @@ fn set_config(g: &mut Gpu, i: usize) {
     g.set_msm_window_bits(c.window).expect("every configuration's width is one its kernels run");
     g.set_msm_reduce_two_levels(c.two_levels);
     g.set_msm_fold_tree(c.fold_tree);
-    g.set_msm_scatter_parts_log(c.parts_log).expect("every configuration's parts are allowed");
     g.set_msm_hist_overlap(c.hist_overlap);
 }
 
@@ -281,7 +266,6 @@ fn default_config(g: &mut Gpu) {
     g.set_msm_window_bits(None).expect("no fixed width is always allowed");
     g.set_msm_reduce_two_levels(true);
     g.set_msm_fold_tree(true);
-    g.set_msm_scatter_parts_log(None).expect("the default is always allowed");
     g.set_msm_hist_overlap(true);
 }
 
@@ -782,6 +766,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             default_config(&mut g);
         }
         drop(reg);
+        // The same scalars pageable (an embedder's own Vec): through the staging buffers
+        // (the default) against the driver's own pageable copy, each configuration,
+        // alternating, medians of 5 after one warm-up each.
+        let k = configs().len();
+        let staging = |g: &mut Gpu, i: usize| {
+            set_config(g, i / 2);
+            g.set_host_staging(i % 2 == 0);
+        };
+        let (tp, agree_p, rp) = alternate(&mut g, 5, 2 * k, staging, |g| g.msm_g1_resident(&resident, &s))?;
+        g.set_host_staging(true);
+        default_config(&mut g);
+        let line: Vec<String> = configs()
+            .iter()
+            .zip(tp.chunks(2))
+            .map(|(c, t)| {
+                format!("{}: staged {:.1} ms, driver {:.1} ms ({:.2}x)", c.name, t[0], t[1], t[1] / t[0])
+            })
+            .collect();
+        println!(
+            "msm_g1 2^{log} pageable scalars: {} | medians of 5 alternating | equal {}",
+            line.join(" | "),
+            agree_p && rp == r
+        );
         // Boolean-heavy scalars (0/1), as SHA-256 / PoRep witnesses: the 0/1 fast path
         // against the plain bucket method (its baseline), alternating, median of 3 each.
         let s01: Vec<[u8; 32]> = (0..n).map(|i| Scalar::from((i % 3 == 1) as u64).to_bytes_le()).collect();
@@ -870,7 +877,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     drop(g2_bases);
 
     let src = vec![0x5au8; h2d_mib << 20];
+    g.set_host_staging(false);
     let pageable = g.h2d_gb_per_s(&src, 5)?;
+    g.set_host_staging(true);
+    let staged = g.h2d_gb_per_s(&src, 5)?;
     let t = Instant::now();
     // SAFETY: `src` lives (and is not moved or freed) until `reg` is dropped below.
     let reg = unsafe {
@@ -880,8 +890,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pinned = g.h2d_gb_per_s(&src, 5)?;
     drop(reg);
     println!(
-        "h2d {h2d_mib} MiB: pageable {pageable:.1} GB/s | registered {pinned:.1} GB/s ({:.1}x) | cuMemHostRegister {reg_ms:.1} ms",
-        pinned / pageable
+        "h2d {h2d_mib} MiB: pageable {pageable:.1} GB/s | pageable staged {staged:.1} GB/s ({:.1}x) | registered {pinned:.1} GB/s ({:.1}x) | cuMemHostRegister {reg_ms:.1} ms | host staging {} MiB",
+        staged / pageable,
+        pinned / pageable,
+        g.host_staging_bytes() >> 20
     );
     let st = g.arena_stats().expect("reserved");
     println!(

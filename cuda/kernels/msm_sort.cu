@@ -265,13 +265,6 @@ extern "C" __global__ void msm_pieces(const uint32_t* counts, const uint32_t* of
 // y is the window (a window's counters stay in L2 while its blocks run); with wins = the
 // window count each scalar is read once for all its windows.
 //
-// Parts (the scatter, one window at a time; the host's `Gpu::set_msm_scatter_parts_log`):
-// with parts_log = p > 0 the grid's y is window * 2^p + part, and a block writes only the
-// entries whose bucket is in its part (the top p bits of the bucket), so the slots written
-// at once span 1 / 2^p of a window's (at 2^24 points a window's 64 MiB exceed the L2), at
-// the price of 2^p reads of the scalars a window. Measured not to pay on the H100 (the
-// random stores are not what the scatter waits on), so the default is one part.
-//
 // Fixed-base windows (the host's `FixedWindows`): the bases hold `group` copies, copy t at
 // point index t * stride being 2^(c t) times the base, so window w = q * group + t is
 // window q * group of copy t: windows of one group share bucket set q, and the host
@@ -281,12 +274,10 @@ __device__ __forceinline__ void global_pass(const uint32_t* scalars, uint32_t n,
                                             uint32_t tile, uint32_t skip_ones,
                                             const uint32_t* rest, const uint32_t* nrest,
                                             uint32_t cap, uint32_t wins, uint32_t group,
-                                            uint32_t stride, uint32_t parts_log, uint32_t* counter,
-                                            uint32_t* idx)
+                                            uint32_t stride, uint32_t* counter, uint32_t* idx)
 {
     const tile_range r = tile_of(n, tile, rest, nrest, cap);
-    const uint32_t w0 = (blockIdx.y >> parts_log) * wins;
-    const uint32_t part = blockIdx.y & ((1u << parts_log) - 1), part_shift = c - 1 - parts_log;
+    const uint32_t w0 = blockIdx.y * wins;
     const uint32_t set0 = w0 / group, copy0 = w0 - set0 * group;
     for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x) {
         const uint32_t i = r.point(j);
@@ -294,7 +285,7 @@ __device__ __forceinline__ void global_pass(const uint32_t* scalars, uint32_t n,
         uint32_t set = set0, copy = copy0;
         for (uint32_t w = w0; w < w0 + wins; w++) {
             const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, 1);
-            if (e != 0 && (parts_log == 0 || entry_bucket(e) >> part_shift == part)) {
+            if (e != 0) {
                 const uint32_t slot =
                     atomicAdd(&counter[((size_t)set << (c - 1)) + entry_bucket(e)], 1u);
                 if (SCATTER)
@@ -315,21 +306,19 @@ extern "C" __global__ void msm_hist_global(const uint32_t* scalars, uint32_t n, 
                                            uint32_t cap, uint32_t wins, uint32_t group,
                                            uint32_t stride, uint32_t* counts)
 {
-    global_pass<false>(scalars, n, c, tile, skip_ones, rest, nrest, cap, wins, group, stride, 0,
-                       counts, nullptr);
+    global_pass<false>(scalars, n, c, tile, skip_ones, rest, nrest, cap, wins, group, stride, counts,
+                       nullptr);
 }
 
-// The entries of the same ranges written to their buckets' slots, 2^parts_log grid rows a
-// window (parts_log 0 with wins > 1).
+// The entries of the same ranges written to their buckets' slots.
 extern "C" __global__ void msm_scatter_global(const uint32_t* scalars, uint32_t n, uint32_t c,
                                               uint32_t tile, uint32_t skip_ones,
                                               const uint32_t* rest, const uint32_t* nrest,
                                               uint32_t cap, uint32_t wins, uint32_t group,
-                                              uint32_t stride, uint32_t parts_log, uint32_t* cursor,
-                                              uint32_t* idx)
+                                              uint32_t stride, uint32_t* cursor, uint32_t* idx)
 {
-    global_pass<true>(scalars, n, c, tile, skip_ones, rest, nrest, cap, wins, group, stride,
-                      parts_log, cursor, idx);
+    global_pass<true>(scalars, n, c, tile, skip_ones, rest, nrest, cap, wins, group, stride, cursor,
+                      idx);
 }
 
 // Counts one block of the multi-block scan covers: SCAN_PER_THREAD consecutive counts per

@@ -2,9 +2,12 @@
 //! kernels, `kernels.rs`), async copies, device timers. Every `unsafe` block here is one
 //! driver call whose preconditions are stated next to it.
 
+use std::cell::OnceCell;
+use std::ops::Range;
 use std::sync::Arc;
 
-use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaStream};
+use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaStream, PinnedHostSlice};
+use rayon::prelude::*;
 
 use crate::error::{CudaError, DriverContext, Result};
 use crate::kernels::{kernels_built, Kernels};
@@ -22,6 +25,21 @@ pub(crate) const COPY_EVENTS: usize = 3;
 /// its stages (an MSM's five: `msm::MsmStageTimes`).
 pub(crate) const STAGE_MARKS: usize = 6;
 
+/// Bytes in each of the two page-locked buffers that an upload from pageable memory passes
+/// through ([`Device::upload_chunks`]): 32 MiB of pinned host memory in all, made on the
+/// first such upload and kept (a proof's uploads come from registered arena memory and
+/// never make them).
+pub(crate) const STAGING_BYTES: usize = 16 << 20;
+
+/// Bytes one host thread copies into a staging buffer at a time.
+const STAGING_PIECE_BYTES: usize = 1 << 20;
+
+/// The two staging buffers and their addresses.
+struct Staging {
+    bufs: [PinnedHostSlice<u8>; 2],
+    ptrs: [*mut u8; 2],
+}
+
 /// One opened device: its primary context, a compute stream, a copy stream (host-to-device
 /// uploads that overlap compute, ordered by events), the loaded kernels.
 pub(crate) struct Device {
@@ -38,6 +56,10 @@ pub(crate) struct Device {
     stage_marks: [CudaEvent; STAGE_MARKS],
     /// Every kernel, launched on `stream`.
     pub k: Kernels,
+    /// Whether uploads from pageable memory pass through `staging` ([`Device::upload_chunks`];
+    /// on by default, off: the driver's own pageable path, for a bench's baseline).
+    pub staging_on: bool,
+    staging: OnceCell<Staging>,
 }
 
 /// GPUs the driver shows (0 on a driver without one). Errors as [`crate::Gpu::open`]
@@ -73,7 +95,18 @@ impl Device {
         let timer = [timed()?, timed()?];
         let stage_marks = [timed()?, timed()?, timed()?, timed()?, timed()?, timed()?];
         let k = Kernels::load(&ctx, &stream)?;
-        Ok(Device { ctx, stream, copy, copy_done, compute_mark, timer, stage_marks, k })
+        Ok(Device {
+            ctx,
+            stream,
+            copy,
+            copy_done,
+            compute_mark,
+            timer,
+            stage_marks,
+            k,
+            staging_on: true,
+            staging: OnceCell::new(),
+        })
     }
 
     /// Makes this device's context current on the calling thread.
@@ -111,6 +144,115 @@ impl Device {
         // SAFETY: forwarded to the caller.
         unsafe { result::memcpy_htod_async(dst, src, self.copy.cu_stream()) }.op("cuMemcpyHtoDAsync")?;
         self.copy_done[slot].record(&self.copy).op("cuEventRecord")
+    }
+
+    /// Whether `src` lies in page-locked host memory (registered with or allocated by the
+    /// driver), judged by its first and last bytes: what the driver copies at full bus speed.
+    pub fn is_page_locked<T>(&self, src: &[T]) -> bool {
+        let len = std::mem::size_of_val(src);
+        if len == 0 {
+            return true;
+        }
+        let first = src.as_ptr() as usize;
+        [first, first + len - 1].into_iter().all(|addr| {
+            let mut ty = 0u32;
+            // SAFETY: the driver writes one CUmemorytype (a 32-bit enum) into `ty`; any
+            // address may be asked about (unknown host memory is an error, not a fault).
+            let r = unsafe {
+                sys::cuPointerGetAttribute(
+                    (&mut ty as *mut u32).cast(),
+                    sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                    addr as sys::CUdeviceptr,
+                )
+            };
+            r.result().is_ok() && ty == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
+        })
+    }
+
+    /// Pinned host bytes the staging buffers hold (0 until the first staged upload).
+    pub fn staging_bytes(&self) -> usize {
+        self.staging.get().map_or(0, |s| s.bufs.iter().map(PinnedHostSlice::num_bytes).sum())
+    }
+
+    /// The staging buffers, made on first use.
+    fn staging(&self) -> Result<&Staging> {
+        if let Some(s) = self.staging.get() {
+            return Ok(s);
+        }
+        let alloc = || {
+            // SAFETY: the memory starts uninitialized; it is only written by the host
+            // (`upload_chunks`) before a copy reads it, never read as a `u8` before that.
+            let mut b =
+                unsafe { self.ctx.alloc_pinned_with_flags::<u8>(STAGING_BYTES, 0) }.op("cuMemHostAlloc")?;
+            let p = b.as_mut_ptr().op("cuEventSynchronize")?;
+            Ok::<_, CudaError>((b, p))
+        };
+        let ((b0, p0), (b1, p1)) = (alloc()?, alloc()?);
+        Ok(self.staging.get_or_init(|| Staging { bufs: [b0, b1], ptrs: [p0, p1] }))
+    }
+
+    /// Uploads `src` to device address `dst` on the copy stream in chunks of at most
+    /// `chunk` elements, after the compute stream's work enqueued so far. After each chunk
+    /// the compute stream is made to wait for it and `each` gets its range, so work `each`
+    /// enqueues runs as soon as that chunk has landed, under the copies of the later ones.
+    ///
+    /// Page-locked `src` is copied in place. Pageable `src` (with `staging_on`) passes
+    /// through the two staging buffers, a chunk being at most one buffer: the host's
+    /// threads copy chunk `j` into buffer `j % 2` while chunk `j - 1` is on the bus, so the
+    /// upload runs at the slower of the host's copy and the bus instead of the driver's
+    /// single-threaded pageable path (7.5 GB/s on the H200 machine, ANCHORS.md). With
+    /// staging off, pageable `src` goes to the driver as it is.
+    ///
+    /// # Safety
+    /// `dst .. dst + size_of_val(src)` must be device memory owned by the caller, and `src`
+    /// must stay alive and unchanged until the compute stream is synchronized (or, on an
+    /// error, both streams: [`Device::sync_all`]). `T` must have no padding bytes.
+    pub unsafe fn upload_chunks<T: Copy + Send + Sync>(
+        &self,
+        dst: sys::CUdeviceptr,
+        src: &[T],
+        chunk: usize,
+        mut each: impl FnMut(Range<usize>) -> Result<()>,
+    ) -> Result<()> {
+        self.copy_after_compute()?;
+        let elem = std::mem::size_of::<T>().max(1);
+        let staging = if self.staging_on && !self.is_page_locked(src) { Some(self.staging()?) } else { None };
+        let chunk = match staging {
+            Some(_) => chunk.min(STAGING_BYTES / elem),
+            None => chunk,
+        }
+        .max(1);
+        for (j, lo) in (0..src.len()).step_by(chunk).enumerate() {
+            let r = lo..lo.saturating_add(chunk).min(src.len());
+            let at = dst + (lo * elem) as sys::CUdeviceptr;
+            let slot = j % 2;
+            match staging {
+                Some(st) => {
+                    // The copy that last read buffer `slot` (event `slot`'s latest record,
+                    // this call's chunk j - 2 or an earlier, finished call's) must be done
+                    // before the host overwrites it.
+                    self.copy_done[slot].synchronize().op("cuEventSynchronize")?;
+                    // SAFETY: the buffer holds STAGING_BYTES >= chunk * size_of::<T>()
+                    // bytes, page-aligned (so aligned for `T`); no copy reads it now (waited
+                    // for above) and nothing else refers to it (`&self` of a `Device` that is
+                    // not `Sync`; `Gpu` runs one operation at a time). Every `T` written is a
+                    // copy of a valid `T`.
+                    let buf = unsafe { std::slice::from_raw_parts_mut(st.ptrs[slot].cast::<T>(), r.len()) };
+                    let piece = (STAGING_PIECE_BYTES / elem).max(1);
+                    buf.par_chunks_mut(piece)
+                        .zip(src[r.clone()].par_chunks(piece))
+                        .for_each(|(d, s)| d.copy_from_slice(s));
+                    // SAFETY: the caller owns the device range; the buffer is the driver's
+                    // page-locked memory, refilled only after this copy's event (above).
+                    unsafe { self.upload_overlapped(slot, at, &*buf) }?;
+                }
+                // SAFETY: forwarded to the caller.
+                None => unsafe { self.upload_overlapped(slot, at, &src[r.clone()]) }?,
+            }
+            self.wait_upload(slot)?;
+            each(r)?;
+        }
+        Ok(())
     }
 
     /// Makes the copy stream's later copies wait for the compute stream's work enqueued so

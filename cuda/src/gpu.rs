@@ -41,8 +41,6 @@ pub struct Gpu {
     /// Whether the signed kernels accumulate their pieces longest first.
     pub(crate) msm_piece_order: bool,
     pub(crate) msm_sort_one_read: Option<bool>,
-    /// log2 of the parts of a window's scatter ([`Gpu::set_msm_scatter_parts_log`]).
-    pub(crate) msm_scatter_parts_log: Option<u32>,
     /// Whether the global sort's counts run under the scalars' upload ([`Gpu::set_msm_hist_overlap`]).
     pub(crate) msm_hist_overlap: bool,
     /// Whether the MSM's mixed additions run written out ([`Gpu::set_msm_madd`]).
@@ -104,7 +102,6 @@ impl Gpu {
             msm_window_bits: None,
             msm_piece_order: true,
             msm_sort_one_read: None,
-            msm_scatter_parts_log: None,
             msm_hist_overlap: true,
             msm_madd: true,
             msm_reduce_two_levels: true,
@@ -210,28 +207,6 @@ impl Gpu {
     /// are the same point.
     pub fn set_msm_hist_overlap(&mut self, on: bool) {
         self.msm_hist_overlap = on;
-    }
-
-    /// In how many parts the global-memory sort scatters a window when it reads the scalars
-    /// once per window: `Some(p)`, 2^p grid rows a window, each writing only the entries of
-    /// its 1 / 2^p of the buckets (so that the slots written at once span less of the L2),
-    /// at the price of 2^p reads of the scalars; `None` (the default), one part. On the H100
-    /// two parts made the 2^24 sort 3% slower and four 21% (BENCHMARKS.md, "The counts under
-    /// the upload"): the knob stays for a bench to measure other cards. p is at most
-    /// [`SCATTER_PARTS_LOG_MAX`](crate::SCATTER_PARTS_LOG_MAX), else an error; a window of
-    /// fewer buckets runs in as many parts as it has buckets. Results are the same point.
-    pub fn set_msm_scatter_parts_log(&mut self, parts_log: Option<u32>) -> Result<()> {
-        if let Some(p) = parts_log {
-            if p > crate::msm::SCATTER_PARTS_LOG_MAX {
-                return Err(CudaError::Limit {
-                    what: "MSM scatter parts (log2)",
-                    value: p as usize,
-                    limit: crate::msm::SCATTER_PARTS_LOG_MAX as usize,
-                });
-            }
-        }
-        self.msm_scatter_parts_log = parts_log;
-        Ok(())
     }
 
     /// Which point arithmetic the MSM's mixed additions (bucket += base: the accumulation
@@ -363,8 +338,34 @@ impl Gpu {
         self.arena.as_mut().ok_or(CudaError::NoArena)
     }
 
+    /// Turns the staging of uploads from pageable host memory on (the default) or off.
+    /// On, host scalars that do not lie in page-locked memory go up through two 16 MiB
+    /// page-locked buffers that the host's threads fill while the previous one is on the
+    /// bus (made on the first such upload, kept for the `Gpu`'s life:
+    /// [`Gpu::host_staging_bytes`]); off, the driver copies them from pageable memory itself
+    /// (~7.5 GB/s on the H200 machine against ~55 GB/s page-locked, ANCHORS.md). Results
+    /// are the same; off exists so a bench can time the two in the same run. Memory already
+    /// page-locked ([`Gpu::is_page_locked`]) is copied in place either way.
+    pub fn set_host_staging(&mut self, on: bool) {
+        self.dev.staging_on = on;
+    }
+
+    /// Whether `src` lies in page-locked host memory (registered, as the engine's arena
+    /// regions are, or allocated pinned), which the GPU copies from at full bus speed.
+    pub fn is_page_locked<T>(&self, src: &[T]) -> bool {
+        self.dev.bind().is_ok() && self.dev.is_page_locked(src)
+    }
+
+    /// Pinned host bytes this `Gpu`'s staging buffers hold: 0 until the first upload from
+    /// pageable memory with staging on ([`Gpu::set_host_staging`]), then 32 MiB.
+    pub fn host_staging_bytes(&self) -> usize {
+        self.dev.staging_bytes()
+    }
+
     /// Host-to-device copy bandwidth from `src` in GB/s (10^9 bytes per second), best of
-    /// `reps` copies into the arena's scratch. Pageable or pinned depends on `src`.
+    /// `reps` copies into the arena's scratch, the way an MSM's host scalars go up: in place
+    /// from page-locked memory, through the staging buffers from pageable memory (or by the
+    /// driver's own path with [`Gpu::set_host_staging`] off).
     pub fn h2d_gb_per_s(&mut self, src: &[u8], reps: usize) -> Result<f64> {
         self.dev.bind()?;
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
@@ -374,8 +375,14 @@ impl Gpu {
         for _ in 0..reps.max(1) {
             let t = Instant::now();
             // SAFETY: `dst` is a scratch span of the arena holding `src.len()` bytes, and
-            // no other operation runs (`&mut self`); `upload` waits for the copy.
-            unsafe { self.dev.upload(dst.ptr, src) }?;
+            // no other operation runs (`&mut self`); the copies are waited for below (both
+            // streams on an error).
+            let r = unsafe { self.dev.upload_chunks(dst.ptr, src, usize::MAX, |_| Ok(())) };
+            if r.is_err() {
+                let _ = self.dev.sync_all();
+            }
+            r?;
+            self.dev.sync()?;
             best = best.min(t.elapsed().as_secs_f64());
         }
         let arena = self.arena.as_mut().ok_or(CudaError::NoArena)?;

@@ -337,7 +337,7 @@ kernels! {
         counts: DevPtr,
     );
     /// The global-memory sort (`Wide`, `SignedGlobal`): point indices sorted into buckets
-    /// by global cursors, a window's buckets in 2^parts_log parts (one grid row each).
+    /// by global cursors.
     MsmScatterGlobal: msm_scatter_global(
         scalars: DevPtr,
         n: u32,
@@ -350,7 +350,6 @@ kernels! {
         wins: u32,
         group: u32,
         stride: u32,
-        parts_log: u32,
         cursor: DevPtr,
         idx: DevPtr,
     );

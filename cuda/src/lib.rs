@@ -55,7 +55,6 @@ pub use msm::{
     bucket_bits_max_for, hist_overlap_chunk, msm_scratch_bytes, streamed_scratch_bytes, BaseSet, Bases,
     Curve, FixedWindows, G1Bases, G2Bases, MsmKernels, MsmPlan, MsmStageTimes, BUCKET_BITS_MAX_DEFAULT,
     FIXED_INDEX_MAX, HIST_OVERLAP_CHUNKS, HIST_OVERLAP_CHUNK_MIN, MSM_POINTS_MAX, SCALAR_BYTES,
-    SCATTER_PARTS_LOG_MAX,
 };
 pub use ntt::{h_scratch_bytes, DeviceH, NttKernels, PASSES8_FROM_LOG};
 pub use ntt_tables::{ntt_tables_bytes, omega, NTT_LOG_MAX};

@@ -313,8 +313,11 @@ pub fn hist_overlap_chunk(p: &MsmPlan) -> usize {
     p.n.div_ceil(HIST_OVERLAP_CHUNKS).next_multiple_of(p.tile).max(HIST_OVERLAP_CHUNK_MIN)
 }
 
-/// [`Gpu::set_msm_scatter_parts_log`]: most parts (log2) of a window's scatter.
-pub const SCATTER_PARTS_LOG_MAX: u32 = 4;
+/// The grid of a global-sort pass (the counts, the scatter) over `n` scalars: a block a
+/// tile, a row per `wins` windows (one row for all when it reads each scalar once).
+fn sort_grid(p: &MsmPlan, n: usize, wins: u32) -> Dims {
+    Dims::blocks_2d((n.div_ceil(p.tile) as u32, p.windows / wins), p.sort_threads)
+}
 
 impl MsmPlan {
     /// The plan of the default kernels on a device with the default shared memory.
@@ -449,14 +452,6 @@ impl MsmPlan {
     /// points (4 tiles) 0.36 against 0.08 (BENCHMARKS.md, eighteenth session).
     pub fn sort_one_read_pays(&self) -> bool {
         self.buckets * 4 <= ONE_READ_COUNTERS_BYTES_MAX && self.n.div_ceil(self.tile) >= ONE_READ_TILES_MIN
-    }
-
-    /// log2 of the parts the global-memory sort scatters a window in when it reads the
-    /// scalars once per window: `requested` ([`Gpu::set_msm_scatter_parts_log`]), else one
-    /// part (measured to pay nowhere: BENCHMARKS.md, "The counts under the upload"), never
-    /// more parts than a window has buckets.
-    pub fn scatter_parts_log(&self, requested: Option<u32>) -> u32 {
-        requested.unwrap_or(0).min(self.c - 1)
     }
 
     /// Whether the digits are signed.
@@ -1559,26 +1554,29 @@ impl Gpu {
     /// [`Gpu::set_msm_hist_overlap`] on, the default) go up in chunks on the copy stream,
     /// and each chunk's bucket counts are taken (`msm_hist_global`) as soon as it has
     /// landed: counts only add up, so a chunk waits for no other, and the sort's first pass
-    /// runs under the copy. Returns whether the counts were taken.
+    /// runs under the copy. Host scalars in pageable memory pass through the staging
+    /// buffers either way ([`Gpu::set_host_staging`]). Returns whether the counts were taken.
     fn msm_stage_scalars(&self, p: &MsmPlan, s: &MsmSpans, scalars: Scalars<'_>) -> Result<bool> {
         // SAFETY: the counts span of this call's scratch layout.
         unsafe { self.dev.zero(s.counts.ptr, s.counts.len_bytes) }?;
         let chunk = hist_overlap_chunk(p);
         match scalars {
             Scalars::Host(h) if self.msm_hist_overlap && p.global_sort() && h.len() >= 2 * chunk => {
-                // The copies must not overwrite scratch that work enqueued before still reads.
-                self.dev.copy_after_compute()?;
-                for (j, r) in chunk_ranges(h.len(), chunk).enumerate() {
-                    let at = s.scalars.at(r.start * SCALAR_BYTES);
-                    // SAFETY: the span holds every scalar, chunk `j`'s at its range; the host
-                    // slice stays borrowed until the download synchronizes the compute
-                    // stream, which waits for every chunk (an error path syncs both streams:
-                    // `msm_over`, `msm_copied`). Event `j % 2` is recorded again only after
-                    // the compute stream's wait on it was enqueued.
-                    unsafe { self.dev.upload_overlapped(j % 2, at.addr(), &h[r.clone()]) }?;
-                    self.dev.wait_upload(j % 2)?;
-                    self.msm_hist_global(p, s, at, r.len(), DevPtr::NULL)?;
-                }
+                // SAFETY: the span holds every scalar, each chunk's at its range; the host
+                // slice stays borrowed until the download synchronizes the compute stream,
+                // which waits for every chunk (an error path syncs both streams: `msm_over`,
+                // `msm_copied`).
+                unsafe {
+                    self.dev.upload_chunks(s.scalars.ptr, h, chunk, |r| {
+                        self.msm_hist_global(
+                            p,
+                            s,
+                            s.scalars.at(r.start * SCALAR_BYTES),
+                            r.len(),
+                            DevPtr::NULL,
+                        )
+                    })
+                }?;
                 Ok(true)
             }
             _ => self.put_scalars(&s.scalars, scalars).map(|()| false),
@@ -1588,12 +1586,14 @@ impl Gpu {
     /// Enqueues the copy that puts `scalars` into `dst` (a host upload, a device copy, or
     /// nothing when they already lie there). `dst` is a span of the caller's layout sized
     /// for `scalars.len()` scalars; host scalars stay borrowed by the caller until a later
-    /// download synchronizes the stream (or a sync on an error).
+    /// download synchronizes the stream (or a sync of both streams on an error). Host
+    /// scalars go up on the copy stream ([`crate::device::Device::upload_chunks`]: through the staging
+    /// buffers from pageable memory), and the compute stream waits for them.
     fn put_scalars(&self, dst: &DevSpan, scalars: Scalars<'_>) -> Result<()> {
         // SAFETY: see above: `dst` holds the scalars, and the host slice outlives the copy.
         unsafe {
             match scalars {
-                Scalars::Host(h) => self.dev.upload_async(dst.ptr, h),
+                Scalars::Host(h) => self.dev.upload_chunks(dst.ptr, h, usize::MAX, |_| Ok(())),
                 Scalars::Device { ptr, n } if ptr != dst.dev_ptr() => {
                     self.dev.copy_d2d(dst.ptr, ptr.addr(), n * SCALAR_BYTES)
                 }
@@ -1708,7 +1708,7 @@ impl Gpu {
     ) -> Result<()> {
         let wins = self.msm_sort_wins(p);
         self.dev.k.msm_hist_global.launch(
-            Dims::blocks_2d((n.div_ceil(p.tile) as u32, p.windows / wins), p.sort_threads),
+            sort_grid(p, n, wins),
             scalars,
             n as u32,
             p.c,
@@ -1771,12 +1771,8 @@ impl Gpu {
             s.cursor.dev_ptr(),
             s.poffsets.dev_ptr(),
         )?;
-        // The scatter's grid: 2^parts_log rows a window (one read: one row for all).
-        let parts_log = if wins > 1 { 0 } else { p.scatter_parts_log(self.msm_scatter_parts_log) };
-        let scatter_grid =
-            Dims::blocks_2d((p.n.div_ceil(p.tile) as u32, (p.windows / wins) << parts_log), p.sort_threads);
         k.msm_scatter_global.launch(
-            scatter_grid,
+            sort_grid(p, p.n, wins),
             scalars,
             n,
             p.c,
@@ -1788,7 +1784,6 @@ impl Gpu {
             wins,
             p.group,
             p.stride,
-            parts_log,
             s.cursor.dev_ptr(),
             s.idx.dev_ptr(),
         )?;
@@ -2127,11 +2122,9 @@ mod tests {
     }
 
     #[test]
-    fn scatter_parts_and_overlap_chunks_follow_their_rules() {
+    fn overlap_chunks_follow_their_rules() {
         for log in 1..=27u32 {
             let p = MsmPlan::with(1 << log, MsmKernels::Wide, BUCKET_BITS_MAX_DEFAULT);
-            assert_eq!(p.scatter_parts_log(None), 0, "2^{log}: one part unless asked");
-            assert_eq!(p.scatter_parts_log(Some(3)), 3.min(p.c - 1), "2^{log}: a part holds a bucket");
             let chunk = hist_overlap_chunk(&p);
             assert!(chunk % p.tile == 0 && chunk >= HIST_OVERLAP_CHUNK_MIN, "2^{log}: whole tiles");
             assert!(p.n.div_ceil(chunk) <= HIST_OVERLAP_CHUNKS, "2^{log}: at most the chunks");

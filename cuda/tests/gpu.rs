@@ -414,10 +414,6 @@ fn wide_windows_match_blst_at_every_fixed_width() {
     );
     g.set_msm_kernels(MsmKernels::Wide);
     assert!(matches!(g.set_msm_window_bits(Some(17)), Err(CudaError::Limit { .. })), "17 divides 255");
-    assert!(
-        matches!(g.set_msm_scatter_parts_log(Some(5)), Err(CudaError::Limit { .. })),
-        "at most 2^4 parts"
-    );
     let n = 3001;
     let b = bases(n, 31);
     let resident = g.upload_g1_bases(&b).unwrap();
@@ -436,12 +432,6 @@ fn wide_windows_match_blst_at_every_fixed_width() {
             g.set_msm_sort_one_read(Some(true));
             assert!(g.msm_g1(&b, s).unwrap() == msm_g1(&b, s), "wide c {c}, one read: {what}");
             g.set_msm_sort_one_read(None);
-            // The scatter in 2 and 16 parts a window.
-            for parts_log in [1, 4] {
-                g.set_msm_scatter_parts_log(Some(parts_log)).unwrap();
-                assert!(g.msm_g1(&b, s).unwrap() == msm_g1(&b, s), "wide c {c}, 2^{parts_log} parts: {what}");
-            }
-            g.set_msm_scatter_parts_log(None).unwrap();
         }
         // The reduction in one level (the kernels before the two-level one): the same point.
         g.set_msm_reduce_two_levels(false);
@@ -477,12 +467,12 @@ fn wide_windows_match_blst_at_every_fixed_width() {
 }
 
 /// The global sort's counts taken chunk by chunk as the host scalars go up
-/// (`Gpu::set_msm_hist_overlap`, on by default; an uneven last chunk), and the scatter in
-/// parts a window, under the wide windows and the signed ones (the one read): random scalars
+/// (`Gpu::set_msm_hist_overlap`, on by default; an uneven last chunk), under the wide
+/// windows and the signed ones (the one read): random scalars
 /// and a 1% mix (counted densely under the copy, then scattered from the sparse list),
 /// each equal to blst's, overlap on and off.
 #[test]
-fn counts_under_the_upload_and_scatter_parts_match_blst() {
+fn counts_under_the_upload_match_blst() {
     let Some(mut g) = gpu(1) else { return };
     let n = (1 << 19) + 4097;
     assert!(n >= 2 * arenaprove_cuda::hist_overlap_chunk(&MsmPlan::new(n)), "the overlap runs");
@@ -498,12 +488,50 @@ fn counts_under_the_upload_and_scatter_parts_match_blst() {
                 assert!(g.msm_g1(&b, s).unwrap() == cpu, "{what}, {kernels:?}, overlap {overlap}");
             }
             g.set_msm_hist_overlap(true);
-            g.set_msm_scatter_parts_log(Some(2)).unwrap();
-            assert!(g.msm_g1(&b, s).unwrap() == cpu, "{what}, {kernels:?}, 4 scatter parts");
-            g.set_msm_scatter_parts_log(None).unwrap();
         }
     }
     g.set_msm_kernels(MsmKernels::default());
+}
+
+/// Host scalars in pageable memory go up through the two staging buffers: more chunks than
+/// buffers (so each is refilled after its copy), an uneven last chunk, with the counts
+/// under the upload (global sorts) and without (the plain signed windows, one copy); each
+/// result equal to blst's and to the driver's own pageable copy (staging off) and to the
+/// scalars page-locked, which are copied in place.
+#[test]
+fn pageable_scalars_through_the_staging_buffers_match_blst() {
+    let Some(mut g) = gpu(1) else { return };
+    let n = (3 << 19) + 4097; // 4 buffers' worth (16 MiB = 2^19 scalars each), uneven
+    let b = bases(n, 61);
+    let s = to_bytes(&random_scalars(n, 62));
+    let cpu = msm_g1(&b, &s);
+    assert!(!g.is_page_locked(&s), "a Vec is pageable");
+    assert_eq!(g.host_staging_bytes(), 0, "no staging before the first pageable upload");
+    let resident = g.upload_g1_bases(&b).unwrap();
+    for kernels in [MsmKernels::Wide, MsmKernels::SignedGlobal, MsmKernels::Signed] {
+        g.set_msm_kernels(kernels);
+        for staging in [true, false] {
+            g.set_host_staging(staging);
+            assert!(g.msm_g1_resident(&resident, &s).unwrap() == cpu, "{kernels:?}, staging {staging}");
+        }
+    }
+    g.set_host_staging(true);
+    g.set_msm_kernels(MsmKernels::default());
+    assert_eq!(g.host_staging_bytes(), 32 << 20, "two 16 MiB buffers, made once");
+    assert!(g.msm_g1(&b, &s).unwrap() == cpu, "bases copied in too");
+    // A short call (one chunk) after the long ones reuses buffer 0.
+    let short = &s[..1000];
+    assert!(g.msm_g1_resident(&resident, short).unwrap() == msm_g1(&b[..1000], short), "one chunk");
+    let reg = {
+        let base = std::ptr::NonNull::new(s.as_ptr() as *mut u8).unwrap();
+        // SAFETY (test): `s` outlives the registration, dropped below.
+        unsafe { g.register_host(base, std::mem::size_of_val(&s[..])) }.unwrap()
+    };
+    assert!(g.is_page_locked(&s) && g.is_page_locked(&s[n - 1..]), "registered");
+    assert!(g.msm_g1_resident(&resident, &s).unwrap() == cpu, "page-locked, copied in place");
+    drop(reg);
+    assert!(!g.is_page_locked(&s), "pageable again once unregistered");
+    assert_eq!(g.host_staging_bytes(), 32 << 20, "still the same two buffers");
 }
 
 /// Scalars whose signed `c`-bit digits sit at the edges: `2^(c-1)` (the most negative
@@ -567,10 +595,6 @@ fn fixed_base_windows_match_blst_for_every_grouping() {
         {
             assert!(g.msm_g1_resident(&fb, s).unwrap() == msm_g1(&b, s), "{f:?}: {what}");
         }
-        // The scatter in 4 parts a window (the copies' windows share a bucket set).
-        g.set_msm_scatter_parts_log(Some(2)).unwrap();
-        assert!(g.msm_g1_resident(&fb, &mix).unwrap() == msm_g1(&b, &mix), "{f:?}: 4 parts");
-        g.set_msm_scatter_parts_log(None).unwrap();
         // Whatever kernels the GPU is set to, fixed-base windows run the wide ones.
         g.set_msm_kernels(MsmKernels::Signed);
         g.set_msm_sort_one_read(Some(true));

@@ -1,13 +1,14 @@
 //! `peer-gpu-bench --msm 20,22,24`: our G1 MSM against sppark's own (msm/pippenger.cuh, the
 //! MSM supraseal-c2 runs), both with resident bases, the same bases and random scalars
-//! (canonical bytes in host memory, copied in by each call), alternating in one process;
-//! both results checked against blst's CPU MSM. Ours runs twice per round, with the default
-//! signed-window kernels (`MsmKernels::Signed`, "ours") and with the unsigned ones before
-//! them ("before"), so the three alternate. One line per size, then one JSON object.
+//! (canonical bytes in pageable host memory, copied in by each call), alternating in one
+//! process; both results checked against blst's CPU MSM. Ours runs twice per round with
+//! its defaults: the scalars through its page-locked staging buffers ("ours") and through
+//! the driver's own pageable copy ("ours, driver copy": `Gpu::set_host_staging(false)`),
+//! so the three alternate. One line per size, then one JSON object.
 
 use std::time::Instant;
 
-use arenaprove::cuda::{Gpu, MsmKernels};
+use arenaprove::cuda::Gpu;
 use arenaprove::engine::deps::blstrs::{G1Affine, G1Projective, Scalar};
 use arenaprove::engine::deps::ff::Field;
 use arenaprove::engine::deps::group::prime::PrimeCurveAffine;
@@ -125,11 +126,7 @@ pub fn run(logs: &[u32], reps: usize) -> Result<(), String> {
     // Every size's bases (the arena frees nothing) and the MSM scratch of the largest (its
     // own plan), plus room for alignment.
     let bases_bytes: usize = logs.iter().map(|l| (96usize << l) + 4096).sum();
-    let scratch = [MsmKernels::Signed, MsmKernels::Unsigned]
-        .map(|k| g.msm_plan_with(max, k).scratch_bytes(arenaprove::cuda::Curve::G1))
-        .into_iter()
-        .max()
-        .unwrap_or(0);
+    let scratch = g.msm_plan(max).scratch_bytes(arenaprove::cuda::Curve::G1);
     let arena = bases_bytes + scratch + (256 << 20);
     g.reserve_arena(arena).map_err(|e| e.to_string())?;
     println!("device {}; arena {} MiB", g.name(), arena >> 20);
@@ -141,9 +138,9 @@ pub fn run(logs: &[u32], reps: usize) -> Result<(), String> {
         let made_ms = t.elapsed().as_secs_f64() * 1e3;
         let ours_bases = g.upload_g1_bases(&b).map_err(|e| e.to_string())?;
         let theirs = Sppark::new(&b)?;
-        g.set_msm_kernels(MsmKernels::Unsigned);
+        g.set_host_staging(false);
         let before_r = g.msm_g1_resident(&ours_bases, &s).map_err(|e| e.to_string())?;
-        g.set_msm_kernels(MsmKernels::Signed);
+        g.set_host_staging(true);
         let ours_r = g.msm_g1_resident(&ours_bases, &s).map_err(|e| e.to_string())?;
         let theirs_r = theirs.msm(&s)?;
         let (mut ours_ms, mut before_ms, mut theirs_ms) = (Vec::new(), Vec::new(), Vec::new());
@@ -154,11 +151,11 @@ pub fn run(logs: &[u32], reps: usize) -> Result<(), String> {
             let t = Instant::now();
             theirs.msm(&s)?;
             theirs_ms.push(t.elapsed().as_secs_f64() * 1e3);
-            g.set_msm_kernels(MsmKernels::Unsigned);
+            g.set_host_staging(false);
             let t = Instant::now();
             let r = g.msm_g1_resident(&ours_bases, &s);
             before_ms.push(t.elapsed().as_secs_f64() * 1e3);
-            g.set_msm_kernels(MsmKernels::Signed);
+            g.set_host_staging(true);
             r.map_err(|e| e.to_string())?;
         }
         let t = Instant::now();
@@ -167,14 +164,15 @@ pub fn run(logs: &[u32], reps: usize) -> Result<(), String> {
         let (o, th, before) = (median(&mut ours_ms), median(&mut theirs_ms), median(&mut before_ms));
         let (ours_ok, theirs_ok) = (ours_r == cpu && before_r == cpu, theirs_r == cpu);
         println!(
-            "msm_g1 2^{log}: ours {o:.2} ms | sppark {th:.2} ms | sppark/ours {:.2}x | ours before (unsigned windows) {before:.2} ms, sppark/before {:.2}x | blst cpu {cpu_ms:.0} ms | equal to blst: ours (both kernels) {ours_ok}, sppark {theirs_ok} (inputs made in {made_ms:.0} ms; medians of {reps}, alternating, scalars H2D from pageable memory in all)",
+            "msm_g1 2^{log}: ours {o:.2} ms | sppark {th:.2} ms | sppark/ours {:.2}x | ours with the driver's pageable copy {before:.2} ms, sppark/that {:.2}x | blst cpu {cpu_ms:.0} ms | equal to blst: ours (both copies) {ours_ok}, sppark {theirs_ok} (inputs made in {made_ms:.0} ms; medians of {reps}, alternating, scalars in pageable memory in all; ours: {:?})",
             th / o,
-            th / before
+            th / before,
+            g.msm_plan(n).kernels
         );
         drop(theirs);
         drop(ours_bases);
         rows.push(serde_json::json!({
-            "log": log, "ours_ms": o, "sppark_ms": th, "ratio": th / o, "ours_before_ms": before, "blst_ms": cpu_ms,
+            "log": log, "ours_ms": o, "sppark_ms": th, "ratio": th / o, "ours_driver_copy_ms": before, "blst_ms": cpu_ms,
             "ours_equal": ours_ok, "sppark_equal": theirs_ok,
         }));
         if !(ours_ok && theirs_ok) {
