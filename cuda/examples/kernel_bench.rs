@@ -775,6 +775,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             g.set_host_staging(i % 2 == 0);
         };
         let (tp, agree_p, rp) = alternate(&mut g, 5, 2 * k, staging, |g| g.msm_g1_resident(&resident, &s))?;
+        // One more call of each with the stage split on, and its wall time beside it.
+        g.set_msm_stage_timing(true);
+        for i in 0..2 * k {
+            staging(&mut g, i);
+            let t = Instant::now();
+            g.msm_g1_resident(&resident, &s)?;
+            let wall = ms(t);
+            let name = format!("{} {}", configs()[i / 2].name, ["staged", "driver"][i % 2]);
+            print_stages(&format!("{name} (wall {wall:.2} ms)"), g.last_msm_stages());
+        }
+        g.set_msm_stage_timing(false);
         g.set_host_staging(true);
         default_config(&mut g);
         let line: Vec<String> = configs()

@@ -445,6 +445,12 @@ impl CudaFactory {
         })
     }
 
+    /// Pinned host bytes held by the GPUs' staging buffers (`Gpu::host_staging_bytes`): 0
+    /// outside a `build`, which frees them once the parameters' bases are up.
+    pub fn host_staging_bytes(&self) -> usize {
+        self.gpus.iter().map(|s| lock(&s.gpu).host_staging_bytes()).sum()
+    }
+
     /// The device arenas' sizes summed over the GPUs (`None` before the first `build`);
     /// `device_allocs` counts every GPU's `cuMemAlloc` calls.
     pub fn arena_stats(&self) -> Option<ArenaStats> {
@@ -581,6 +587,9 @@ impl BackendFactory for CudaFactory {
                     let mut gpu = lock(&slot.gpu);
                     self.prepare(&mut gpu, &shape).map_err(backend_err)?;
                     each.push(GpuBases::upload(&mut gpu, &params, &plan).map_err(backend_err)?);
+                    // The bases came from the parameters' pageable memory through the
+                    // staging buffers; a proof's uploads come from registered memory.
+                    gpu.release_host_staging().map_err(backend_err)?;
                 }
                 // Every set resident: nothing to pin.
                 let host = HostSets::pin(&lock(&self.gpus[0].gpu), &params, plan.resident, plan.chunk_points)

@@ -27,12 +27,19 @@ pub(crate) const STAGE_MARKS: usize = 6;
 
 /// Bytes in each of the two page-locked buffers that an upload from pageable memory passes
 /// through ([`Device::upload_chunks`]): 32 MiB of pinned host memory in all, made on the
-/// first such upload and kept (a proof's uploads come from registered arena memory and
-/// never make them).
+/// first such upload and kept until [`Device::release_staging`] (an engine's backend frees
+/// them once its parameters' bases are up; a proof's uploads come from registered memory
+/// and never make them).
 pub(crate) const STAGING_BYTES: usize = 16 << 20;
 
-/// Bytes one host thread copies into a staging buffer at a time.
+/// Smaller pageable uploads go to the driver as they are (its own path costs little there,
+/// and they make no staging buffers).
+pub(crate) const STAGING_MIN_BYTES: usize = 1 << 20;
+
+/// Bytes one host thread copies into a staging buffer at a time: a chunk's share of the
+/// threads, within these bounds.
 const STAGING_PIECE_BYTES: usize = 1 << 20;
+const STAGING_PIECE_MIN_BYTES: usize = 64 << 10;
 
 /// The two staging buffers and their addresses.
 struct Staging {
@@ -174,6 +181,16 @@ impl Device {
         self.staging.get().map_or(0, |s| s.bufs.iter().map(PinnedHostSlice::num_bytes).sum())
     }
 
+    /// Frees the staging buffers (after waiting for both streams, so no copy still reads
+    /// them); the next staged upload makes them again.
+    pub fn release_staging(&mut self) -> Result<()> {
+        if self.staging.get().is_some() {
+            self.sync_all()?;
+            self.staging.take();
+        }
+        Ok(())
+    }
+
     /// The staging buffers, made on first use.
     fn staging(&self) -> Result<&Staging> {
         if let Some(s) = self.staging.get() {
@@ -196,7 +213,8 @@ impl Device {
     /// the compute stream is made to wait for it and `each` gets its range, so work `each`
     /// enqueues runs as soon as that chunk has landed, under the copies of the later ones.
     ///
-    /// Page-locked `src` is copied in place. Pageable `src` (with `staging_on`) passes
+    /// Page-locked `src` is copied in place. Pageable `src` of at least
+    /// [`STAGING_MIN_BYTES`] (with `staging_on`) passes
     /// through the two staging buffers, a chunk being at most one buffer: the host's
     /// threads copy chunk `j` into buffer `j % 2` while chunk `j - 1` is on the bus, so the
     /// upload runs at the slower of the host's copy and the bus instead of the driver's
@@ -216,7 +234,9 @@ impl Device {
     ) -> Result<()> {
         self.copy_after_compute()?;
         let elem = std::mem::size_of::<T>().max(1);
-        let staging = if self.staging_on && !self.is_page_locked(src) { Some(self.staging()?) } else { None };
+        let staged =
+            self.staging_on && std::mem::size_of_val(src) >= STAGING_MIN_BYTES && !self.is_page_locked(src);
+        let staging = if staged { Some(self.staging()?) } else { None };
         let chunk = match staging {
             Some(_) => chunk.min(STAGING_BYTES / elem),
             None => chunk,
@@ -238,7 +258,10 @@ impl Device {
                     // not `Sync`; `Gpu` runs one operation at a time). Every `T` written is a
                     // copy of a valid `T`.
                     let buf = unsafe { std::slice::from_raw_parts_mut(st.ptrs[slot].cast::<T>(), r.len()) };
-                    let piece = (STAGING_PIECE_BYTES / elem).max(1);
+                    // Every host thread takes a share of the chunk (a 2^18-scalar chunk
+                    // is 8 MiB: 1 MiB pieces would leave half of 16 threads idle).
+                    let share = (r.len() * elem).div_ceil(rayon::current_num_threads());
+                    let piece = (share.clamp(STAGING_PIECE_MIN_BYTES, STAGING_PIECE_BYTES) / elem).max(1);
                     buf.par_chunks_mut(piece)
                         .zip(src[r.clone()].par_chunks(piece))
                         .for_each(|(d, s)| d.copy_from_slice(s));
@@ -253,6 +276,23 @@ impl Device {
             each(r)?;
         }
         Ok(())
+    }
+
+    /// Copies `src` to `dst` as [`Device::upload_chunks`] does (through the staging buffers
+    /// from pageable memory), then waits for it (for both streams on an error).
+    ///
+    /// # Safety
+    /// `dst .. dst + size_of_val(src)` must be device memory owned by the caller; `T` must
+    /// have no padding bytes.
+    pub unsafe fn upload_wait<T: Copy + Send + Sync>(&self, dst: sys::CUdeviceptr, src: &[T]) -> Result<()> {
+        // SAFETY: forwarded to the caller; `src` stays borrowed until the waits below.
+        match unsafe { self.upload_chunks(dst, src, usize::MAX, |_| Ok(())) } {
+            Ok(()) => self.sync(),
+            Err(e) => {
+                let _ = self.sync_all();
+                Err(e)
+            }
+        }
     }
 
     /// Makes the copy stream's later copies wait for the compute stream's work enqueued so

@@ -339,13 +339,14 @@ impl Gpu {
     }
 
     /// Turns the staging of uploads from pageable host memory on (the default) or off.
-    /// On, host scalars that do not lie in page-locked memory go up through two 16 MiB
-    /// page-locked buffers that the host's threads fill while the previous one is on the
-    /// bus (made on the first such upload, kept for the `Gpu`'s life:
-    /// [`Gpu::host_staging_bytes`]); off, the driver copies them from pageable memory itself
-    /// (~7.5 GB/s on the H200 machine against ~55 GB/s page-locked, ANCHORS.md). Results
-    /// are the same; off exists so a bench can time the two in the same run. Memory already
-    /// page-locked ([`Gpu::is_page_locked`]) is copied in place either way.
+    /// On, an MSM's host scalars and bases (resident or copied per call) of at least 1 MiB
+    /// that do not lie in page-locked memory go up through two 16 MiB page-locked buffers
+    /// that the host's threads fill while the previous one is on the bus (made on the first
+    /// such upload, kept for the `Gpu`'s life: [`Gpu::host_staging_bytes`]); off, the
+    /// driver copies them from pageable memory itself (~7.5 GB/s on the H200 machine
+    /// against ~55 GB/s page-locked, ANCHORS.md). Results are the same; off exists so a
+    /// bench can time the two in the same run. Memory already page-locked
+    /// ([`Gpu::is_page_locked`]) is copied in place either way.
     pub fn set_host_staging(&mut self, on: bool) {
         self.dev.staging_on = on;
     }
@@ -356,10 +357,19 @@ impl Gpu {
         self.dev.bind().is_ok() && self.dev.is_page_locked(src)
     }
 
-    /// Pinned host bytes this `Gpu`'s staging buffers hold: 0 until the first upload from
-    /// pageable memory with staging on ([`Gpu::set_host_staging`]), then 32 MiB.
+    /// Pinned host bytes this `Gpu`'s staging buffers hold: 0 until the first staged upload
+    /// ([`Gpu::set_host_staging`]; an engine's is its parameters' bases at start-up, and it
+    /// frees them after: [`Gpu::release_host_staging`]), then 32 MiB.
     pub fn host_staging_bytes(&self) -> usize {
         self.dev.staging_bytes()
+    }
+
+    /// Frees the staging buffers ([`Gpu::set_host_staging`]) until the next staged upload
+    /// makes them again: for a process whose later uploads all come from page-locked memory
+    /// (the engine's backend calls it once the parameters' bases are on the device).
+    pub fn release_host_staging(&mut self) -> Result<()> {
+        self.dev.bind()?;
+        self.dev.release_staging()
     }
 
     /// Host-to-device copy bandwidth from `src` in GB/s (10^9 bytes per second), best of
@@ -375,14 +385,8 @@ impl Gpu {
         for _ in 0..reps.max(1) {
             let t = Instant::now();
             // SAFETY: `dst` is a scratch span of the arena holding `src.len()` bytes, and
-            // no other operation runs (`&mut self`); the copies are waited for below (both
-            // streams on an error).
-            let r = unsafe { self.dev.upload_chunks(dst.ptr, src, usize::MAX, |_| Ok(())) };
-            if r.is_err() {
-                let _ = self.dev.sync_all();
-            }
-            r?;
-            self.dev.sync()?;
+            // no other operation runs (`&mut self`); `upload_wait` waits for the copies.
+            unsafe { self.dev.upload_wait(dst.ptr, src) }?;
             best = best.min(t.elapsed().as_secs_f64());
         }
         let arena = self.arena.as_mut().ok_or(CudaError::NoArena)?;

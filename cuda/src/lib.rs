@@ -20,7 +20,10 @@
 //! - `unsafe` is confined to driver calls, each with its `SAFETY:` reasoning.
 //!
 //! Sharp edges: a `Gpu` runs one operation at a time (`&mut self`); host slices passed in
-//! are copied with the driver's pageable path unless they lie in a registered region.
+//! are copied in place when they lie in a registered region, an MSM's pageable host
+//! scalars and bases of 1 MiB or more through the `Gpu`'s two page-locked staging buffers
+//! (`Gpu::set_host_staging`), and other pageable host slices (the h pipeline's inputs,
+//! the products' vectors, small ones) by the driver's own pageable path.
 
 mod arena;
 mod aux_pack;

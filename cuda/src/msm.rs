@@ -1079,13 +1079,14 @@ impl Gpu {
         }
     }
 
-    fn upload_bases<A>(&mut self, what: &'static str, bases: &[A]) -> Result<Bases<A>> {
+    fn upload_bases<A: Copy + Send + Sync>(&mut self, what: &'static str, bases: &[A]) -> Result<Bases<A>> {
         self.dev.bind()?;
         let arena = self.arena_mut()?;
         let span = arena.carve_persistent(what, std::mem::size_of_val(bases))?;
         let arena_id = arena.id();
-        // SAFETY: the span was carved with exactly the bases' size.
-        unsafe { self.dev.upload(span.ptr, bases) }?;
+        // SAFETY: the span was carved with exactly the bases' size; blst's affine points
+        // are arrays of u64 limbs (no padding).
+        unsafe { self.dev.upload_wait(span.ptr, bases) }?;
         Ok(Bases { span, len: bases.len(), arena_id, fixed: None, _affine: PhantomData })
     }
 
@@ -1294,7 +1295,7 @@ impl Gpu {
     }
 
     /// Runs an MSM copying the bases in for this call.
-    fn msm_copied<A, J: Copy + Default>(
+    fn msm_copied<A: Copy + Send + Sync, J: Copy + Default>(
         &mut self,
         curve: Curve,
         bases: &[A],
@@ -1309,9 +1310,12 @@ impl Gpu {
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         let mut b = arena.scratch();
         let span = b.take("MSM: bases", std::mem::size_of_val(bases).max(1))?;
-        // SAFETY: the span holds the bases' size; `bases` stays borrowed until the
-        // MSM's download synchronizes the stream.
-        unsafe { self.dev.upload_async(span.ptr, bases) }?;
+        // SAFETY: the span holds the bases' size; `bases` stays borrowed until the MSM's
+        // download synchronizes the stream (both streams on an error, below).
+        if let Err(e) = unsafe { self.dev.upload_chunks(span.ptr, bases, usize::MAX, |_| Ok(())) } {
+            let _ = self.dev.sync_all();
+            return Err(e);
+        }
         let pk = self.point_kernels(curve);
         let r = self.msm_run(&mut b, &pk, span.dev_ptr(), Scalars::Host(scalars));
         if r.is_err() {
@@ -1344,8 +1348,9 @@ impl Gpu {
         let arena = self.arena_mut()?;
         let span = arena.carve_persistent("G1 bases with fixed-base windows", fixed.bytes(Curve::G1, n))?;
         let arena_id = arena.id();
-        // SAFETY: the span holds `copies` times the bases' size; `upload` waits for its copy.
-        unsafe { self.dev.upload(span.ptr, bases) }?;
+        // SAFETY: the span holds `copies` times the bases' size; `upload_wait` waits for
+        // its copy.
+        unsafe { self.dev.upload_wait(span.ptr, bases) }?;
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         let mut b = arena.scratch();
         self.dev.timer_start()?;

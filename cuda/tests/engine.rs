@@ -399,13 +399,16 @@ fn a_precompiled_kind_proves_from_the_witness_alone_on_the_gpu() {
 
 /// After warm-up, proofs make no device allocation (the arena's one stays one, its
 /// scratch high-water mark stays put) and no host registration (one per engine region,
-/// made at start).
+/// made at start); the staging buffers the pageable bases went up through at start are
+/// freed and not made again.
 #[test]
 fn no_device_allocation_or_registration_per_proof() {
     let Some(gpu) = open_or_skip() else { return };
-    let (kind, constraints) = (CircuitKind::Chain, 1usize << 12);
+    // 2^14 constraints: H's bases (1.5 MiB) are over the staging threshold (1 MiB).
+    let (kind, constraints) = (CircuitKind::Chain, 1usize << 14);
     let params = params_for(kind, constraints, 5);
     let e = engine(&params, kind, constraints, Some(gpu.clone()));
+    assert_eq!(gpu.host_staging_bytes(), 0, "the staging buffers are freed after start");
     let regs_at_start = gpu.hook().registrations();
     assert!(regs_at_start > 0, "the engine's regions are registered at start");
     assert!(gpu.hook().registered_bytes() > 0);
@@ -421,6 +424,7 @@ fn no_device_allocation_or_registration_per_proof() {
     assert_eq!(after, warm, "the arena is unchanged after warm-up");
     assert!(after.scratch_high_bytes + after.persistent_bytes <= after.reserved_bytes);
     assert_eq!(gpu.hook().registrations(), regs_at_start, "no host registration per proof");
+    assert_eq!(gpu.host_staging_bytes(), 0, "no staging buffers made by a proof");
     println!(
         "20 proofs after warm-up: {} device allocation, arena {warm:?}, {regs_at_start} host registrations ({} MiB), all at start",
         after.device_allocs,

@@ -519,9 +519,12 @@ fn pageable_scalars_through_the_staging_buffers_match_blst() {
     g.set_msm_kernels(MsmKernels::default());
     assert_eq!(g.host_staging_bytes(), 32 << 20, "two 16 MiB buffers, made once");
     assert!(g.msm_g1(&b, &s).unwrap() == cpu, "bases copied in too");
-    // A short call (one chunk) after the long ones reuses buffer 0.
-    let short = &s[..1000];
-    assert!(g.msm_g1_resident(&resident, short).unwrap() == msm_g1(&b[..1000], short), "one chunk");
+    // A short call (one 2 MiB chunk) after the long ones reuses buffer 0; a tiny one (32
+    // KiB, under STAGING_MIN_BYTES) goes to the driver as it is.
+    for k in [1 << 16, 1000] {
+        let short = &s[..k];
+        assert!(g.msm_g1_resident(&resident, short).unwrap() == msm_g1(&b[..k], short), "{k} scalars");
+    }
     let reg = {
         let base = std::ptr::NonNull::new(s.as_ptr() as *mut u8).unwrap();
         // SAFETY (test): `s` outlives the registration, dropped below.
@@ -532,6 +535,10 @@ fn pageable_scalars_through_the_staging_buffers_match_blst() {
     drop(reg);
     assert!(!g.is_page_locked(&s), "pageable again once unregistered");
     assert_eq!(g.host_staging_bytes(), 32 << 20, "still the same two buffers");
+    g.release_host_staging().unwrap();
+    assert_eq!(g.host_staging_bytes(), 0, "freed");
+    assert!(g.msm_g1_resident(&resident, &s).unwrap() == cpu, "made again for the next pageable call");
+    assert_eq!(g.host_staging_bytes(), 32 << 20);
 }
 
 /// Scalars whose signed `c`-bit digits sit at the edges: `2^(c-1)` (the most negative
