@@ -154,6 +154,10 @@ struct MsmConfig {
     fold_tree: bool,
     /// The counts under the scalars' upload (`Gpu::set_msm_hist_overlap`, the default).
     hist_overlap: bool,
+    /// The dense kernels for host scalars whose sample looks dense (`Gpu::set_msm_dense_auto`,
+    /// the default): on only in `auto`, so every other configuration runs the kernels it
+    /// names.
+    dense_auto: bool,
 }
 
 const fn config(
@@ -173,6 +177,7 @@ const fn config(
         two_levels: true,
         fold_tree: true,
         hist_overlap: true,
+        dense_auto: false,
     }
 }
 
@@ -197,7 +202,7 @@ const fn ba(name: &'static str, kernels: MsmKernels, one_read: Option<bool>, k: 
     MsmConfig { batch_affine: Some(k), ..config(name, kernels, None, one_read, true) }
 }
 
-const MSM_CATALOG: [MsmConfig; 20] = [
+const MSM_CATALOG: [MsmConfig; 21] = [
     config("signed-global", MsmKernels::SignedGlobal, None, Some(false), true),
     config("signed-global+one-read", MsmKernels::SignedGlobal, None, Some(true), true),
     config("wide", MsmKernels::Wide, None, Some(false), true),
@@ -218,6 +223,8 @@ const MSM_CATALOG: [MsmConfig; 20] = [
     rounds("default-2level-rounds", MsmKernels::SignedGlobal, None, true),
     serial("wide-serial", MsmKernels::Wide, Some(false)),
     serial("default-serial", MsmKernels::SignedGlobal, None),
+    // What an embedder gets: the default kernels, or the dense ones for dense host scalars.
+    MsmConfig { dense_auto: true, ..config("auto", MsmKernels::SignedGlobal, None, None, true) },
 ];
 
 /// The configurations `--msm-configs` picked (set once in `main`).
@@ -254,6 +261,7 @@ fn set_config(g: &mut Gpu, i: usize) {
     g.set_msm_reduce_two_levels(c.two_levels);
     g.set_msm_fold_tree(c.fold_tree);
     g.set_msm_hist_overlap(c.hist_overlap);
+    g.set_msm_dense_auto(c.dense_auto);
 }
 
 /// Back to the defaults.
@@ -267,6 +275,7 @@ fn default_config(g: &mut Gpu) {
     g.set_msm_reduce_two_levels(true);
     g.set_msm_fold_tree(true);
     g.set_msm_hist_overlap(true);
+    g.set_msm_dense_auto(true);
 }
 
 /// Each MSM kernel configuration run alternately (baseline first) after one warm-up each,

@@ -208,6 +208,11 @@ impl Bump {
         self.cursor_bytes
     }
 
+    /// The bytes a layout may still take.
+    pub fn free_bytes(&self) -> usize {
+        self.end_bytes - self.cursor_bytes
+    }
+
     /// This layout ending at `ptr` (where a span that must outlive it starts): a request
     /// past it fails as a request past the arena's end does.
     pub fn ending_at(mut self, ptr: sys::CUdeviceptr) -> Bump {

@@ -53,6 +53,11 @@ pub struct Gpu {
     pub(crate) msm_batch_affine: Option<u32>,
     /// The kernels of the h MSM, whose scalars are dense ([`Gpu::set_msm_dense_kernels`]).
     pub(crate) msm_dense_kernels: MsmKernels,
+    /// Whether a G1 MSM over host scalars that a sample finds dense runs the dense kernels
+    /// ([`Gpu::set_msm_dense_auto`]).
+    pub(crate) msm_dense_auto: bool,
+    /// The kernels the last MSM over host scalars ran ([`Gpu::last_msm_kernels`]).
+    pub(crate) last_msm_kernels: Cell<MsmKernels>,
     /// Device time of the last MSM or h pipeline call (GPU events).
     pub(crate) last_device: Cell<Duration>,
     /// Whether MSMs record events between their stages (off by default: a bench's split).
@@ -108,6 +113,8 @@ impl Gpu {
             msm_fold_tree: true,
             msm_batch_affine: None,
             msm_dense_kernels: MsmKernels::DENSE_DEFAULT,
+            msm_dense_auto: true,
+            last_msm_kernels: Cell::new(MsmKernels::default()),
             last_device: Cell::new(Duration::ZERO),
             msm_stage_timing: false,
             last_msm_stages: Cell::new(MsmStageTimes::default()),
@@ -172,6 +179,22 @@ impl Gpu {
     /// assumes the default.
     pub fn set_msm_dense_kernels(&mut self, kernels: MsmKernels) {
         self.msm_dense_kernels = kernels;
+    }
+
+    /// Turns on (the default) or off the dense kernels for a G1 MSM over host scalars whose
+    /// sample looks dense ([`crate::scalars_look_dense`]: at least 7/8 of 1,024 evenly
+    /// spaced scalars neither zero nor one), from 2^21 points (below, both kernel choices
+    /// plan 16-bit windows), over plain bases, while the kernels are the default ones
+    /// ([`Gpu::set_msm_kernels`] with another choice turns this off in effect), and only
+    /// where the dense kernels' scratch fits the arena. A witness's scalars, 99% zeros and
+    /// ones, keep the default kernels, which were 1.64x faster on them; random scalars get
+    /// the wider windows (G1 2^24: 117 against 129 ms, BENCHMARKS.md). Results are the same
+    /// point either way; [`Gpu::last_msm_kernels`] says which ran. The device plan and
+    /// [`crate::msm_scratch_bytes`] assume the default kernels, and a dense MSM whose dense
+    /// layout would not fit the scratch keeps them: reserve
+    /// [`crate::msm_auto_scratch_bytes`] to leave room for the switch.
+    pub fn set_msm_dense_auto(&mut self, on: bool) {
+        self.msm_dense_auto = on;
     }
 
     /// Runs `f` with the h MSM's kernels in force.

@@ -101,6 +101,11 @@ const PIECE_CLASSES: usize = 4096;
 const PIECE_ORDER_BLOCKS: u32 = 512;
 /// Most points per call: bucket offsets are u32 and count `n * windows` entries.
 pub const MSM_POINTS_MAX: usize = 1 << 27;
+/// The fewest points at which a G1 MSM of dense host scalars may run the dense kernels
+/// ([`Gpu::set_msm_dense_auto`]): below, both choices plan 16-bit windows.
+pub const DENSE_AUTO_POINTS_MIN: usize = 1 << 21;
+/// How many evenly spaced host scalars [`scalars_look_dense`] reads.
+const DENSE_SAMPLE: usize = 1024;
 const THREADS: u32 = 256;
 /// Smallest piece (points one accumulate thread sums at most); the piece length is
 /// `max(this, sqrt(n))`, which balances the two serial chains a skewed bucket of up to `n`
@@ -838,6 +843,18 @@ pub fn msm_scratch_bytes(curve: Curve, n: usize, chunk: Option<usize>) -> usize 
     layout_bytes(curve, n, chunk, resident_chunk(n), MsmChoice::DEFAULT)
 }
 
+/// [`msm_scratch_bytes`] with room for the dense kernels where [`Gpu::set_msm_dense_auto`]
+/// may choose them (a G1 MSM of at least [`DENSE_AUTO_POINTS_MIN`] points): what to reserve
+/// so that dense host scalars get the wider windows. The default kernels' layout alone
+/// leaves such an MSM on the default kernels.
+pub fn msm_auto_scratch_bytes(curve: Curve, n: usize, chunk: Option<usize>) -> usize {
+    let default = msm_scratch_bytes(curve, n, chunk);
+    if curve != Curve::G1 || n < DENSE_AUTO_POINTS_MIN {
+        return default;
+    }
+    default.max(layout_bytes(curve, n, chunk, resident_chunk(n), MsmChoice::DENSE))
+}
+
 /// [`msm_scratch_bytes`] of the h MSM (G1, the dense kernels: [`MsmKernels::DENSE_DEFAULT`]).
 pub fn h_msm_scratch_bytes(n: usize, chunk: Option<usize>) -> usize {
     layout_bytes(Curve::G1, n, chunk, resident_chunk(n), MsmChoice::DENSE)
@@ -965,6 +982,21 @@ impl<A> Bases<A> {
     fn fixed_bases(&self) -> Option<FixedBases> {
         self.fixed.map(|windows| FixedBases { windows, stride: self.len })
     }
+}
+
+/// Whether `scalars` look dense: at least 7/8 of [`DENSE_SAMPLE`] evenly spaced ones (all of
+/// them when there are fewer) are neither zero nor one. A witness's scalars are mostly
+/// zeros and ones (PoRep's A, B and L: 99%), h's coefficients and random scalars almost
+/// never are. Reads at most 32 KiB, spread over the slice.
+pub fn scalars_look_dense(scalars: &[[u8; SCALAR_BYTES]]) -> bool {
+    let n = scalars.len();
+    if n == 0 {
+        return false;
+    }
+    let k = n.min(DENSE_SAMPLE);
+    let other =
+        (0..k).map(|i| &scalars[i * n / k]).filter(|s| s[1..].iter().any(|&b| b != 0) || s[0] > 1).count();
+    8 * other >= 7 * k
 }
 
 /// Where an MSM's scalars (canonical 32-byte strings) come from.
@@ -1105,14 +1137,59 @@ impl Gpu {
         self.dev.bind()?;
         self.dev.timer_start()?;
         let mut b = arena.scratch();
+        let dense = match (scalars, &bases) {
+            (Scalars::Host(h), BaseSet::Resident(r)) if r.fixed.is_none() => {
+                self.dense_auto(curve, h, None, self.resident_chunk(h.len()), b.free_bytes())
+            }
+            (Scalars::Host(h), BaseSet::Streamed { chunk, .. }) => {
+                self.dense_auto(curve, h, Some(*chunk), None, b.free_bytes())
+            }
+            _ => false,
+        };
+        let saved = self.msm_kernels;
+        if dense {
+            self.msm_kernels = self.msm_dense_kernels;
+        }
+        self.last_msm_kernels.set(self.msm_kernels);
         let pk = self.point_kernels(curve);
         let r = self.msm_placed(&mut b, &pk, bases, scalars);
+        self.msm_kernels = saved;
         if r.is_err() {
             // The copy stream may still read host bases, the compute stream host scalars.
             let _ = self.dev.sync_all();
         }
         self.arena_mut()?.note_scratch(&b);
         r
+    }
+
+    /// Whether an MSM over host `scalars` runs the dense kernels ([`Gpu::set_msm_dense_auto`]):
+    /// its layout's chunking as [`layout_bytes`] takes it, and `free`, the scratch bytes the
+    /// layout may take. Reads the sample only when everything else allows the switch.
+    fn dense_auto(
+        &self,
+        curve: Curve,
+        scalars: &[[u8; SCALAR_BYTES]],
+        chunk: Option<usize>,
+        resident: Option<usize>,
+        free: usize,
+    ) -> bool {
+        let n = scalars.len();
+        if !self.msm_dense_auto
+            || curve != Curve::G1
+            || n < DENSE_AUTO_POINTS_MIN
+            || self.msm_kernels != MsmKernels::default()
+            || self.msm_dense_kernels == self.msm_kernels
+        {
+            return false;
+        }
+        let dense = MsmChoice { kernels: self.msm_dense_kernels, ..self.msm_choice() };
+        layout_bytes(curve, n, chunk, resident, dense) <= free && scalars_look_dense(scalars)
+    }
+
+    /// The kernels the last MSM over host scalars ran: the choice in force, or the dense
+    /// kernels where [`Gpu::set_msm_dense_auto`] switched to them.
+    pub fn last_msm_kernels(&self) -> MsmKernels {
+        self.last_msm_kernels.get()
     }
 
     /// That `bases` can serve an MSM of `n` scalars here: resident ones in this GPU's arena,
@@ -1316,8 +1393,15 @@ impl Gpu {
             let _ = self.dev.sync_all();
             return Err(e);
         }
+        let dense = self.dense_auto(curve, scalars, None, None, b.free_bytes());
+        let saved = self.msm_kernels;
+        if dense {
+            self.msm_kernels = self.msm_dense_kernels;
+        }
+        self.last_msm_kernels.set(self.msm_kernels);
         let pk = self.point_kernels(curve);
         let r = self.msm_run(&mut b, &pk, span.dev_ptr(), Scalars::Host(scalars));
+        self.msm_kernels = saved;
         if r.is_err() {
             // The compute stream may still read host bases, the copy stream host scalars.
             let _ = self.dev.sync_all();
@@ -2021,6 +2105,59 @@ pub(crate) fn combine<G: Group + AsMut<J>, J: Copy>(sums: &[J], c: u32) -> G {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sample_tells_dense_scalars_from_a_witness() {
+        let one = |v: u8| {
+            let mut s = [0u8; SCALAR_BYTES];
+            s[0] = v;
+            s
+        };
+        let random = |i: usize| {
+            let mut s = [0u8; SCALAR_BYTES];
+            s[..8].copy_from_slice(&(i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes());
+            s[31] = (i % 64) as u8;
+            s
+        };
+        let n = 1 << 16;
+        let dense: Vec<_> = (0..n).map(random).collect();
+        assert!(scalars_look_dense(&dense));
+        // A witness: zeros and ones, 1% others.
+        let witness: Vec<_> =
+            (0..n).map(|i| if i % 100 == 0 { random(i) } else { one((i % 2) as u8) }).collect();
+        assert!(!scalars_look_dense(&witness));
+        // Half and half is not dense; 15 in 16 is; small values 2.. count as others.
+        // (The picks hash the index: a stride would alias with the sample's.)
+        let pick = |i: usize, in_16: u64| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 60 < in_16;
+        let half: Vec<_> = (0..n).map(|i| if pick(i, 8) { random(i) } else { one(1) }).collect();
+        assert!(!scalars_look_dense(&half));
+        let most: Vec<_> =
+            (0..n).map(|i| if pick(i, 1) { one(0) } else { one(2 + (i % 200) as u8) }).collect();
+        assert!(scalars_look_dense(&most));
+        assert!(!scalars_look_dense(&[]));
+        assert!(!scalars_look_dense(&[one(1); 5]));
+        assert!(scalars_look_dense(&[one(7); 5]), "fewer than the sample: all read");
+    }
+
+    #[test]
+    fn auto_scratch_leaves_room_for_the_dense_layout_from_its_threshold() {
+        for log in [20u32, 21, 22, 24, 27] {
+            let n = 1usize << log;
+            let (default, auto) =
+                (msm_scratch_bytes(Curve::G1, n, None), msm_auto_scratch_bytes(Curve::G1, n, None));
+            let dense = layout_bytes(Curve::G1, n, None, resident_chunk(n), MsmChoice::DENSE);
+            if n < DENSE_AUTO_POINTS_MIN {
+                assert_eq!(auto, default, "2^{log}: below the threshold, the default layout");
+            } else {
+                assert_eq!(auto, default.max(dense), "2^{log}");
+            }
+            assert_eq!(
+                msm_auto_scratch_bytes(Curve::G2, n, None),
+                msm_scratch_bytes(Curve::G2, n, None),
+                "G2 2^{log}"
+            );
+        }
+    }
 
     #[test]
     fn plans_cover_255_bits_and_bound_their_pieces() {

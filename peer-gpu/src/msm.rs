@@ -123,10 +123,10 @@ fn median(v: &mut [f64]) -> f64 {
 pub fn run(logs: &[u32], reps: usize) -> Result<(), String> {
     let mut g = Gpu::open(0).map_err(|e| e.to_string())?;
     let max = 1usize << logs.iter().copied().max().unwrap_or(10);
-    // Every size's bases (the arena frees nothing) and the MSM scratch of the largest (its
-    // own plan), plus room for alignment.
+    // Every size's bases (the arena frees nothing) and the MSM scratch of the largest (with
+    // room for the dense kernels, which random scalars get), plus room for alignment.
     let bases_bytes: usize = logs.iter().map(|l| (96usize << l) + 4096).sum();
-    let scratch = g.msm_plan(max).scratch_bytes(arenaprove::cuda::Curve::G1);
+    let scratch = arenaprove::cuda::msm_auto_scratch_bytes(arenaprove::cuda::Curve::G1, max, None);
     let arena = bases_bytes + scratch + (256 << 20);
     g.reserve_arena(arena).map_err(|e| e.to_string())?;
     println!("device {}; arena {} MiB", g.name(), arena >> 20);
@@ -167,7 +167,7 @@ pub fn run(logs: &[u32], reps: usize) -> Result<(), String> {
             "msm_g1 2^{log}: ours {o:.2} ms | sppark {th:.2} ms | sppark/ours {:.2}x | ours with the driver's pageable copy {before:.2} ms, sppark/that {:.2}x | blst cpu {cpu_ms:.0} ms | equal to blst: ours (both copies) {ours_ok}, sppark {theirs_ok} (inputs made in {made_ms:.0} ms; medians of {reps}, alternating, scalars in pageable memory in all; ours: {:?})",
             th / o,
             th / before,
-            g.msm_plan(n).kernels
+            g.last_msm_kernels()
         );
         drop(theirs);
         drop(ours_bases);
