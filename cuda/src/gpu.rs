@@ -183,8 +183,9 @@ impl Gpu {
 
     /// Turns on (the default) or off the dense kernels for a G1 MSM over host scalars whose
     /// sample looks dense ([`crate::scalars_look_dense`]: at least 7/8 of 1,024 evenly
-    /// spaced scalars neither zero nor one), from 2^21 points (below, both kernel choices
-    /// plan 16-bit windows), over plain bases, while the kernels are the default ones
+    /// spaced scalars neither zero nor one), where the dense kernels plan fewer windows than
+    /// the default ones (from 2^23 points on the H100/H200: up to 2^22 both plan 16 windows
+    /// of 16 bits), over plain bases, while the kernels are the default ones
     /// ([`Gpu::set_msm_kernels`] with another choice turns this off in effect), and only
     /// where the dense kernels' scratch fits the arena. A witness's scalars, 99% zeros and
     /// ones, keep the default kernels, which were 1.64x faster on them; random scalars get

@@ -101,9 +101,6 @@ const PIECE_CLASSES: usize = 4096;
 const PIECE_ORDER_BLOCKS: u32 = 512;
 /// Most points per call: bucket offsets are u32 and count `n * windows` entries.
 pub const MSM_POINTS_MAX: usize = 1 << 27;
-/// The fewest points at which a G1 MSM of dense host scalars may run the dense kernels
-/// ([`Gpu::set_msm_dense_auto`]): below, both choices plan 16-bit windows.
-pub const DENSE_AUTO_POINTS_MIN: usize = 1 << 21;
 /// How many evenly spaced host scalars [`scalars_look_dense`] reads.
 const DENSE_SAMPLE: usize = 1024;
 const THREADS: u32 = 256;
@@ -843,16 +840,31 @@ pub fn msm_scratch_bytes(curve: Curve, n: usize, chunk: Option<usize>) -> usize 
     layout_bytes(curve, n, chunk, resident_chunk(n), MsmChoice::DEFAULT)
 }
 
+/// Whether the dense kernels `dense` plan fewer windows than `default` for an MSM of `n`
+/// points laid out in `chunk`s or (resident bases) `resident` chunks: where they do not
+/// (up to 2^22 points on the H100/H200 both plan 16 16-bit windows), switching buys nothing.
+fn dense_windows_fewer(
+    n: usize,
+    chunk: Option<usize>,
+    resident: Option<usize>,
+    dense: MsmChoice,
+    default: MsmChoice,
+) -> bool {
+    let m = chunk.or(resident).map_or(n, |k| k.clamp(1, n.max(1)));
+    dense.plan(m).windows < default.plan(m).windows
+}
+
 /// [`msm_scratch_bytes`] with room for the dense kernels where [`Gpu::set_msm_dense_auto`]
-/// may choose them (a G1 MSM of at least [`DENSE_AUTO_POINTS_MIN`] points): what to reserve
-/// so that dense host scalars get the wider windows. The default kernels' layout alone
-/// leaves such an MSM on the default kernels.
+/// may choose them (a G1 MSM whose dense plan has fewer windows than the default's): what
+/// to reserve so that dense host scalars get the wider windows. The default kernels' layout
+/// alone leaves such an MSM on the default kernels.
 pub fn msm_auto_scratch_bytes(curve: Curve, n: usize, chunk: Option<usize>) -> usize {
     let default = msm_scratch_bytes(curve, n, chunk);
-    if curve != Curve::G1 || n < DENSE_AUTO_POINTS_MIN {
+    let resident = resident_chunk(n);
+    if curve != Curve::G1 || !dense_windows_fewer(n, chunk, resident, MsmChoice::DENSE, MsmChoice::DEFAULT) {
         return default;
     }
-    default.max(layout_bytes(curve, n, chunk, resident_chunk(n), MsmChoice::DENSE))
+    default.max(layout_bytes(curve, n, chunk, resident, MsmChoice::DENSE))
 }
 
 /// [`msm_scratch_bytes`] of the h MSM (G1, the dense kernels: [`MsmKernels::DENSE_DEFAULT`]).
@@ -1176,14 +1188,16 @@ impl Gpu {
         let n = scalars.len();
         if !self.msm_dense_auto
             || curve != Curve::G1
-            || n < DENSE_AUTO_POINTS_MIN
             || self.msm_kernels != MsmKernels::default()
             || self.msm_dense_kernels == self.msm_kernels
         {
             return false;
         }
-        let dense = MsmChoice { kernels: self.msm_dense_kernels, ..self.msm_choice() };
-        layout_bytes(curve, n, chunk, resident, dense) <= free && scalars_look_dense(scalars)
+        let (default, dense) =
+            (self.msm_choice(), MsmChoice { kernels: self.msm_dense_kernels, ..self.msm_choice() });
+        dense_windows_fewer(n, chunk, resident, dense, default)
+            && layout_bytes(curve, n, chunk, resident, dense) <= free
+            && scalars_look_dense(scalars)
     }
 
     /// The kernels the last MSM over host scalars ran: the choice in force, or the dense
@@ -2141,14 +2155,15 @@ mod tests {
 
     #[test]
     fn auto_scratch_leaves_room_for_the_dense_layout_from_its_threshold() {
-        for log in [20u32, 21, 22, 24, 27] {
+        for log in [20u32, 21, 22, 23, 24, 27] {
             let n = 1usize << log;
             let (default, auto) =
                 (msm_scratch_bytes(Curve::G1, n, None), msm_auto_scratch_bytes(Curve::G1, n, None));
             let dense = layout_bytes(Curve::G1, n, None, resident_chunk(n), MsmChoice::DENSE);
-            if n < DENSE_AUTO_POINTS_MIN {
-                assert_eq!(auto, default, "2^{log}: below the threshold, the default layout");
+            if log <= 22 {
+                assert_eq!(auto, default, "2^{log}: both plan 16 windows, the default layout");
             } else {
+                assert!(auto > default, "2^{log}: room for the dense layout");
                 assert_eq!(auto, default.max(dense), "2^{log}");
             }
             assert_eq!(

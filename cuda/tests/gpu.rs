@@ -542,15 +542,19 @@ fn pageable_scalars_through_the_staging_buffers_match_blst() {
 }
 
 /// The dense kernels for dense host scalars (`Gpu::set_msm_dense_auto`, on by default):
-/// random scalars at `DENSE_AUTO_POINTS_MIN` points run `Wide`, resident and copied; a
-/// witness-like 99% 0/1 mix, one point fewer, the switch turned off, and an arena with room
-/// for the default kernels' layout only keep the default kernels. Every result equal to
-/// blst's.
+/// random scalars at 2^23 points (where the dense plan has fewer windows) run `Wide`,
+/// resident and copied; a witness-like 99% 0/1 mix, 2^22 random scalars (both plans alike),
+/// the switch turned off, and an arena with room for the default kernels' layout only keep
+/// the default kernels. Every result equal to blst's.
 #[test]
 fn dense_host_scalars_run_the_dense_kernels_where_they_fit() {
-    use arenaprove_cuda::{msm_auto_scratch_bytes, msm_scratch_bytes, Curve, DENSE_AUTO_POINTS_MIN};
-    let Some(mut g) = gpu(1) else { return };
-    let n = DENSE_AUTO_POINTS_MIN;
+    use arenaprove_cuda::{msm_auto_scratch_bytes, msm_scratch_bytes, Curve};
+    let Some(mut g) = opened_or_skip(Gpu::open(0)) else { return };
+    let n = 1usize << 23;
+    let (default, auto) = (msm_scratch_bytes(Curve::G1, n, None), msm_auto_scratch_bytes(Curve::G1, n, None));
+    assert!(auto > default + (2 << 20), "the dense layout is larger here: {auto} against {default}");
+    // Resident bases, the copied call's bases, the dense layout.
+    g.reserve_arena(2 * 96 * n + auto + (16 << 20)).unwrap();
     let b = bases(n, 71);
     let dense = to_bytes(&random_scalars(n, 72));
     let witness = mostly_01(n, n / 100, 73);
@@ -564,18 +568,15 @@ fn dense_host_scalars_run_the_dense_kernels_where_they_fit() {
         assert!(g.msm_g1(&b, s).unwrap() == cpu, "{what}, copied");
         assert_eq!(g.last_msm_kernels(), want, "{what}, copied");
     }
-    let short = &dense[..n - 1];
-    assert!(g.msm_g1_resident(&resident, short).unwrap() == msm_g1(&b[..n - 1], short), "one point fewer");
-    assert_eq!(g.last_msm_kernels(), MsmKernels::default(), "under DENSE_AUTO_POINTS_MIN");
+    let half = &dense[..n / 2];
+    assert!(g.msm_g1_resident(&resident, half).unwrap() == msm_g1(&b[..n / 2], half), "2^22");
+    assert_eq!(g.last_msm_kernels(), MsmKernels::default(), "2^22: the plans are alike");
     let cpu = msm_g1(&b, &dense);
     g.set_msm_dense_auto(false);
     assert!(g.msm_g1_resident(&resident, &dense).unwrap() == cpu, "switch off");
     assert_eq!(g.last_msm_kernels(), MsmKernels::default(), "switch off");
-    g.set_msm_dense_auto(true);
     drop(g);
     // An arena with the bases and the default layout, short of the dense one.
-    let (default, auto) = (msm_scratch_bytes(Curve::G1, n, None), msm_auto_scratch_bytes(Curve::G1, n, None));
-    assert!(auto > default + (2 << 20), "the dense layout is larger here: {auto} against {default}");
     let Some(mut g) = opened_or_skip(Gpu::open(0)) else { return };
     g.reserve_arena(96 * n + default + (1 << 20)).unwrap();
     let resident = g.upload_g1_bases(&b).unwrap();
