@@ -56,7 +56,7 @@ pub struct Gpu {
     /// Whether a G1 MSM over host scalars that a sample finds dense runs the dense kernels
     /// ([`Gpu::set_msm_dense_auto`]).
     pub(crate) msm_dense_auto: bool,
-    /// The kernels the last MSM over host scalars ran ([`Gpu::last_msm_kernels`]).
+    /// The kernels the last MSM ran ([`Gpu::last_msm_kernels`]).
     pub(crate) last_msm_kernels: Cell<MsmKernels>,
     /// Device time of the last MSM or h pipeline call (GPU events).
     pub(crate) last_device: Cell<Duration>,

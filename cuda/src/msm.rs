@@ -1200,8 +1200,9 @@ impl Gpu {
             && scalars_look_dense(scalars)
     }
 
-    /// The kernels the last MSM over host scalars ran: the choice in force, or the dense
-    /// kernels where [`Gpu::set_msm_dense_auto`] switched to them.
+    /// The kernels the last MSM (not a fixed-base one, which runs its own) ran: the choice
+    /// in force (the h MSM's: the dense kernels), or the dense kernels where
+    /// [`Gpu::set_msm_dense_auto`] switched to them.
     pub fn last_msm_kernels(&self) -> MsmKernels {
         self.last_msm_kernels.get()
     }
