@@ -840,10 +840,12 @@ pub fn msm_scratch_bytes(curve: Curve, n: usize, chunk: Option<usize>) -> usize 
     layout_bytes(curve, n, chunk, resident_chunk(n), MsmChoice::DEFAULT)
 }
 
-/// Whether the dense kernels `dense` plan fewer windows than `default` for an MSM of `n`
-/// points laid out in `chunk`s or (resident bases) `resident` chunks: where they do not
-/// (up to 2^22 points on the H100/H200 both plan 16 16-bit windows), switching buys nothing.
-fn dense_windows_fewer(
+/// Whether switching a `curve` MSM of `n` points, laid out in `chunk`s or (resident bases)
+/// `resident` chunks, from the `default` kernels to the `dense` ones can pay: G1 only (in G2
+/// the two measured alike), and only where the dense plan has fewer windows (up to 2^22
+/// points on the H100/H200 both plan 16 of 16 bits).
+fn dense_switch_pays(
+    curve: Curve,
     n: usize,
     chunk: Option<usize>,
     resident: Option<usize>,
@@ -851,7 +853,7 @@ fn dense_windows_fewer(
     default: MsmChoice,
 ) -> bool {
     let m = chunk.or(resident).map_or(n, |k| k.clamp(1, n.max(1)));
-    dense.plan(m).windows < default.plan(m).windows
+    curve == Curve::G1 && dense.plan(m).windows < default.plan(m).windows
 }
 
 /// [`msm_scratch_bytes`] with room for the dense kernels where [`Gpu::set_msm_dense_auto`]
@@ -861,7 +863,7 @@ fn dense_windows_fewer(
 pub fn msm_auto_scratch_bytes(curve: Curve, n: usize, chunk: Option<usize>) -> usize {
     let default = msm_scratch_bytes(curve, n, chunk);
     let resident = resident_chunk(n);
-    if curve != Curve::G1 || !dense_windows_fewer(n, chunk, resident, MsmChoice::DENSE, MsmChoice::DEFAULT) {
+    if !dense_switch_pays(curve, n, chunk, resident, MsmChoice::DENSE, MsmChoice::DEFAULT) {
         return default;
     }
     default.max(layout_bytes(curve, n, chunk, resident, MsmChoice::DENSE))
@@ -1158,14 +1160,8 @@ impl Gpu {
             }
             _ => false,
         };
-        let saved = self.msm_kernels;
-        if dense {
-            self.msm_kernels = self.msm_dense_kernels;
-        }
-        self.last_msm_kernels.set(self.msm_kernels);
-        let pk = self.point_kernels(curve);
-        let r = self.msm_placed(&mut b, &pk, bases, scalars);
-        self.msm_kernels = saved;
+        let r =
+            self.with_msm_kernels(dense, |g| g.msm_placed(&mut b, &g.point_kernels(curve), bases, scalars));
         if r.is_err() {
             // The copy stream may still read host bases, the compute stream host scalars.
             let _ = self.dev.sync_all();
@@ -1186,18 +1182,28 @@ impl Gpu {
         free: usize,
     ) -> bool {
         let n = scalars.len();
-        if !self.msm_dense_auto
-            || curve != Curve::G1
-            || self.msm_kernels != MsmKernels::default()
-            || self.msm_dense_kernels == self.msm_kernels
-        {
+        if !self.msm_dense_auto || self.msm_kernels != MsmKernels::default() {
             return false;
         }
         let (default, dense) =
             (self.msm_choice(), MsmChoice { kernels: self.msm_dense_kernels, ..self.msm_choice() });
-        dense_windows_fewer(n, chunk, resident, dense, default)
+        dense_switch_pays(curve, n, chunk, resident, dense, default)
             && layout_bytes(curve, n, chunk, resident, dense) <= free
             && scalars_look_dense(scalars)
+    }
+
+    /// Runs `f` with the dense kernels in force if `dense` ([`Gpu::with_dense_kernels`]), else
+    /// the choice in force, and records which ran ([`Gpu::last_msm_kernels`]).
+    fn with_msm_kernels<R>(&mut self, dense: bool, f: impl FnOnce(&mut Gpu) -> R) -> R {
+        let run = |g: &mut Gpu| {
+            g.last_msm_kernels.set(g.msm_kernels);
+            f(g)
+        };
+        if dense {
+            self.with_dense_kernels(run)
+        } else {
+            run(self)
+        }
     }
 
     /// The kernels the last MSM (not a fixed-base one, which runs its own) ran: the choice
@@ -1409,14 +1415,9 @@ impl Gpu {
             return Err(e);
         }
         let dense = self.dense_auto(curve, scalars, None, None, b.free_bytes());
-        let saved = self.msm_kernels;
-        if dense {
-            self.msm_kernels = self.msm_dense_kernels;
-        }
-        self.last_msm_kernels.set(self.msm_kernels);
-        let pk = self.point_kernels(curve);
-        let r = self.msm_run(&mut b, &pk, span.dev_ptr(), Scalars::Host(scalars));
-        self.msm_kernels = saved;
+        let r = self.with_msm_kernels(dense, |g| {
+            g.msm_run(&mut b, &g.point_kernels(curve), span.dev_ptr(), Scalars::Host(scalars))
+        });
         if r.is_err() {
             // The compute stream may still read host bases, the copy stream host scalars.
             let _ = self.dev.sync_all();
