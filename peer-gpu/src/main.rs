@@ -9,7 +9,7 @@
 //!         [--sectors 3] [--warmup-partitions P] [--rounds 1] [--slots 2]
 //!         [--synth-workers W] [--finalize-workers F] [--no-peer] [--cpu] [--peer-exe PATH] [--peer-timeout S]
 //!         [--bellperson-params] [--precompiled]
-//!     peer-gpu-bench --msm 20,22,24 [--msm-reps 5]
+//!     peer-gpu-bench --msm 20,22,24 [--msm-reps 5] [--msm-fixed-gib G]
 //!
 //! The baseline runs in a child process (`--peer-only`), so the two CUDA stacks (cudarc's
 //! driver API here, supraseal's static CUDA runtime there) and the two sets of thread
@@ -65,6 +65,9 @@ struct Args {
     /// `--msm 20,22,24`: our G1 MSM against sppark's at these sizes (msm.rs), nothing else.
     msm: Vec<u32>,
     msm_reps: usize,
+    /// `--msm-fixed-gib G`: ours also over fixed-base windows, the cost model's choice
+    /// within G GiB of copies (0: not run).
+    msm_fixed_gib: usize,
 }
 
 fn parse() -> Result<Args, String> {
@@ -90,6 +93,7 @@ fn parse() -> Result<Args, String> {
         peer_only: None,
         msm: Vec::new(),
         msm_reps: 5,
+        msm_fixed_gib: 0,
     };
     let mut synth_workers = None;
     let mut warmup = None;
@@ -120,6 +124,7 @@ fn parse() -> Result<Args, String> {
                     .collect::<Result<_, _>>()?
             }
             "--msm-reps" => a.msm_reps = num(value()?)?,
+            "--msm-fixed-gib" => a.msm_fixed_gib = num(value()?)?,
             "--cpu" => a.cpu = true,
             "--peer-only" => {
                 let params = PathBuf::from(value()?);
@@ -333,7 +338,7 @@ fn real_main() -> Result<(), String> {
     let a = parse()?;
     if !a.msm.is_empty() {
         #[cfg(feature = "ours-gpu")]
-        return msm::run(&a.msm, a.msm_reps);
+        return msm::run(&a.msm, a.msm_reps, a.msm_fixed_gib);
         #[cfg(not(feature = "ours-gpu"))]
         return Err("--msm needs the build with our GPU backend (ours-gpu)".into());
     }

@@ -4,11 +4,14 @@
 //! process; both results checked against blst's CPU MSM. Ours runs twice per round with
 //! its defaults: the scalars through its page-locked staging buffers ("ours") and through
 //! the driver's own pageable copy ("ours, driver copy": `Gpu::set_host_staging(false)`),
-//! so the three alternate. One line per size, then one JSON object.
+//! so the three alternate. With `--msm-fixed-gib G` ours also runs over fixed-base windows
+//! (the cost model's copies of the bases within G GiB, made once on the device: the
+//! issue's precomputation for parameters' bases, which never change), a fourth side. One
+//! line per size, then one JSON object.
 
 use std::time::Instant;
 
-use arenaprove::cuda::Gpu;
+use arenaprove::cuda::{fixed_msm_scratch_bytes, Curve as CurveId, FixedWindows, Gpu};
 use arenaprove::engine::deps::blstrs::{G1Affine, G1Projective, Scalar};
 use arenaprove::engine::deps::ff::Field;
 use arenaprove::engine::deps::group::prime::PrimeCurveAffine;
@@ -119,14 +122,22 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Runs the comparison at `2^log` for each of `logs`, `reps` timed calls per side per size
-/// (alternating, after one warm-up each).
-pub fn run(logs: &[u32], reps: usize) -> Result<(), String> {
+/// (alternating, after one warm-up each). `fixed_gib > 0`: ours also runs over fixed-base
+/// windows (`Gpu::upload_g1_bases_fixed`), the cost model's shape within that many GiB of
+/// copies (`FixedWindows::choose`), as a fourth side.
+pub fn run(logs: &[u32], reps: usize, fixed_gib: usize) -> Result<(), String> {
     let mut g = Gpu::open(0).map_err(|e| e.to_string())?;
     let max = 1usize << logs.iter().copied().max().unwrap_or(10);
-    // Every size's bases (the arena frees nothing) and the MSM scratch of the largest (with
-    // room for the dense kernels, which random scalars get), plus room for alignment.
-    let bases_bytes: usize = logs.iter().map(|l| (96usize << l) + 4096).sum();
-    let scratch = arenaprove::cuda::msm_auto_scratch_bytes(arenaprove::cuda::Curve::G1, max, None);
+    let fixed = |n: usize| (fixed_gib > 0).then(|| FixedWindows::choose(CurveId::G1, n, fixed_gib << 30));
+    // Every size's bases and copies (the arena frees nothing) and the MSM scratch of the
+    // largest (with room for the dense kernels, which random scalars get, and for the
+    // fixed-base plan), plus room for alignment.
+    let bases_bytes: usize = logs
+        .iter()
+        .map(|&l| (96usize << l) + 4096 + fixed(1 << l).map_or(0, |f| f.bytes(CurveId::G1, 1 << l) + 4096))
+        .sum();
+    let scratch = arenaprove::cuda::msm_auto_scratch_bytes(CurveId::G1, max, None)
+        .max(fixed(max).map_or(0, |f| fixed_msm_scratch_bytes(max, f)));
     let arena = bases_bytes + scratch + (256 << 20);
     g.reserve_arena(arena).map_err(|e| e.to_string())?;
     println!("device {}; arena {} MiB", g.name(), arena >> 20);
@@ -137,13 +148,23 @@ pub fn run(logs: &[u32], reps: usize) -> Result<(), String> {
         let (b, s) = (bases(n, 5 + log as u64), scalars(n, 77 + log as u64));
         let made_ms = t.elapsed().as_secs_f64() * 1e3;
         let ours_bases = g.upload_g1_bases(&b).map_err(|e| e.to_string())?;
+        let shape = fixed(n);
+        let fixed_bases = match shape {
+            Some(f) => Some(g.upload_g1_bases_fixed(&b, f).map_err(|e| e.to_string())?),
+            None => None,
+        };
         let theirs = Sppark::new(&b)?;
         g.set_host_staging(false);
         let before_r = g.msm_g1_resident(&ours_bases, &s).map_err(|e| e.to_string())?;
         g.set_host_staging(true);
         let ours_r = g.msm_g1_resident(&ours_bases, &s).map_err(|e| e.to_string())?;
+        let fixed_r = match &fixed_bases {
+            Some(h) => Some(g.msm_g1_resident(h, &s).map_err(|e| e.to_string())?),
+            None => None,
+        };
         let theirs_r = theirs.msm(&s)?;
-        let (mut ours_ms, mut before_ms, mut theirs_ms) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut ours_ms, mut before_ms, mut theirs_ms, mut fixed_ms) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps.max(1) {
             let t = Instant::now();
             g.msm_g1_resident(&ours_bases, &s).map_err(|e| e.to_string())?;
@@ -157,22 +178,41 @@ pub fn run(logs: &[u32], reps: usize) -> Result<(), String> {
             before_ms.push(t.elapsed().as_secs_f64() * 1e3);
             g.set_host_staging(true);
             r.map_err(|e| e.to_string())?;
+            if let Some(h) = &fixed_bases {
+                let t = Instant::now();
+                g.msm_g1_resident(h, &s).map_err(|e| e.to_string())?;
+                fixed_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            }
         }
         let t = Instant::now();
         let cpu = msm_g1(&b, &s);
         let cpu_ms = t.elapsed().as_secs_f64() * 1e3;
         let (o, th, before) = (median(&mut ours_ms), median(&mut theirs_ms), median(&mut before_ms));
-        let (ours_ok, theirs_ok) = (ours_r == cpu && before_r == cpu, theirs_r == cpu);
+        let fx = (!fixed_ms.is_empty()).then(|| median(&mut fixed_ms));
+        let fixed_ok = fixed_r.is_none_or(|r| r == cpu);
+        let (ours_ok, theirs_ok) = (ours_r == cpu && before_r == cpu && fixed_ok, theirs_r == cpu);
+        let fixed_text = match (shape, fx) {
+            (Some(f), Some(ms)) => format!(
+                " | ours over fixed-base windows (c {} x {} copies, {:.2} GiB) {ms:.2} ms, sppark/that {:.2}x",
+                f.c,
+                f.copies,
+                f.bytes(CurveId::G1, n) as f64 / (1u64 << 30) as f64,
+                th / ms
+            ),
+            _ => String::new(),
+        };
         println!(
-            "msm_g1 2^{log}: ours {o:.2} ms | sppark {th:.2} ms | sppark/ours {:.2}x | ours with the driver's pageable copy {before:.2} ms, sppark/that {:.2}x | blst cpu {cpu_ms:.0} ms | equal to blst: ours (both copies) {ours_ok}, sppark {theirs_ok} (inputs made in {made_ms:.0} ms; medians of {reps}, alternating, scalars in pageable memory in all; ours: {:?})",
+            "msm_g1 2^{log}: ours {o:.2} ms | sppark {th:.2} ms | sppark/ours {:.2}x | ours with the driver's pageable copy {before:.2} ms, sppark/that {:.2}x{fixed_text} | blst cpu {cpu_ms:.0} ms | equal to blst: ours (every copy and base set) {ours_ok}, sppark {theirs_ok} (inputs made in {made_ms:.0} ms; medians of {reps}, alternating, scalars in pageable memory in all; ours: {:?})",
             th / o,
             th / before,
             g.last_msm_kernels()
         );
         drop(theirs);
+        drop(fixed_bases);
         drop(ours_bases);
         rows.push(serde_json::json!({
             "log": log, "ours_ms": o, "sppark_ms": th, "ratio": th / o, "ours_driver_copy_ms": before, "blst_ms": cpu_ms,
+            "ours_fixed_ms": fx, "fixed_c": shape.map(|f| f.c), "fixed_copies": shape.map(|f| f.copies),
             "ours_equal": ours_ok, "sppark_equal": theirs_ok,
         }));
         if !(ours_ok && theirs_ok) {
