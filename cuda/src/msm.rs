@@ -103,6 +103,9 @@ const PIECE_ORDER_BLOCKS: u32 = 512;
 pub const MSM_POINTS_MAX: usize = 1 << 27;
 /// How many evenly spaced host scalars [`scalars_look_dense`] reads.
 const DENSE_SAMPLE: usize = 1024;
+/// Fewest host scalars whose sample [`Gpu::set_msm_dense_auto`] reads: below, the 0/1 fast
+/// path's pass costs about what the sample does (2^18 G1 scalars: ~0.05 ms).
+pub const DENSE_SAMPLE_MIN: usize = 1 << 18;
 const THREADS: u32 = 256;
 /// Smallest piece (points one accumulate thread sums at most); the piece length is
 /// `max(this, sqrt(n))`, which balances the two serial chains a skewed bucket of up to `n`
@@ -998,6 +1001,14 @@ impl<A> Bases<A> {
     }
 }
 
+/// What [`Gpu::set_msm_dense_auto`] runs an MSM over host scalars with: the dense kernels
+/// (`kernels`), and the 0/1 fast path off (`ones_off`); both false for any other MSM.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct DenseAuto {
+    kernels: bool,
+    ones_off: bool,
+}
+
 /// Whether `scalars` look dense: at least 7/8 of [`DENSE_SAMPLE`] evenly spaced ones (all of
 /// them when there are fewer) are neither zero nor one. A witness's scalars are mostly
 /// zeros and ones (PoRep's A, B and L: 99%), h's coefficients and random scalars almost
@@ -1152,13 +1163,18 @@ impl Gpu {
         self.dev.timer_start()?;
         let mut b = arena.scratch();
         let dense = match (scalars, &bases) {
-            (Scalars::Host(h), BaseSet::Resident(r)) if r.fixed.is_none() => {
-                self.dense_auto(curve, h, None, self.resident_chunk(h.len()), b.free_bytes())
-            }
+            (Scalars::Host(h), BaseSet::Resident(r)) => self.dense_auto(
+                curve,
+                h,
+                None,
+                self.resident_chunk(h.len()),
+                r.fixed.is_some(),
+                b.free_bytes(),
+            ),
             (Scalars::Host(h), BaseSet::Streamed { chunk, .. }) => {
-                self.dense_auto(curve, h, Some(*chunk), None, b.free_bytes())
+                self.dense_auto(curve, h, Some(*chunk), None, false, b.free_bytes())
             }
-            _ => false,
+            _ => DenseAuto::default(),
         };
         let r =
             self.with_msm_kernels(dense, |g| g.msm_placed(&mut b, &g.point_kernels(curve), bases, scalars));
@@ -1170,40 +1186,51 @@ impl Gpu {
         r
     }
 
-    /// Whether an MSM over host `scalars` runs the dense kernels ([`Gpu::set_msm_dense_auto`]):
-    /// its layout's chunking as [`layout_bytes`] takes it, and `free`, the scratch bytes the
-    /// layout may take. Reads the sample only when everything else allows the switch.
+    /// What an MSM over host `scalars` runs for them ([`Gpu::set_msm_dense_auto`]): its
+    /// layout's chunking as [`layout_bytes`] takes it, `fixed` whether its bases carry
+    /// fixed-base windows (which run their own kernels), and `free`, the scratch bytes the
+    /// layout may take. Reads the sample from [`DENSE_SAMPLE_MIN`] scalars.
     fn dense_auto(
         &self,
         curve: Curve,
         scalars: &[[u8; SCALAR_BYTES]],
         chunk: Option<usize>,
         resident: Option<usize>,
+        fixed: bool,
         free: usize,
-    ) -> bool {
+    ) -> DenseAuto {
         let n = scalars.len();
-        if !self.msm_dense_auto || self.msm_kernels != MsmKernels::default() {
-            return false;
+        if !self.msm_dense_auto || n < DENSE_SAMPLE_MIN || !scalars_look_dense(scalars) {
+            return DenseAuto::default();
         }
         let (default, dense) =
             (self.msm_choice(), MsmChoice { kernels: self.msm_dense_kernels, ..self.msm_choice() });
-        dense_switch_pays(curve, n, chunk, resident, dense, default)
-            && layout_bytes(curve, n, chunk, resident, dense) <= free
-            && scalars_look_dense(scalars)
+        let kernels = !fixed
+            && self.msm_kernels == MsmKernels::default()
+            && dense_switch_pays(curve, n, chunk, resident, dense, default)
+            && layout_bytes(curve, n, chunk, resident, dense) <= free;
+        DenseAuto { kernels, ones_off: true }
     }
 
-    /// Runs `f` with the dense kernels in force if `dense` ([`Gpu::with_dense_kernels`]), else
-    /// the choice in force, and records which ran ([`Gpu::last_msm_kernels`]).
-    fn with_msm_kernels<R>(&mut self, dense: bool, f: impl FnOnce(&mut Gpu) -> R) -> R {
+    /// Runs `f` as `auto` says: with the dense kernels in force ([`Gpu::with_dense_kernels`],
+    /// the 0/1 fast path off too), with only the fast path off, or as the choice in force;
+    /// and records which kernels ran ([`Gpu::last_msm_kernels`]).
+    fn with_msm_kernels<R>(&mut self, auto: DenseAuto, f: impl FnOnce(&mut Gpu) -> R) -> R {
         let run = |g: &mut Gpu| {
             g.last_msm_kernels.set(g.msm_kernels);
             f(g)
         };
-        if dense {
-            self.with_dense_kernels(run)
-        } else {
-            run(self)
+        match auto {
+            DenseAuto { kernels: true, .. } => self.with_dense_kernels(run),
+            DenseAuto { ones_off: true, .. } => self.with_ones_off(run),
+            _ => run(self),
         }
+    }
+
+    /// Whether the last MSM ran the 0/1 fast path's pass (the default; off for dense host
+    /// scalars, [`Gpu::set_msm_dense_auto`], and the h MSM).
+    pub fn last_msm_ones_pass(&self) -> bool {
+        self.last_msm_ones.get()
     }
 
     /// The kernels the last MSM (not a fixed-base one, which runs its own) ran: the choice
@@ -1414,7 +1441,7 @@ impl Gpu {
             let _ = self.dev.sync_all();
             return Err(e);
         }
-        let dense = self.dense_auto(curve, scalars, None, None, b.free_bytes());
+        let dense = self.dense_auto(curve, scalars, None, None, false, b.free_bytes());
         let r = self.with_msm_kernels(dense, |g| {
             g.msm_run(&mut b, &g.point_kernels(curve), span.dev_ptr(), Scalars::Host(scalars))
         });
@@ -1717,6 +1744,7 @@ impl Gpu {
         bases: DevPtr,
     ) -> Result<()> {
         let ones_out = s.ones_out(p, pk.curve);
+        self.last_msm_ones.set(self.msm_ones);
         if self.msm_ones {
             self.msm_sum_ones(pk, p, s, bases, ones_out)
         } else {

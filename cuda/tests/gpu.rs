@@ -563,18 +563,29 @@ fn dense_host_scalars_run_the_dense_kernels_where_they_fit() {
         [(&dense, MsmKernels::Wide, "random"), (&witness, MsmKernels::default(), "99% 0/1")]
     {
         let cpu = msm_g1(&b, s);
+        let ones = want != MsmKernels::Wide;
         assert!(g.msm_g1_resident(&resident, s).unwrap() == cpu, "{what}, resident");
-        assert_eq!(g.last_msm_kernels(), want, "{what}, resident");
+        assert_eq!((g.last_msm_kernels(), g.last_msm_ones_pass()), (want, ones), "{what}, resident");
         assert!(g.msm_g1(&b, s).unwrap() == cpu, "{what}, copied");
-        assert_eq!(g.last_msm_kernels(), want, "{what}, copied");
+        assert_eq!((g.last_msm_kernels(), g.last_msm_ones_pass()), (want, ones), "{what}, copied");
     }
-    let half = &dense[..n / 2];
-    assert!(g.msm_g1_resident(&resident, half).unwrap() == msm_g1(&b[..n / 2], half), "2^22");
+    // A dense sample turns the 0/1 fast path off, and the scalars that are zero or one
+    // (1/32 each here, still a dense sample) land in their buckets.
+    let mut half = dense[..n / 2].to_vec();
+    for (i, s) in half.iter_mut().enumerate().filter(|(i, _)| i % 32 < 2) {
+        *s = Scalar::from((i % 2) as u64).to_bytes_le();
+    }
+    assert!(arenaprove_cuda::scalars_look_dense(&half));
+    assert!(g.msm_g1_resident(&resident, &half).unwrap() == msm_g1(&b[..n / 2], &half), "2^22");
     assert_eq!(g.last_msm_kernels(), MsmKernels::default(), "2^22: the plans are alike");
+    assert!(!g.last_msm_ones_pass(), "2^22: a dense sample skips the 0/1 pass");
+    assert!(g.msm_g1_resident(&resident, &witness).unwrap() == msm_g1(&b, &witness), "99% 0/1 again");
+    assert!(g.last_msm_ones_pass(), "a witness's scalars keep the 0/1 pass");
     let cpu = msm_g1(&b, &dense);
     g.set_msm_dense_auto(false);
     assert!(g.msm_g1_resident(&resident, &dense).unwrap() == cpu, "switch off");
     assert_eq!(g.last_msm_kernels(), MsmKernels::default(), "switch off");
+    assert!(g.last_msm_ones_pass(), "switch off: the 0/1 pass runs");
     drop(g);
     // An arena with the bases and the default layout, short of the dense one.
     let Some(mut g) = opened_or_skip(Gpu::open(0)) else { return };
