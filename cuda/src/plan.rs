@@ -239,16 +239,15 @@ impl DevicePlan {
     /// This plan with the fixed-base windows for H that save the most additions of its
     /// MSM and still `fits` (copies beyond the bases, at least two copies; the fewer copies
     /// between two that cost the same), or as it is when none saves any or fits, or H is
-    /// not resident. The cost is [`FixedWindows::choose`]'s: `windows * n + sets * 3 *
-    /// 2^(c-1)` against the h MSM's own plan (`windows * (n + 3 * 2^(c-1))`, its chunks
-    /// sharing one set of buckets per window).
+    /// not resident. The cost is [`FixedWindows::additions`], against the h MSM's own plan
+    /// as one copy of its windows (its chunks share one set of buckets per window).
     pub fn with_h_fixed_where(self, shape: &DeviceShape, fits: impl Fn(&DevicePlan) -> bool) -> DevicePlan {
         let n = shape.lens[0];
         if !self.resident[0] || n == 0 {
             return self;
         }
         let own = MsmChoice::DENSE.plan(crate::msm::resident_chunk(n).unwrap_or(n).min(n));
-        let plain = own.windows as usize * (n + (3usize << (own.c - 1)));
+        let plain = FixedWindows { c: own.c, copies: 1 }.additions(n);
         let mut candidates: Vec<(usize, FixedWindows)> = FixedWindows::candidates(n)
             .filter(|f| f.copies > 1)
             .map(|f| (f.additions(n), f))
@@ -429,7 +428,7 @@ mod tests {
         assert_eq!((tight.h_fixed, tight.h_copies_bytes), (None, 0), "no room, no copies");
         let n = shape.lens[0];
         let own = MsmChoice::DENSE.plan(n);
-        let own_cost = own.windows as usize * (n + (3usize << (own.c - 1)));
+        let own_cost = FixedWindows { c: own.c, copies: 1 }.additions(n);
         let mut last = 0;
         for extra in [4 * GIB, 12 * GIB, 24 * GIB] {
             let budget = full.total_bytes() + extra;
@@ -442,9 +441,9 @@ mod tests {
             assert!(p.h_copies_bytes >= last, "more room, no fewer copies");
             last = p.h_copies_bytes;
         }
-        // 24 GiB over: every window in one set of 22-bit windows (12 copies, 18 GiB).
+        // 24 GiB over: every window in one set of 20-bit windows (13 copies, 19.5 GiB).
         let roomy = DevicePlan::within_budget(&shape, Some(full.total_bytes() + 24 * GIB)).unwrap();
-        assert_eq!(roomy.h_fixed, Some(FixedWindows { c: 22, copies: 12 }));
+        assert_eq!(roomy.h_fixed, Some(FixedWindows { c: 20, copies: 13 }));
     }
 
     /// With another kind's resident bytes already in the arena, a plan leaves room for them.

@@ -570,9 +570,10 @@ fn dense_host_scalars_run_the_dense_kernels_where_they_fit() {
         assert_eq!((g.last_msm_kernels(), g.last_msm_ones_pass()), (want, ones), "{what}, copied");
     }
     // A dense sample turns the 0/1 fast path off, and the scalars that are zero or one
-    // (1/32 each here, still a dense sample) land in their buckets.
+    // (1/32 each here, between the sampled ones: a multiple of 4096 apart) land in their
+    // buckets.
     let mut half = dense[..n / 2].to_vec();
-    for (i, s) in half.iter_mut().enumerate().filter(|(i, _)| i % 32 < 2) {
+    for (i, s) in half.iter_mut().enumerate().filter(|(i, _)| (1..3).contains(&(i % 32))) {
         *s = Scalar::from((i % 2) as u64).to_bytes_le();
     }
     assert!(arenaprove_cuda::scalars_look_dense(&half));
