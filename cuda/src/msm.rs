@@ -508,9 +508,9 @@ pub struct FixedWindows {
     pub copies: u32,
 }
 
-/// [`FixedWindows::additions`]' term for the reduction's serial chains, per bucket of a set
-/// (one set or many: the chains of several sets run side by side).
-const REDUCE_CHAIN_ADDITIONS: usize = 8;
+/// [`FixedWindows::additions`]' term, per bucket of a set (one set or many: the chains of
+/// several sets run side by side), for what a set's buckets cost beyond three additions.
+const REDUCE_CHAIN_ADDITIONS: usize = 7;
 /// Most `copies * points` of [`FixedWindows`]: a sorted index keeps bit 31 for the sign.
 pub const FIXED_INDEX_MAX: usize = 1 << 31;
 
@@ -572,11 +572,13 @@ impl FixedWindows {
 
     /// The cost model of an MSM of `n` points over these windows, in additions: `windows *
     /// n + (3 * sets + REDUCE_CHAIN_ADDITIONS) * 2^(c-1)`. Each point is added once per
-    /// window; each bucket costs about three additions to reduce; and the reduction's
-    /// serial chains (runs, segments weighted by their first bucket, folds) grow with a
-    /// set's buckets: fitted to the stage splits of an H100 (BENCHMARKS.md, "The
-    /// fixed-base cost model"), where one set of 2^19 buckets reduced in 2.5 ms, as 5.8 M
-    /// additions, against the 1.6 M that three per bucket would say.
+    /// window; each bucket costs about three additions to reduce; and a set's buckets cost
+    /// more than that in its sort (the scan, the pieces) and its reduction's serial chains
+    /// (runs, segments weighted by their first bucket, folds), which grow with them. Fitted
+    /// to the stage splits of an H100 (BENCHMARKS.md, "The fixed-base cost model"): sort
+    /// and reduction together cost 10.7 additions a bucket more for one set of 2^19 buckets
+    /// than for one of 2^15 (2^20 points), and 7.7 more for one of 2^21 than for one of
+    /// 2^19 (2^24), where three a bucket had them at 0.6 ms against the 2.5 measured.
     pub fn additions(self, n: usize) -> usize {
         self.windows() as usize * n + ((3 * self.sets() as usize + REDUCE_CHAIN_ADDITIONS) << (self.c - 1))
     }
@@ -2554,13 +2556,14 @@ mod tests {
                 assert!(f.additions(n) <= none.additions(n), "2^{log}: copies never cost more additions");
             }
         }
-        // With room, every window shares one set at 2^20 and 2^24: at 2^20 of 16 bits, whose
-        // 2^15 buckets reduce in 0.8 ms, where the 2^19 of 20-bit windows took 2.5 (an
-        // H100: 8.75 against 9.47 ms); at 2^24 of 20 bits (13 copies, 19.5 GiB).
+        // With room, every window shares one set at 2^20 and 2^24, the shapes that measured
+        // fastest on an H100: at 2^20 of 16 bits, whose 2^15 buckets reduce in 0.8 ms where
+        // the 2^19 of 20-bit windows took 2.5 (8.75 against 9.47 ms); at 2^24 of 22 bits (12
+        // copies, 18 GiB: 110.1 against 116.3 ms for 20 x 13).
         let f20 = FixedWindows::choose(Curve::G1, 1 << 20, 8 << 30);
         assert_eq!(f20, FixedWindows { c: 16, copies: 16 });
         let f24 = FixedWindows::choose(Curve::G1, 1 << 24, 24 << 30);
-        assert_eq!(f24, FixedWindows { c: 20, copies: 13 });
+        assert_eq!(f24, FixedWindows { c: 22, copies: 12 });
     }
 
     #[test]

@@ -441,9 +441,9 @@ mod tests {
             assert!(p.h_copies_bytes >= last, "more room, no fewer copies");
             last = p.h_copies_bytes;
         }
-        // 24 GiB over: every window in one set of 20-bit windows (13 copies, 19.5 GiB).
+        // 24 GiB over: every window in one set of 22-bit windows (12 copies, 18 GiB).
         let roomy = DevicePlan::within_budget(&shape, Some(full.total_bytes() + 24 * GIB)).unwrap();
-        assert_eq!(roomy.h_fixed, Some(FixedWindows { c: 20, copies: 13 }));
+        assert_eq!(roomy.h_fixed, Some(FixedWindows { c: 22, copies: 12 }));
     }
 
     /// With another kind's resident bytes already in the arena, a plan leaves room for them.
