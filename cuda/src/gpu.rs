@@ -20,8 +20,9 @@ pub struct Gpu {
     pub(crate) ntt: Option<NttTables>,
     ordinal: usize,
     name: String,
-    /// The MSM's 0/1 fast path (on by default; off only to measure it against the plain
-    /// bucket method, `kernel_bench`).
+    /// The MSM's 0/1 fast path (on by default; off to measure it against the plain bucket
+    /// method, `kernel_bench`, and for one call at a time over dense scalars:
+    /// `Gpu::with_ones_off`).
     pub(crate) msm_ones: bool,
     /// The 0/1 fast path's sparse sort (on by default; off only to measure it against the
     /// sort over every scalar, `kernel_bench`).
@@ -53,8 +54,8 @@ pub struct Gpu {
     pub(crate) msm_batch_affine: Option<u32>,
     /// The kernels of the h MSM, whose scalars are dense ([`Gpu::set_msm_dense_kernels`]).
     pub(crate) msm_dense_kernels: MsmKernels,
-    /// Whether a G1 MSM over host scalars that a sample finds dense runs the dense kernels
-    /// ([`Gpu::set_msm_dense_auto`]).
+    /// Whether an MSM over host scalars that a sample finds dense runs the dense kernels
+    /// (G1, where they pay) and skips the 0/1 pass ([`Gpu::set_msm_dense_auto`]).
     pub(crate) msm_dense_auto: bool,
     /// The kernels the last MSM ran ([`Gpu::last_msm_kernels`]).
     pub(crate) last_msm_kernels: Cell<MsmKernels>,
@@ -126,7 +127,10 @@ impl Gpu {
     }
 
     /// Turns the MSM's 0/1 fast path on (the default) or off. Results are the same either
-    /// way; off exists so a bench can time the plain bucket method in the same run.
+    /// way; off exists so a bench can time the plain bucket method in the same run. On, the
+    /// pass still does not run for dense scalars: host ones whose sample is dense and has
+    /// no one ([`Gpu::set_msm_dense_auto`]), and h's coefficients ([`Gpu::last_msm_ones_pass`]
+    /// says whether it ran).
     pub fn set_msm_ones_fast_path(&mut self, on: bool) {
         self.msm_ones = on;
     }
@@ -196,25 +200,27 @@ impl Gpu {
     /// point either way; [`Gpu::last_msm_kernels`] says which ran. The device plan and
     /// [`crate::msm_scratch_bytes`] assume the default kernels, and a dense MSM whose dense
     /// layout would not fit the scratch keeps them: reserve
-    /// [`crate::msm_auto_scratch_bytes`] to leave room for the switch. A dense sample also
-    /// turns the 0/1 fast path off for that call, over any bases and with any kernels, from
-    /// [`crate::DENSE_SAMPLE_MIN`] scalars ([`Gpu::with_ones_off`]).
+    /// [`crate::msm_auto_scratch_bytes`] to leave room for the switch. The sample is read
+    /// from [`crate::DENSE_SAMPLE_MIN`] scalars (the switch pays only from 2^23 anyway). A
+    /// dense sample with no scalar equal to one also turns the 0/1 fast path's pass off for
+    /// that call, over any bases and with any kernels: its pass over every scalar would
+    /// find (almost) nothing, and a one that is there still lands in its bucket. A sample
+    /// with ones keeps the pass, which spares the sort a crowded bucket of ones.
     pub fn set_msm_dense_auto(&mut self, on: bool) {
         self.msm_dense_auto = on;
     }
 
-    /// Runs `f` as for dense scalars: the h MSM's kernels in force and the 0/1 fast path
-    /// off ([`Gpu::with_ones_off`]).
+    /// Runs `f` with the h MSM's kernels in force.
     pub(crate) fn with_dense_kernels<R>(&mut self, f: impl FnOnce(&mut Gpu) -> R) -> R {
         let saved = self.msm_kernels;
         self.msm_kernels = self.msm_dense_kernels;
-        let r = self.with_ones_off(f);
+        let r = f(self);
         self.msm_kernels = saved;
         r
     }
 
-    /// Runs `f` with the 0/1 fast path off, for dense scalars (h's coefficients, random
-    /// ones): almost none is one, so its pass over every scalar finds nothing (G1 2^24:
+    /// Runs `f` with the 0/1 fast path off, for dense scalars with (almost) no ones (h's
+    /// coefficients, random ones): the pass over every scalar would find nothing (G1 2^24:
     /// 0.64 ms, 2^20: 0.13 ms on an H100), and a scalar that is one still lands in its
     /// bucket. The result is the same point.
     pub(crate) fn with_ones_off<R>(&mut self, f: impl FnOnce(&mut Gpu) -> R) -> R {

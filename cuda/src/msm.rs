@@ -577,8 +577,8 @@ impl FixedWindows {
     /// (runs, segments weighted by their first bucket, folds), which grow with them. Fitted
     /// to the stage splits of an H100 (BENCHMARKS.md, "The fixed-base cost model"): sort
     /// and reduction together cost 10.7 additions a bucket more for one set of 2^19 buckets
-    /// than for one of 2^15 (2^20 points), and 7.7 more for one of 2^21 than for one of
-    /// 2^19 (2^24), where three a bucket had them at 0.6 ms against the 2.5 measured.
+    /// than for one of 2^15 at 2^20 points (three a bucket put the 2^19 set's reduction at
+    /// 0.6 ms; it took 2.5), and 7.7 more for one of 2^21 than for one of 2^19 at 2^24.
     pub fn additions(self, n: usize) -> usize {
         self.windows() as usize * n + ((3 * self.sets() as usize + REDUCE_CHAIN_ADDITIONS) << (self.c - 1))
     }
@@ -1018,19 +1018,43 @@ struct DenseAuto {
     ones_off: bool,
 }
 
+/// What [`DENSE_SAMPLE`] evenly spaced scalars of a slice (all of them when there are fewer)
+/// hold: how many were read, how many are neither zero nor one, how many are one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Sample {
+    read: usize,
+    other: usize,
+    ones: usize,
+}
+
+impl Sample {
+    /// Reads at most 32 KiB, spread over the slice.
+    fn of(scalars: &[[u8; SCALAR_BYTES]]) -> Sample {
+        let n = scalars.len();
+        let read = n.min(DENSE_SAMPLE);
+        let (mut other, mut ones) = (0, 0);
+        for s in (0..read).map(|i| &scalars[i * n / read]) {
+            match (s[1..].iter().any(|&b| b != 0), s[0]) {
+                (false, 0) => {}
+                (false, 1) => ones += 1,
+                _ => other += 1,
+            }
+        }
+        Sample { read, other, ones }
+    }
+
+    /// At least 7/8 of the sample neither zero nor one.
+    fn dense(self) -> bool {
+        self.read > 0 && 8 * self.other >= 7 * self.read
+    }
+}
+
 /// Whether `scalars` look dense: at least 7/8 of [`DENSE_SAMPLE`] evenly spaced ones (all of
 /// them when there are fewer) are neither zero nor one. A witness's scalars are mostly
 /// zeros and ones (PoRep's A, B and L: 99%), h's coefficients and random scalars almost
 /// never are. Reads at most 32 KiB, spread over the slice.
 pub fn scalars_look_dense(scalars: &[[u8; SCALAR_BYTES]]) -> bool {
-    let n = scalars.len();
-    if n == 0 {
-        return false;
-    }
-    let k = n.min(DENSE_SAMPLE);
-    let other =
-        (0..k).map(|i| &scalars[i * n / k]).filter(|s| s[1..].iter().any(|&b| b != 0) || s[0] > 1).count();
-    8 * other >= 7 * k
+    Sample::of(scalars).dense()
 }
 
 /// Where an MSM's scalars (canonical 32-byte strings) come from.
@@ -1198,7 +1222,9 @@ impl Gpu {
     /// What an MSM over host `scalars` runs for them ([`Gpu::set_msm_dense_auto`]): its
     /// layout's chunking as [`layout_bytes`] takes it, `fixed` whether its bases carry
     /// fixed-base windows (which run their own kernels), and `free`, the scratch bytes the
-    /// layout may take. Reads the sample from [`DENSE_SAMPLE_MIN`] scalars.
+    /// layout may take. Reads the sample from [`DENSE_SAMPLE_MIN`] scalars; the 0/1 pass is
+    /// skipped only where it holds no one (up to 1/8 of a dense sample may be zeros and
+    /// ones, and without the pass every one would crowd one bucket).
     fn dense_auto(
         &self,
         curve: Curve,
@@ -1209,7 +1235,11 @@ impl Gpu {
         free: usize,
     ) -> DenseAuto {
         let n = scalars.len();
-        if !self.msm_dense_auto || n < DENSE_SAMPLE_MIN || !scalars_look_dense(scalars) {
+        if !self.msm_dense_auto || n < DENSE_SAMPLE_MIN {
+            return DenseAuto::default();
+        }
+        let sample = Sample::of(scalars);
+        if !sample.dense() {
             return DenseAuto::default();
         }
         let (default, dense) =
@@ -1218,26 +1248,29 @@ impl Gpu {
             && self.msm_kernels == MsmKernels::default()
             && dense_switch_pays(curve, n, chunk, resident, dense, default)
             && layout_bytes(curve, n, chunk, resident, dense) <= free;
-        DenseAuto { kernels, ones_off: true }
+        DenseAuto { kernels, ones_off: sample.ones == 0 }
     }
 
-    /// Runs `f` as `auto` says: with the dense kernels in force ([`Gpu::with_dense_kernels`],
-    /// the 0/1 fast path off too), with only the fast path off, or as the choice in force;
-    /// and records which kernels ran ([`Gpu::last_msm_kernels`]).
+    /// Runs `f` as `auto` says: with the dense kernels in force ([`Gpu::with_dense_kernels`])
+    /// or the choice in force, with the 0/1 fast path off ([`Gpu::with_ones_off`]) or as it
+    /// is; and records which kernels ran ([`Gpu::last_msm_kernels`]).
     fn with_msm_kernels<R>(&mut self, auto: DenseAuto, f: impl FnOnce(&mut Gpu) -> R) -> R {
         let run = |g: &mut Gpu| {
             g.last_msm_kernels.set(g.msm_kernels);
             f(g)
         };
-        match auto {
-            DenseAuto { kernels: true, .. } => self.with_dense_kernels(run),
-            DenseAuto { ones_off: true, .. } => self.with_ones_off(run),
-            _ => run(self),
+        let run = |g: &mut Gpu| if auto.ones_off { g.with_ones_off(run) } else { run(g) };
+        if auto.kernels {
+            self.with_dense_kernels(run)
+        } else {
+            run(self)
         }
     }
 
-    /// Whether the last MSM ran the 0/1 fast path's pass (the default; off for dense host
-    /// scalars, [`Gpu::set_msm_dense_auto`], and the h MSM).
+    /// Whether the last MSM that ran its kernels ran the 0/1 fast path's pass: not where
+    /// [`Gpu::set_msm_ones_fast_path`] turned it off, nor for dense host scalars with no one
+    /// in their sample ([`Gpu::set_msm_dense_auto`]), nor for h's coefficients. False
+    /// before any MSM.
     pub fn last_msm_ones_pass(&self) -> bool {
         self.last_msm_ones.get()
     }
@@ -2190,6 +2223,16 @@ mod tests {
         assert!(!scalars_look_dense(&[]));
         assert!(!scalars_look_dense(&[one(1); 5]));
         assert!(scalars_look_dense(&[one(7); 5]), "fewer than the sample: all read");
+        // What gates the 0/1 pass: the sample's ones, counted apart from its zeros.
+        let d = Sample::of(&dense);
+        assert!(d.dense() && d.ones == 0 && d.read == DENSE_SAMPLE, "{d:?}");
+        let mut some_ones = dense.clone();
+        for s in some_ones.iter_mut().step_by(n / DENSE_SAMPLE * 16) {
+            *s = one(1);
+        }
+        let smp = Sample::of(&some_ones);
+        assert!(smp.dense() && smp.ones == DENSE_SAMPLE / 16, "{smp:?}");
+        assert_eq!(Sample::of(&[]), Sample { read: 0, other: 0, ones: 0 });
     }
 
     #[test]

@@ -448,8 +448,11 @@ impl Gpu {
             return Err(CudaError::StaleScratch("h on the device"));
         }
         let scalars = Scalars::Device { ptr: h.ptr, n: h.len };
-        // h's coefficients are dense: the dense kernels ([`Gpu::set_msm_dense_kernels`]).
-        let parts = self.with_dense_kernels(|g| g.msm_over::<_, blst_p1>(Curve::G1, bases, scalars))?;
+        // h's coefficients are dense: the dense kernels ([`Gpu::set_msm_dense_kernels`]), and
+        // no 0/1 pass (none of them is one but by chance).
+        let parts = self.with_dense_kernels(|g| {
+            g.with_ones_off(|g| g.msm_over::<_, blst_p1>(Curve::G1, bases, scalars))
+        })?;
         Ok(combine_parts(&parts))
     }
 

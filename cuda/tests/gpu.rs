@@ -580,6 +580,16 @@ fn dense_host_scalars_run_the_dense_kernels_where_they_fit() {
     assert!(g.msm_g1_resident(&resident, &half).unwrap() == msm_g1(&b[..n / 2], &half), "2^22");
     assert_eq!(g.last_msm_kernels(), MsmKernels::default(), "2^22: the plans are alike");
     assert!(!g.last_msm_ones_pass(), "2^22: a dense sample skips the 0/1 pass");
+    // Ones among the sampled scalars (1 in 16 of them) keep the pass: without it they
+    // would all crowd one bucket.
+    let mut sampled_ones = half.clone();
+    for s in sampled_ones.iter_mut().step_by(4096 * 16) {
+        *s = Scalar::ONE.to_bytes_le();
+    }
+    assert!(arenaprove_cuda::scalars_look_dense(&sampled_ones));
+    let cpu = msm_g1(&b[..n / 2], &sampled_ones);
+    assert!(g.msm_g1_resident(&resident, &sampled_ones).unwrap() == cpu, "2^22, ones sampled");
+    assert!(g.last_msm_ones_pass(), "2^22: ones in the sample keep the 0/1 pass");
     assert!(g.msm_g1_resident(&resident, &witness).unwrap() == msm_g1(&b, &witness), "99% 0/1 again");
     assert!(g.last_msm_ones_pass(), "a witness's scalars keep the 0/1 pass");
     let cpu = msm_g1(&b, &dense);
@@ -657,6 +667,11 @@ fn fixed_base_windows_match_blst_for_every_grouping() {
         {
             assert!(g.msm_g1_resident(&fb, s).unwrap() == msm_g1(&b, s), "{f:?}: {what}");
         }
+        // Without the 0/1 pass (as for dense scalars), zeros and ones go through the sort.
+        g.set_msm_ones_fast_path(false);
+        assert!(g.msm_g1_resident(&fb, &mix).unwrap() == msm_g1(&b, &mix), "{f:?}: 0/1 mix, no 0/1 pass");
+        assert!(!g.last_msm_ones_pass());
+        g.set_msm_ones_fast_path(true);
         // Whatever kernels the GPU is set to, fixed-base windows run the wide ones.
         g.set_msm_kernels(MsmKernels::Signed);
         g.set_msm_sort_one_read(Some(true));
