@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::arena::{ArenaStats, DeviceArena};
 use crate::device::Device;
 use crate::error::{CudaError, DriverContext, Result};
-use crate::msm::{MsmKernels, MsmStageTimes};
+use crate::msm::{DenseRun, MsmKernels, MsmStageTimes};
 use crate::ntt::NttKernels;
 use crate::ntt_tables::NttTables;
 
@@ -22,7 +22,7 @@ pub struct Gpu {
     name: String,
     /// The MSM's 0/1 fast path (on by default; off to measure it against the plain bucket
     /// method, `kernel_bench`, and for one call at a time over dense scalars:
-    /// `Gpu::with_ones_off`).
+    /// `Gpu::with_dense_run`).
     pub(crate) msm_ones: bool,
     /// The 0/1 fast path's sparse sort (on by default; off only to measure it against the
     /// sort over every scalar, `kernel_bench`).
@@ -210,24 +210,21 @@ impl Gpu {
         self.msm_dense_auto = on;
     }
 
-    /// Runs `f` with the h MSM's kernels in force.
-    pub(crate) fn with_dense_kernels<R>(&mut self, f: impl FnOnce(&mut Gpu) -> R) -> R {
-        let saved = self.msm_kernels;
-        self.msm_kernels = self.msm_dense_kernels;
+    /// Runs `f` as `run` says for dense scalars, then restores the choice in force: the h
+    /// MSM's kernels (`run.kernels`), and the 0/1 fast path off (`run.ones_off`: for dense
+    /// scalars with (almost) no ones, h's coefficients and random ones, whose pass over
+    /// every scalar would find nothing, G1 2^24: 0.64 ms, 2^20: 0.13 ms on an H100; a
+    /// scalar that is one still lands in its bucket). The result is the same point.
+    pub(crate) fn with_dense_run<R>(&mut self, run: DenseRun, f: impl FnOnce(&mut Gpu) -> R) -> R {
+        let saved = (self.msm_kernels, self.msm_ones);
+        if run.kernels {
+            self.msm_kernels = self.msm_dense_kernels;
+        }
+        if run.ones_off {
+            self.msm_ones = false;
+        }
         let r = f(self);
-        self.msm_kernels = saved;
-        r
-    }
-
-    /// Runs `f` with the 0/1 fast path off, for dense scalars with (almost) no ones (h's
-    /// coefficients, random ones): the pass over every scalar would find nothing (G1 2^24:
-    /// 0.64 ms, 2^20: 0.13 ms on an H100), and a scalar that is one still lands in its
-    /// bucket. The result is the same point.
-    pub(crate) fn with_ones_off<R>(&mut self, f: impl FnOnce(&mut Gpu) -> R) -> R {
-        let saved = self.msm_ones;
-        self.msm_ones = false;
-        let r = f(self);
-        self.msm_ones = saved;
+        (self.msm_kernels, self.msm_ones) = saved;
         r
     }
 

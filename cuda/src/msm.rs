@@ -1010,12 +1010,19 @@ impl<A> Bases<A> {
     }
 }
 
-/// What [`Gpu::set_msm_dense_auto`] runs an MSM over host scalars with: the dense kernels
-/// (`kernels`), and the 0/1 fast path off (`ones_off`); both false for any other MSM.
+/// How an MSM runs for dense scalars ([`Gpu::with_dense_run`]): the dense kernels
+/// (`kernels`), and the 0/1 fast path off (`ones_off`). [`Gpu::set_msm_dense_auto`] decides
+/// both for host scalars; both false leave the choice in force.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct DenseAuto {
-    kernels: bool,
-    ones_off: bool,
+pub(crate) struct DenseRun {
+    pub(crate) kernels: bool,
+    pub(crate) ones_off: bool,
+}
+
+impl DenseRun {
+    /// h's coefficients: the dense kernels and no 0/1 pass (none of them is one but by
+    /// chance).
+    pub(crate) const ALL: DenseRun = DenseRun { kernels: true, ones_off: true };
 }
 
 /// What [`DENSE_SAMPLE`] evenly spaced scalars of a slice (all of them when there are fewer)
@@ -1207,7 +1214,7 @@ impl Gpu {
             (Scalars::Host(h), BaseSet::Streamed { chunk, .. }) => {
                 self.dense_auto(curve, h, Some(*chunk), None, false, b.free_bytes())
             }
-            _ => DenseAuto::default(),
+            _ => DenseRun::default(),
         };
         let r =
             self.with_msm_kernels(dense, |g| g.msm_placed(&mut b, &g.point_kernels(curve), bases, scalars));
@@ -1233,14 +1240,14 @@ impl Gpu {
         resident: Option<usize>,
         fixed: bool,
         free: usize,
-    ) -> DenseAuto {
+    ) -> DenseRun {
         let n = scalars.len();
         if !self.msm_dense_auto || n < DENSE_SAMPLE_MIN {
-            return DenseAuto::default();
+            return DenseRun::default();
         }
         let sample = Sample::of(scalars);
         if !sample.dense() {
-            return DenseAuto::default();
+            return DenseRun::default();
         }
         let (default, dense) =
             (self.msm_choice(), MsmChoice { kernels: self.msm_dense_kernels, ..self.msm_choice() });
@@ -1248,23 +1255,16 @@ impl Gpu {
             && self.msm_kernels == MsmKernels::default()
             && dense_switch_pays(curve, n, chunk, resident, dense, default)
             && layout_bytes(curve, n, chunk, resident, dense) <= free;
-        DenseAuto { kernels, ones_off: sample.ones == 0 }
+        DenseRun { kernels, ones_off: sample.ones == 0 }
     }
 
-    /// Runs `f` as `auto` says: with the dense kernels in force ([`Gpu::with_dense_kernels`])
-    /// or the choice in force, with the 0/1 fast path off ([`Gpu::with_ones_off`]) or as it
-    /// is; and records which kernels ran ([`Gpu::last_msm_kernels`]).
-    fn with_msm_kernels<R>(&mut self, auto: DenseAuto, f: impl FnOnce(&mut Gpu) -> R) -> R {
-        let run = |g: &mut Gpu| {
+    /// Runs `f` as `auto` says ([`Gpu::with_dense_run`]) and records which kernels ran
+    /// ([`Gpu::last_msm_kernels`]).
+    fn with_msm_kernels<R>(&mut self, auto: DenseRun, f: impl FnOnce(&mut Gpu) -> R) -> R {
+        self.with_dense_run(auto, |g| {
             g.last_msm_kernels.set(g.msm_kernels);
             f(g)
-        };
-        let run = |g: &mut Gpu| if auto.ones_off { g.with_ones_off(run) } else { run(g) };
-        if auto.kernels {
-            self.with_dense_kernels(run)
-        } else {
-            run(self)
-        }
+        })
     }
 
     /// Whether the last MSM that ran its kernels ran the 0/1 fast path's pass: not where

@@ -11,7 +11,7 @@ use crate::arena::{Bump, DevPtr, DevSpan};
 use crate::error::{CudaError, Result};
 use crate::gpu::Gpu;
 use crate::kernels::Dims;
-use crate::msm::{combine_parts, BaseSet, Curve, G1Bases, Scalars};
+use crate::msm::{combine_parts, BaseSet, Curve, DenseRun, G1Bases, Scalars};
 use crate::ntt_passes::{passes, BLOCK_LOG, PASS_STAGES_MAX};
 use crate::ntt_tables::{powers, NttTables, FR_BYTES, NTT_LOG_MAX};
 
@@ -450,9 +450,8 @@ impl Gpu {
         let scalars = Scalars::Device { ptr: h.ptr, n: h.len };
         // h's coefficients are dense: the dense kernels ([`Gpu::set_msm_dense_kernels`]), and
         // no 0/1 pass (none of them is one but by chance).
-        let parts = self.with_dense_kernels(|g| {
-            g.with_ones_off(|g| g.msm_over::<_, blst_p1>(Curve::G1, bases, scalars))
-        })?;
+        let parts =
+            self.with_dense_run(DenseRun::ALL, |g| g.msm_over::<_, blst_p1>(Curve::G1, bases, scalars))?;
         Ok(combine_parts(&parts))
     }
 

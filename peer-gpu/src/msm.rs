@@ -148,11 +148,11 @@ pub fn run(logs: &[u32], reps: usize, fixed_gib: usize) -> Result<(), String> {
         let (b, s) = (bases(n, 5 + log as u64), scalars(n, 77 + log as u64));
         let made_ms = t.elapsed().as_secs_f64() * 1e3;
         let ours_bases = g.upload_g1_bases(&b).map_err(|e| e.to_string())?;
-        let shape = fixed(n);
-        let fixed_bases = match shape {
-            Some(f) => Some(g.upload_g1_bases_fixed(&b, f).map_err(|e| e.to_string())?),
-            None => None,
-        };
+        // The fixed-base side: its shape and its copies of the bases.
+        let fixed_side = fixed(n)
+            .map(|f| g.upload_g1_bases_fixed(&b, f).map(|h| (f, h)))
+            .transpose()
+            .map_err(|e| e.to_string())?;
         let theirs = Sppark::new(&b)?;
         g.set_host_staging(false);
         let before_r = g.msm_g1_resident(&ours_bases, &s).map_err(|e| e.to_string())?;
@@ -160,10 +160,11 @@ pub fn run(logs: &[u32], reps: usize, fixed_gib: usize) -> Result<(), String> {
         let ours_r = g.msm_g1_resident(&ours_bases, &s).map_err(|e| e.to_string())?;
         // The kernels ours ran over plain bases (a fixed-base MSM runs its own).
         let kernels = g.last_msm_kernels();
-        let fixed_r = match &fixed_bases {
-            Some(h) => Some(g.msm_g1_resident(h, &s).map_err(|e| e.to_string())?),
-            None => None,
-        };
+        let fixed_r = fixed_side
+            .as_ref()
+            .map(|(_, h)| g.msm_g1_resident(h, &s))
+            .transpose()
+            .map_err(|e| e.to_string())?;
         let theirs_r = theirs.msm(&s)?;
         let (mut ours_ms, mut before_ms, mut theirs_ms, mut fixed_ms) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -180,7 +181,7 @@ pub fn run(logs: &[u32], reps: usize, fixed_gib: usize) -> Result<(), String> {
             before_ms.push(t.elapsed().as_secs_f64() * 1e3);
             g.set_host_staging(true);
             r.map_err(|e| e.to_string())?;
-            if let Some(h) = &fixed_bases {
+            if let Some((_, h)) = &fixed_side {
                 let t = Instant::now();
                 g.msm_g1_resident(h, &s).map_err(|e| e.to_string())?;
                 fixed_ms.push(t.elapsed().as_secs_f64() * 1e3);
@@ -190,19 +191,19 @@ pub fn run(logs: &[u32], reps: usize, fixed_gib: usize) -> Result<(), String> {
         let cpu = msm_g1(&b, &s);
         let cpu_ms = t.elapsed().as_secs_f64() * 1e3;
         let (o, th, before) = (median(&mut ours_ms), median(&mut theirs_ms), median(&mut before_ms));
-        let fx = (!fixed_ms.is_empty()).then(|| median(&mut fixed_ms));
+        let shape = fixed_side.as_ref().map(|&(f, _)| f);
+        let fx = shape.map(|_| median(&mut fixed_ms));
         let fixed_ok = fixed_r.is_none_or(|r| r == cpu);
         let (ours_ok, theirs_ok) = (ours_r == cpu && before_r == cpu && fixed_ok, theirs_r == cpu);
-        let fixed_text = match (shape, fx) {
-            (Some(f), Some(ms)) => format!(
+        let fixed_text = shape.zip(fx).map_or(String::new(), |(f, ms)| {
+            format!(
                 " | ours over fixed-base windows (c {} x {} copies, {:.2} GiB) {ms:.2} ms, sppark/that {:.2}x",
                 f.c,
                 f.copies,
                 f.bytes(CurveId::G1, n) as f64 / (1u64 << 30) as f64,
                 th / ms
-            ),
-            _ => String::new(),
-        };
+            )
+        });
         println!(
             "msm_g1 2^{log}: ours {o:.2} ms | sppark {th:.2} ms | sppark/ours {:.2}x | ours with the driver's pageable copy {before:.2} ms, sppark/that {:.2}x{fixed_text} | blst cpu {cpu_ms:.0} ms | equal to blst: ours (every copy and base set) {ours_ok}, sppark {theirs_ok} (inputs made in {made_ms:.0} ms; medians of {reps}, alternating, scalars in pageable memory in all; ours: {:?})",
             th / o,
@@ -210,7 +211,7 @@ pub fn run(logs: &[u32], reps: usize, fixed_gib: usize) -> Result<(), String> {
             kernels
         );
         drop(theirs);
-        drop(fixed_bases);
+        drop(fixed_side);
         drop(ours_bases);
         rows.push(serde_json::json!({
             "log": log, "ours_ms": o, "sppark_ms": th, "ratio": th / o, "ours_driver_copy_ms": before, "blst_ms": cpu_ms,
