@@ -6,7 +6,7 @@
 //!     kernel_bench [--quick] [--ntt 20,22,24] [--h 20,22,24,26,27] [--msm 20,22,24] [--g2 20,22,24]
 //!                  [--chunks 25,26,27] [--sparse 24,27] [--witness 24,27] [--h2d-mib 1024]
 //!                  [--msm-configs NAME,NAME,...] [--fixed 20,24] [--fixed-shapes C:COPIES,...]
-//!                  [--fixed-gib 24]
+//!                  [--fixed-gib 24] [--fixed-chunks 21,22,23]
 //!
 //! `--h`: the NTT kernels (`NttKernels`) against the kernels before them, alternating in one
 //! run: one forward NTT and the h pipeline's transforms, device only. Every kernel choice's
@@ -34,6 +34,11 @@
 //! memory: the cost model's choice within `--fixed-gib` GiB of copies (default 24; the arena
 //! grows by as much), then each `--fixed-shapes` shape; their stage splits; results equal to
 //! each other and (up to 2^24) to blst.
+//!
+//! `--fixed-chunks`: in the `--fixed` runs, also plain bases and the cost model's shape with
+//! the MSM in resident chunks of each 2^k points (`Gpu::set_resident_chunking`), as more
+//! sides of the same alternation: chunk `j + 1`'s scalars go up while chunk `j` runs, and
+//! the chunks share one set of buckets (one reduction).
 //!
 //! `--witness`: at those of the `--msm` sizes, a proof's witness MSMs (L, A, B_G1) with the
 //! aux staged once for all against each staging its own (baseline), alternating.
@@ -473,6 +478,7 @@ fn fixed_ab(
     log: u32,
     shapes: &[FixedWindows],
     budget_bytes: usize,
+    chunk_logs: &[u32],
 ) -> Result<(), arenaprove_cuda::CudaError> {
     let n = 1usize << log;
     let b = common::bases(n, 5);
@@ -499,21 +505,38 @@ fn fixed_ab(
         handles.push(h);
     }
     let reg = register(g, &s)?;
+    // Sides: plain bases, each shape, then per chunk size plain bases and the chosen shape
+    // (handle 0) in resident chunks of that size.
+    let chunks: Vec<u32> = chunk_logs.iter().copied().filter(|&k| k < log).collect();
+    let sides = 1 + handles.len() + 2 * chunks.len();
+    let default_chunking = g.resident_chunking();
     let which = Cell::new(0usize);
     let setup = |g: &mut Gpu, i: usize| {
         which.set(i);
         g.set_msm_kernels(MsmKernels::Wide);
         g.set_msm_sort_one_read(Some(false));
+        match i.checked_sub(1 + handles.len()) {
+            Some(j) => g.set_resident_chunking(1 << chunks[j / 2], 1 << chunks[j / 2]),
+            None => g.set_resident_chunking(default_chunking.0, default_chunking.1),
+        }
     };
     let msm = |g: &mut Gpu| match which.get() {
         0 => g.msm_g1_resident(&plain, &s),
-        i => g.msm_g1_resident(&handles[i - 1], &s),
+        i if i <= handles.len() => g.msm_g1_resident(&handles[i - 1], &s),
+        i if (i - 1 - handles.len()) % 2 == 0 => g.msm_g1_resident(&plain, &s),
+        _ => g.msm_g1_resident(&handles[0], &s),
     };
-    let (t, agree, r) = alternate(g, 5, 1 + handles.len(), setup, msm)?;
+    let (t, agree, r) = alternate(g, 5, sides, setup, msm)?;
     g.set_msm_stage_timing(true);
     let names: Vec<String> =
         std::iter::once(format!("wide (c {}, plain bases)", g.msm_plan_with(n, MsmKernels::Wide).c))
             .chain(shapes.iter().map(|f| format!("fixed c {} x {}", f.c, f.copies)))
+            .chain(chunks.iter().flat_map(|k| {
+                [
+                    format!("wide plain bases in chunks of 2^{k}"),
+                    format!("fixed c {} x {} in chunks of 2^{k}", shapes[0].c, shapes[0].copies),
+                ]
+            }))
             .collect();
     for (i, name) in names.iter().enumerate() {
         setup(g, i);
@@ -521,6 +544,7 @@ fn fixed_ab(
         print_stages(name, g.last_msm_stages());
     }
     g.set_msm_stage_timing(false);
+    g.set_resident_chunking(default_chunking.0, default_chunking.1);
     default_config(g);
     drop(reg);
     let equal =
@@ -571,6 +595,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let h2d_mib = list(&args, "--h2d-mib", &[if quick { 64 } else { 1024 }])[0] as usize;
     let fixed_logs = list(&args, "--fixed", &[]);
     let fixed_gib = list(&args, "--fixed-gib", &[24])[0] as usize;
+    let fixed_chunks = list(&args, "--fixed-chunks", &[]);
     let fixed_shapes: Vec<FixedWindows> = match args.iter().position(|a| a == "--fixed-shapes") {
         Some(i) => args[i + 1]
             .split(',')
@@ -848,7 +873,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     for &log in &fixed_logs {
-        fixed_ab(&mut g, log, &fixed_shapes, fixed_gib << 30)?;
+        fixed_ab(&mut g, log, &fixed_shapes, fixed_gib << 30, &fixed_chunks)?;
     }
 
     let mut g2_bases: Vec<blst_p2_affine> = Vec::new();

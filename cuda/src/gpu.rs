@@ -214,18 +214,28 @@ impl Gpu {
     /// MSM's kernels (`run.kernels`), and the 0/1 fast path off (`run.ones_off`: for dense
     /// scalars with (almost) no ones, h's coefficients and random ones, whose pass over
     /// every scalar would find nothing, G1 2^24: 0.64 ms, 2^20: 0.13 ms on an H100; a
-    /// scalar that is one still lands in its bucket). The result is the same point.
+    /// scalar that is one still lands in its bucket). The result is the same point. The
+    /// choice is restored however `f` ends, a panic included (a guard's drop), so a later
+    /// call never runs switched kernels that its layout did not plan for.
     pub(crate) fn with_dense_run<R>(&mut self, run: DenseRun, f: impl FnOnce(&mut Gpu) -> R) -> R {
-        let saved = (self.msm_kernels, self.msm_ones);
+        /// Puts the saved kernels and 0/1 pass back when dropped.
+        struct Restore<'a> {
+            g: &'a mut Gpu,
+            saved: (MsmKernels, bool),
+        }
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                (self.g.msm_kernels, self.g.msm_ones) = self.saved;
+            }
+        }
+        let mut guard = Restore { saved: (self.msm_kernels, self.msm_ones), g: self };
         if run.kernels {
-            self.msm_kernels = self.msm_dense_kernels;
+            guard.g.msm_kernels = guard.g.msm_dense_kernels;
         }
         if run.ones_off {
-            self.msm_ones = false;
+            guard.g.msm_ones = false;
         }
-        let r = f(self);
-        (self.msm_kernels, self.msm_ones) = saved;
-        r
+        f(&mut *guard.g)
     }
 
     /// Turns the pieces' order on (the default) or off. The accumulation runs one thread per
@@ -437,5 +447,37 @@ impl Gpu {
         let arena = self.arena.as_mut().ok_or(CudaError::NoArena)?;
         arena.note_scratch(&b);
         Ok(src.len() as f64 / best / 1e9)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `with_dense_run` puts the kernels and the 0/1 pass back when its closure panics.
+    /// Needs a GPU: skips without one unless `ARENAPROVE_REQUIRE_GPU` asks for one (the GPU
+    /// tests' rule, tests/common).
+    #[test]
+    fn dense_run_restores_after_a_panic() {
+        let mut g = match Gpu::open(0) {
+            Ok(g) => g,
+            Err(e) if e.is_no_gpu() && std::env::var("ARENAPROVE_REQUIRE_GPU").map_or(true, |v| v == "0") => {
+                println!("SKIP: {e}");
+                return;
+            }
+            Err(e) => panic!("the GPU does not open: {e}"),
+        };
+        g.msm_dense_kernels = MsmKernels::Wide;
+        g.msm_kernels = MsmKernels::Signed;
+        g.msm_ones = true;
+        let run = DenseRun::ALL;
+        let seen = g.with_dense_run(run, |g| (g.msm_kernels, g.msm_ones));
+        assert_eq!(seen, (MsmKernels::Wide, false));
+        assert_eq!((g.msm_kernels, g.msm_ones), (MsmKernels::Signed, true));
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            g.with_dense_run(run, |_| panic!("an MSM panics"))
+        }));
+        assert!(caught.is_err());
+        assert_eq!((g.msm_kernels, g.msm_ones), (MsmKernels::Signed, true), "restored after the panic");
     }
 }
