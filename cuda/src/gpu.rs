@@ -33,6 +33,9 @@ pub struct Gpu {
     /// Resident MSMs of more than `.0` points run in chunks of `.1` (the defaults:
     /// `msm::RESIDENT_CHUNK_ABOVE`, `msm::RESIDENT_CHUNK`, which the device plan assumes).
     pub(crate) resident_chunking: (usize, usize),
+    /// Chunks an MSM of page-locked host scalars over resident bases runs in, so its
+    /// upload runs under its kernels ([`Gpu::set_msm_upload_chunks`]).
+    pub(crate) msm_upload_chunks: Option<usize>,
     /// Which NTT kernels run (the pass kernel by default; the others to measure against).
     pub(crate) ntt_kernels: NttKernels,
     /// Which MSM kernels run (signed windows by default; the unsigned ones to measure against).
@@ -61,6 +64,8 @@ pub struct Gpu {
     pub(crate) last_msm_kernels: Cell<MsmKernels>,
     /// Whether the last MSM ran the 0/1 fast path ([`Gpu::last_msm_ones_pass`]).
     pub(crate) last_msm_ones: Cell<bool>,
+    /// How many chunks the last MSM over bases ran in ([`Gpu::last_msm_chunks`]).
+    pub(crate) last_msm_chunks: Cell<usize>,
     /// Device time of the last MSM or h pipeline call (GPU events).
     pub(crate) last_device: Cell<Duration>,
     /// Whether MSMs record events between their stages (off by default: a bench's split).
@@ -105,6 +110,7 @@ impl Gpu {
             msm_sparse: true,
             msm_shared_buckets: true,
             resident_chunking: crate::msm::RESIDENT_CHUNKING,
+            msm_upload_chunks: Some(crate::msm::UPLOAD_CHUNKS),
             ntt_kernels: NttKernels::default(),
             msm_kernels: MsmKernels::default(),
             msm_window_bits: None,
@@ -119,6 +125,7 @@ impl Gpu {
             msm_dense_auto: true,
             last_msm_kernels: Cell::new(MsmKernels::default()),
             last_msm_ones: Cell::new(false),
+            last_msm_chunks: Cell::new(0),
             last_device: Cell::new(Duration::ZERO),
             msm_stage_timing: false,
             last_msm_stages: Cell::new(MsmStageTimes::default()),
@@ -157,6 +164,16 @@ impl Gpu {
     /// a chunk larger than the default's may not fit an arena sized by it.
     pub fn set_resident_chunking(&mut self, above: usize, chunk: usize) {
         self.resident_chunking = (above, chunk.max(1));
+    }
+
+    /// How many chunks an MSM over resident bases of host scalars in page-locked memory
+    /// runs in (default `Some(msm::UPLOAD_CHUNKS)`; `None` or 1: one piece), so that chunk
+    /// `j + 1`'s scalars go up while chunk `j`'s kernels run; the chunks add into one set
+    /// of buckets, which the last reduces. It applies where the MSM would otherwise run in
+    /// one piece, with chunks of at least `msm::UPLOAD_CHUNK_MIN` points, and only where
+    /// the chunked layout is no larger than the one piece's. Results are the same point.
+    pub fn set_msm_upload_chunks(&mut self, chunks: Option<usize>) {
+        self.msm_upload_chunks = chunks;
     }
 
     /// The resident chunking in force: `(above, chunk)` as [`Gpu::set_resident_chunking`]
@@ -228,7 +245,7 @@ impl Gpu {
                 (self.g.msm_kernels, self.g.msm_ones) = self.saved;
             }
         }
-        let mut guard = Restore { saved: (self.msm_kernels, self.msm_ones), g: self };
+        let guard = Restore { saved: (self.msm_kernels, self.msm_ones), g: self };
         if run.kernels {
             guard.g.msm_kernels = guard.g.msm_dense_kernels;
         }

@@ -756,6 +756,15 @@ const RESIDENT_CHUNK: usize = 1 << 24;
 /// Both, as [`Gpu`] keeps them.
 pub(crate) const RESIDENT_CHUNKING: (usize, usize) = (RESIDENT_CHUNK_ABOVE, RESIDENT_CHUNK);
 
+/// An MSM over resident bases of page-locked host scalars that one piece would take runs in
+/// this many chunks ([`Gpu::set_msm_upload_chunks`]), so each chunk's upload runs under the
+/// chunk before's kernels: the chunks share one set of buckets (one reduction), and only
+/// the first chunk's upload is waited for.
+pub const UPLOAD_CHUNKS: usize = 4;
+/// [`UPLOAD_CHUNKS`]: the fewest points a chunk has (an MSM of fewer than twice as many
+/// uploads in one copy, under the global sort's counts where it can).
+pub const UPLOAD_CHUNK_MIN: usize = 1 << 18;
+
 /// Where a chunked MSM's bases are: in host memory, or resident at a span.
 enum ChunkFrom<'a, A> {
     Host(&'a [A]),
@@ -1275,6 +1284,13 @@ impl Gpu {
         self.last_msm_ones.get()
     }
 
+    /// How many chunks the last MSM ran in: 1 for one piece (bases copied in for the call
+    /// always), more where it was chunked (resident MSMs above 2^25 points, streamed bases, or
+    /// page-locked host scalars: [`Gpu::set_msm_upload_chunks`]). 0 before any.
+    pub fn last_msm_chunks(&self) -> usize {
+        self.last_msm_chunks.get()
+    }
+
     /// The kernels the last MSM (not a fixed-base one, which runs its own) ran: the choice
     /// in force (the h MSM's: the dense kernels), or the dense kernels where
     /// [`Gpu::set_msm_dense_auto`] switched to them.
@@ -1301,6 +1317,24 @@ impl Gpu {
     fn resident_chunk(&self, n: usize) -> Option<usize> {
         let (above, chunk) = self.resident_chunking;
         (n > above).then_some(chunk)
+    }
+
+    /// The chunk length of a resident MSM that one piece would take, for its upload to run
+    /// under its kernels ([`Gpu::set_msm_upload_chunks`]): host scalars in page-locked
+    /// memory (pageable ones go through the staging buffers in one piece), at least two
+    /// chunks of [`UPLOAD_CHUNK_MIN`], and a chunked layout no larger than the one piece's
+    /// (whatever the arena was sized for still holds it). `None`: one piece.
+    fn upload_chunk(&self, curve: Curve, scalars: Scalars<'_>, fixed: Option<FixedBases>) -> Option<usize> {
+        let parts = self.msm_upload_chunks.filter(|&k| k > 1)?;
+        let Scalars::Host(h) = scalars else { return None };
+        let n = h.len();
+        let chunk = n.div_ceil(parts).max(UPLOAD_CHUNK_MIN);
+        if n < 2 * chunk || !self.dev.is_page_locked(h) {
+            return None;
+        }
+        let plan = |m| self.msm_plan_over(m, fixed);
+        let chunked = chunked_scratch_bytes(curve, n, chunk, false, plan);
+        (chunked <= plan(n).scratch_bytes(curve)).then_some(chunk)
     }
 
     /// The scratch an MSM of `n` points lays out on this GPU: [`msm_scratch_bytes`] with
@@ -1348,8 +1382,12 @@ impl Gpu {
         scalars: Scalars<'_>,
     ) -> Result<Vec<(Vec<J>, u32)>> {
         self.last_msm_stages.set(MsmStageTimes::default());
+        self.last_msm_chunks.set(1);
         match bases {
-            BaseSet::Resident(r) => match self.resident_chunk(scalars.len()) {
+            BaseSet::Resident(r) => match self
+                .resident_chunk(scalars.len())
+                .or_else(|| self.upload_chunk(pk.curve, scalars, r.fixed_bases()))
+            {
                 None => Ok(vec![self.msm_run_over(b, pk, r.span.dev_ptr(), scalars, r.fixed_bases())?]),
                 Some(k) => {
                     self.msm_chunked(b, pk, ChunkFrom::<A>::Device(r.span), k, scalars, r.fixed_bases())
@@ -1402,6 +1440,7 @@ impl Gpu {
         };
         let uploads = host_scalars.is_some() || matches!(bases, ChunkBases::Host { .. });
         let ranges: Vec<_> = chunk_ranges(n, chunk).collect();
+        self.last_msm_chunks.set(ranges.len());
         // SAFETY (every upload): each bases buffer holds `chunk` bases and `all_scalars`
         // every scalar (chunk `j`'s at its range); the host bases and scalars are borrowed
         // for the whole call and every way out waits for the copy stream (the last chunk's
@@ -1473,6 +1512,7 @@ impl Gpu {
         }
         self.dev.bind()?;
         self.last_msm_stages.set(MsmStageTimes::default());
+        self.last_msm_chunks.set(1);
         self.dev.timer_start()?;
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         let mut b = arena.scratch();
@@ -2191,6 +2231,33 @@ pub(crate) fn combine<G: Group + AsMut<J>, J: Copy>(sums: &[J], c: u32) -> G {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The upload chunks' layout (every scalar, then one chunk's) is no larger than one
+    /// piece's at the sizes they are for, plain and fixed-base, so an arena sized for one
+    /// piece holds it (`Gpu::upload_chunk` checks the same per call).
+    #[test]
+    fn upload_chunks_fit_where_one_piece_fits() {
+        for log in [20u32, 22, 24, 25] {
+            let n = (1usize << log) + 4097;
+            let chunk = n.div_ceil(UPLOAD_CHUNKS).max(UPLOAD_CHUNK_MIN);
+            for kernels in [MsmKernels::default(), MsmKernels::Wide] {
+                let plan = |m| MsmPlan::with(m, kernels, BUCKET_BITS_MAX_DEFAULT);
+                let (chunked, one) = (
+                    chunked_scratch_bytes(Curve::G1, n, chunk, false, plan),
+                    plan(n).scratch_bytes(Curve::G1),
+                );
+                assert!(chunked <= one, "2^{log} {kernels:?}: {chunked} > {one}");
+            }
+            for f in [FixedWindows { c: 16, copies: 4 }, FixedWindows::choose(Curve::G1, n, 24 << 30)] {
+                let plan = |m| MsmPlan::with_fixed(m, f, n);
+                let (chunked, one) = (
+                    chunked_scratch_bytes(Curve::G1, n, chunk, false, plan),
+                    plan(n).scratch_bytes(Curve::G1),
+                );
+                assert!(chunked <= one, "2^{log} {f:?}: {chunked} > {one}");
+            }
+        }
+    }
 
     #[test]
     fn a_sample_tells_dense_scalars_from_a_witness() {
