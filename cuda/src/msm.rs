@@ -1332,9 +1332,20 @@ impl Gpu {
         if n < 2 * chunk || !self.dev.is_page_locked(h) {
             return None;
         }
-        let plan = |m| self.msm_plan_over(m, fixed);
-        let chunked = chunked_scratch_bytes(curve, n, chunk, false, plan);
-        (chunked <= plan(n).scratch_bytes(curve)).then_some(chunk)
+        let chunked = chunked_scratch_bytes(curve, n, chunk, false, |m| self.chunk_plan(m, n, fixed));
+        (chunked <= self.msm_plan_over(n, fixed).scratch_bytes(curve)).then_some(chunk)
+    }
+
+    /// The plan of a chunk of `m` points whose windows are those of an MSM of `window_of`
+    /// points on this GPU (fixed-base windows: their own, whatever the points).
+    fn chunk_plan(&self, m: usize, window_of: usize, fixed: Option<FixedBases>) -> MsmPlan {
+        match fixed {
+            Some(_) => self.msm_plan_over(m, fixed),
+            None => {
+                let c = self.msm_plan(window_of).c;
+                MsmChoice { window_bits: Some(c), ..self.msm_choice() }.plan(m)
+            }
+        }
     }
 
     /// The scratch an MSM of `n` points lays out on this GPU: [`msm_scratch_bytes`] with
@@ -1384,22 +1395,24 @@ impl Gpu {
         self.last_msm_stages.set(MsmStageTimes::default());
         self.last_msm_chunks.set(1);
         match bases {
-            BaseSet::Resident(r) => match self
-                .resident_chunk(scalars.len())
-                .or_else(|| self.upload_chunk(pk.curve, scalars, r.fixed_bases()))
-            {
-                None => Ok(vec![self.msm_run_over(b, pk, r.span.dev_ptr(), scalars, r.fixed_bases())?]),
-                Some(k) => {
-                    self.msm_chunked(b, pk, ChunkFrom::<A>::Device(r.span), k, scalars, r.fixed_bases())
+            BaseSet::Resident(r) => {
+                let (n, fixed, from) = (scalars.len(), r.fixed_bases(), ChunkFrom::<A>::Device(r.span));
+                // Resident chunks take their windows from their own points (as measured
+                // at 2^27), upload chunks from the whole MSM's (the one piece's windows).
+                match (self.resident_chunk(n), self.upload_chunk(pk.curve, scalars, fixed)) {
+                    (Some(k), _) => self.msm_chunked(b, pk, from, (k, k), scalars, fixed),
+                    (None, Some(k)) => self.msm_chunked(b, pk, from, (k, n), scalars, fixed),
+                    (None, None) => Ok(vec![self.msm_run_over(b, pk, r.span.dev_ptr(), scalars, fixed)?]),
                 }
-            },
+            }
             BaseSet::Streamed { bases, chunk } => {
-                self.msm_chunked(b, pk, ChunkFrom::Host(bases), chunk, scalars, None)
+                self.msm_chunked(b, pk, ChunkFrom::Host(bases), (chunk, chunk), scalars, None)
             }
         }
     }
 
-    /// An MSM `chunk` points at a time, every chunk on the full chunk's plan: each sorts
+    /// An MSM `chunk` points at a time, every chunk on the full chunk's plan (its windows
+    /// those of an MSM of `window_of` points: [`Gpu::chunk_plan`]): each sorts
     /// and accumulates its points into one set of buckets (its own 0/1 sum comes back), and
     /// the last reduces the windows once for all (on the H200 a 2^24 chunk's reduction was
     /// 3 ms, 24.6 of the 170 ms of device work of a 2^27 MSM of 99% 0/1 scalars in eight
@@ -1414,7 +1427,7 @@ impl Gpu {
         b: &mut Bump,
         pk: &PointKernels<'_>,
         from: ChunkFrom<'_, A>,
-        chunk: usize,
+        (chunk, window_of): (usize, usize),
         scalars: Scalars<'_>,
         fixed: Option<FixedBases>,
     ) -> Result<Vec<(Vec<J>, u32)>> {
@@ -1463,7 +1476,7 @@ impl Gpu {
         upload(0)?;
         // One plan for every chunk, so each lays its spans out alike from `b`: their buckets
         // are one span, which each chunk adds its points into and only the last reduces.
-        let plan = self.msm_plan_over(ranges[0].len(), fixed);
+        let plan = self.chunk_plan(ranges[0].len(), window_of, fixed);
         let (mut out, mut device, mut high) =
             (Vec::with_capacity(ranges.len()), Duration::ZERO, None::<Bump>);
         for (j, r) in ranges.iter().enumerate() {
@@ -2241,11 +2254,12 @@ mod tests {
             let n = (1usize << log) + 4097;
             let chunk = n.div_ceil(UPLOAD_CHUNKS).max(UPLOAD_CHUNK_MIN);
             for kernels in [MsmKernels::default(), MsmKernels::Wide] {
-                let plan = |m| MsmPlan::with(m, kernels, BUCKET_BITS_MAX_DEFAULT);
-                let (chunked, one) = (
-                    chunked_scratch_bytes(Curve::G1, n, chunk, false, plan),
-                    plan(n).scratch_bytes(Curve::G1),
-                );
+                // A chunk takes the one piece's windows (`Gpu::chunk_plan`).
+                let piece = MsmPlan::with(n, kernels, BUCKET_BITS_MAX_DEFAULT);
+                let plan = |m| MsmPlan::with_window(m, kernels, BUCKET_BITS_MAX_DEFAULT, Some(piece.c));
+                assert_eq!((plan(chunk).c, plan(chunk).windows), (piece.c, piece.windows));
+                let (chunked, one) =
+                    (chunked_scratch_bytes(Curve::G1, n, chunk, false, plan), piece.scratch_bytes(Curve::G1));
                 assert!(chunked <= one, "2^{log} {kernels:?}: {chunked} > {one}");
             }
             for f in [FixedWindows { c: 16, copies: 4 }, FixedWindows::choose(Curve::G1, n, 24 << 30)] {
