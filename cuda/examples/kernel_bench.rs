@@ -570,7 +570,7 @@ fn fixed_ab(
     }
     g.set_msm_stage_timing(false);
     g.set_resident_chunking(default_chunking.0, default_chunking.1);
-    g.set_msm_upload_chunks(Some(UPLOAD_CHUNKS));
+    g.set_msm_upload_chunks(None);
     default_config(g);
     drop(reg);
     let equal =

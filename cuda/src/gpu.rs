@@ -110,7 +110,7 @@ impl Gpu {
             msm_sparse: true,
             msm_shared_buckets: true,
             resident_chunking: crate::msm::RESIDENT_CHUNKING,
-            msm_upload_chunks: Some(crate::msm::UPLOAD_CHUNKS),
+            msm_upload_chunks: None,
             ntt_kernels: NttKernels::default(),
             msm_kernels: MsmKernels::default(),
             msm_window_bits: None,
@@ -167,7 +167,8 @@ impl Gpu {
     }
 
     /// How many chunks an MSM over resident bases of host scalars in page-locked memory
-    /// runs in (default `Some(msm::UPLOAD_CHUNKS)`; `None` or 1: one piece), so that chunk
+    /// runs in (`None` or 1: one piece, the default until measured on a GPU; `kernel_bench
+    /// --fixed-chunks` times `Some(msm::UPLOAD_CHUNKS)` against one piece), so that chunk
     /// `j + 1`'s scalars go up while chunk `j`'s kernels run; the chunks add into one set
     /// of buckets, which the last reduces. It applies where the MSM would otherwise run in
     /// one piece, with chunks of at least `msm::UPLOAD_CHUNK_MIN` points, and only where

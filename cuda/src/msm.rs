@@ -756,8 +756,8 @@ const RESIDENT_CHUNK: usize = 1 << 24;
 /// Both, as [`Gpu`] keeps them.
 pub(crate) const RESIDENT_CHUNKING: (usize, usize) = (RESIDENT_CHUNK_ABOVE, RESIDENT_CHUNK);
 
-/// An MSM over resident bases of page-locked host scalars that one piece would take runs in
-/// this many chunks ([`Gpu::set_msm_upload_chunks`]), so each chunk's upload runs under the
+/// An MSM over resident bases of page-locked host scalars that one piece would take can run
+/// in this many chunks ([`Gpu::set_msm_upload_chunks`]), so each chunk's upload runs under the
 /// chunk before's kernels: the chunks share one set of buckets (one reduction), and only
 /// the first chunk's upload is waited for.
 pub const UPLOAD_CHUNKS: usize = 4;

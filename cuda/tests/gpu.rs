@@ -542,13 +542,14 @@ fn pageable_scalars_through_the_staging_buffers_match_blst() {
 }
 
 /// Page-locked host scalars over resident bases run in chunks whose uploads overlap the
-/// chunk before's kernels (`Gpu::set_msm_upload_chunks`, 4 by default): plain and
+/// chunk before's kernels (`Gpu::set_msm_upload_chunks(Some(UPLOAD_CHUNKS))`): plain and
 /// fixed-base bases, random and 0/1 scalars, an uneven length; pageable scalars, too few
 /// points, and the switch off run in one piece. Every result equal to blst's.
 #[test]
 fn page_locked_scalars_run_in_upload_chunks() {
     use arenaprove_cuda::{FixedWindows, UPLOAD_CHUNKS, UPLOAD_CHUNK_MIN};
     let Some(mut g) = gpu(1) else { return };
+    g.set_msm_upload_chunks(Some(UPLOAD_CHUNKS));
     let n = UPLOAD_CHUNKS * UPLOAD_CHUNK_MIN + 4097;
     let b = bases(n, 81);
     let random = to_bytes(&random_scalars(n, 82));
