@@ -35,12 +35,10 @@
 //! grows by as much), then each `--fixed-shapes` shape; their stage splits; results equal to
 //! each other and (up to 2^24) to blst.
 //!
-//! `--fixed-chunks`: the `--fixed` runs' sides above run in one piece (upload chunks off);
-//! this adds plain bases and the cost model's shape in the default upload chunks
-//! (`Gpu::set_msm_upload_chunks`), then in resident chunks of each 2^k points
-//! (`Gpu::set_resident_chunking`), as more sides of the same alternation: chunk `j + 1`'s
-//! scalars go up while chunk `j` runs, and the chunks share one set of buckets (one
-//! reduction).
+//! `--fixed-chunks`: in the `--fixed` runs, also plain bases and the cost model's shape with
+//! the MSM in resident chunks of each 2^k points (`Gpu::set_resident_chunking`), as more
+//! sides of the same alternation: chunk `j + 1`'s scalars go up while chunk `j` runs, and
+//! the chunks share one set of buckets (one reduction).
 //!
 //! `--witness`: at those of the `--msm` sizes, a proof's witness MSMs (L, A, B_G1) with the
 //! aux staged once for all against each staging its own (baseline), alternating.
@@ -57,7 +55,7 @@ mod common;
 use std::cell::Cell;
 use std::time::Instant;
 
-use arenaprove_cuda::{Curve, FixedWindows, Gpu, MsmKernels, MsmPlan, NttKernels, UPLOAD_CHUNKS};
+use arenaprove_cuda::{Curve, FixedWindows, Gpu, MsmKernels, MsmPlan, NttKernels};
 use arenaprove_engine::deps::blstrs::Scalar;
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::groth16::domain::Domain;
@@ -507,23 +505,19 @@ fn fixed_ab(
         handles.push(h);
     }
     let reg = register(g, &s)?;
-    // Sides, each in one piece: plain bases, each shape; then with `--fixed-chunks`, plain
-    // bases and the chosen shape (handle 0) in the default upload chunks, then in resident
-    // chunks of each size.
+    // Sides: plain bases, each shape, then per chunk size plain bases and the chosen shape
+    // (handle 0) in resident chunks of that size.
     let chunks: Vec<u32> = chunk_logs.iter().copied().filter(|&k| k < log).collect();
-    let chunked_sides = if chunk_logs.is_empty() { 0 } else { 2 + 2 * chunks.len() };
-    let sides = 1 + handles.len() + chunked_sides;
+    let sides = 1 + handles.len() + 2 * chunks.len();
     let default_chunking = g.resident_chunking();
     let which = Cell::new(0usize);
     let setup = |g: &mut Gpu, i: usize| {
         which.set(i);
         g.set_msm_kernels(MsmKernels::Wide);
         g.set_msm_sort_one_read(Some(false));
-        let j = i.checked_sub(1 + handles.len());
-        g.set_msm_upload_chunks(if j.is_some() { Some(UPLOAD_CHUNKS) } else { None });
-        match j {
-            Some(j) if j >= 2 => g.set_resident_chunking(1 << chunks[j / 2 - 1], 1 << chunks[j / 2 - 1]),
-            _ => g.set_resident_chunking(default_chunking.0, default_chunking.1),
+        match i.checked_sub(1 + handles.len()) {
+            Some(j) => g.set_resident_chunking(1 << chunks[j / 2], 1 << chunks[j / 2]),
+            None => g.set_resident_chunking(default_chunking.0, default_chunking.1),
         }
     };
     let msm = |g: &mut Gpu| match which.get() {
@@ -537,20 +531,6 @@ fn fixed_ab(
     let names: Vec<String> =
         std::iter::once(format!("wide (c {}, plain bases)", g.msm_plan_with(n, MsmKernels::Wide).c))
             .chain(shapes.iter().map(|f| format!("fixed c {} x {}", f.c, f.copies)))
-            .chain(
-                (chunked_sides > 0)
-                    .then(|| {
-                        [
-                            format!("wide plain bases in {UPLOAD_CHUNKS} upload chunks"),
-                            format!(
-                                "fixed c {} x {} in {UPLOAD_CHUNKS} upload chunks",
-                                shapes[0].c, shapes[0].copies
-                            ),
-                        ]
-                    })
-                    .into_iter()
-                    .flatten(),
-            )
             .chain(chunks.iter().flat_map(|k| {
                 [
                     format!("wide plain bases in chunks of 2^{k}"),
@@ -570,7 +550,6 @@ fn fixed_ab(
     }
     g.set_msm_stage_timing(false);
     g.set_resident_chunking(default_chunking.0, default_chunking.1);
-    g.set_msm_upload_chunks(None);
     default_config(g);
     drop(reg);
     let equal =

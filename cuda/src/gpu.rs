@@ -33,9 +33,6 @@ pub struct Gpu {
     /// Resident MSMs of more than `.0` points run in chunks of `.1` (the defaults:
     /// `msm::RESIDENT_CHUNK_ABOVE`, `msm::RESIDENT_CHUNK`, which the device plan assumes).
     pub(crate) resident_chunking: (usize, usize),
-    /// Chunks an MSM of page-locked host scalars over resident bases runs in, so its
-    /// upload runs under its kernels ([`Gpu::set_msm_upload_chunks`]).
-    pub(crate) msm_upload_chunks: Option<usize>,
     /// Which NTT kernels run (the pass kernel by default; the others to measure against).
     pub(crate) ntt_kernels: NttKernels,
     /// Which MSM kernels run (signed windows by default; the unsigned ones to measure against).
@@ -64,7 +61,7 @@ pub struct Gpu {
     pub(crate) last_msm_kernels: Cell<MsmKernels>,
     /// Whether the last MSM ran the 0/1 fast path ([`Gpu::last_msm_ones_pass`]).
     pub(crate) last_msm_ones: Cell<bool>,
-    /// How many chunks the last MSM over bases ran in ([`Gpu::last_msm_chunks`]).
+    /// How many chunks the last MSM ran in ([`Gpu::last_msm_chunks`]).
     pub(crate) last_msm_chunks: Cell<usize>,
     /// Device time of the last MSM or h pipeline call (GPU events).
     pub(crate) last_device: Cell<Duration>,
@@ -110,7 +107,6 @@ impl Gpu {
             msm_sparse: true,
             msm_shared_buckets: true,
             resident_chunking: crate::msm::RESIDENT_CHUNKING,
-            msm_upload_chunks: None,
             ntt_kernels: NttKernels::default(),
             msm_kernels: MsmKernels::default(),
             msm_window_bits: None,
@@ -164,17 +160,6 @@ impl Gpu {
     /// a chunk larger than the default's may not fit an arena sized by it.
     pub fn set_resident_chunking(&mut self, above: usize, chunk: usize) {
         self.resident_chunking = (above, chunk.max(1));
-    }
-
-    /// How many chunks an MSM over resident bases of host scalars in page-locked memory
-    /// runs in (`None` or 1: one piece, the default until measured on a GPU; `kernel_bench
-    /// --fixed-chunks` times `Some(msm::UPLOAD_CHUNKS)` against one piece), so that chunk
-    /// `j + 1`'s scalars go up while chunk `j`'s kernels run; the chunks add into one set
-    /// of buckets, which the last reduces. It applies where the MSM would otherwise run in
-    /// one piece, with chunks of at least `msm::UPLOAD_CHUNK_MIN` points, and only where
-    /// the chunked layout is no larger than the one piece's. Results are the same point.
-    pub fn set_msm_upload_chunks(&mut self, chunks: Option<usize>) {
-        self.msm_upload_chunks = chunks;
     }
 
     /// The resident chunking in force: `(above, chunk)` as [`Gpu::set_resident_chunking`]

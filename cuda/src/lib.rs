@@ -59,7 +59,6 @@ pub use msm::{
     msm_scratch_bytes, scalars_look_dense, streamed_scratch_bytes, BaseSet, Bases, Curve, FixedWindows,
     G1Bases, G2Bases, MsmKernels, MsmPlan, MsmStageTimes, BUCKET_BITS_MAX_DEFAULT, DENSE_SAMPLE_MIN,
     FIXED_INDEX_MAX, HIST_OVERLAP_CHUNKS, HIST_OVERLAP_CHUNK_MIN, MSM_POINTS_MAX, SCALAR_BYTES,
-    UPLOAD_CHUNKS, UPLOAD_CHUNK_MIN,
 };
 pub use ntt::{h_scratch_bytes, DeviceH, NttKernels, PASSES8_FROM_LOG};
 pub use ntt_tables::{ntt_tables_bytes, omega, NTT_LOG_MAX};

@@ -756,15 +756,6 @@ const RESIDENT_CHUNK: usize = 1 << 24;
 /// Both, as [`Gpu`] keeps them.
 pub(crate) const RESIDENT_CHUNKING: (usize, usize) = (RESIDENT_CHUNK_ABOVE, RESIDENT_CHUNK);
 
-/// An MSM over resident bases of page-locked host scalars that one piece would take can run
-/// in this many chunks ([`Gpu::set_msm_upload_chunks`]), so each chunk's upload runs under the
-/// chunk before's kernels: the chunks share one set of buckets (one reduction), and only
-/// the first chunk's upload is waited for.
-pub const UPLOAD_CHUNKS: usize = 4;
-/// [`UPLOAD_CHUNKS`]: the fewest points a chunk has (an MSM of fewer than twice as many
-/// uploads in one copy, under the global sort's counts where it can).
-pub const UPLOAD_CHUNK_MIN: usize = 1 << 18;
-
 /// Where a chunked MSM's bases are: in host memory, or resident at a span.
 enum ChunkFrom<'a, A> {
     Host(&'a [A]),
@@ -1285,8 +1276,8 @@ impl Gpu {
     }
 
     /// How many chunks the last MSM ran in: 1 for one piece (bases copied in for the call
-    /// always), more where it was chunked (resident MSMs above 2^25 points, streamed bases, or
-    /// page-locked host scalars: [`Gpu::set_msm_upload_chunks`]). 0 before any.
+    /// always), more where it was chunked (resident MSMs above 2^25 points, or
+    /// [`Gpu::set_resident_chunking`]'s, and streamed bases). 0 before any.
     pub fn last_msm_chunks(&self) -> usize {
         self.last_msm_chunks.get()
     }
@@ -1317,35 +1308,6 @@ impl Gpu {
     fn resident_chunk(&self, n: usize) -> Option<usize> {
         let (above, chunk) = self.resident_chunking;
         (n > above).then_some(chunk)
-    }
-
-    /// The chunk length of a resident MSM that one piece would take, for its upload to run
-    /// under its kernels ([`Gpu::set_msm_upload_chunks`]): host scalars in page-locked
-    /// memory (pageable ones go through the staging buffers in one piece), at least two
-    /// chunks of [`UPLOAD_CHUNK_MIN`], and a chunked layout no larger than the one piece's
-    /// (whatever the arena was sized for still holds it). `None`: one piece.
-    fn upload_chunk(&self, curve: Curve, scalars: Scalars<'_>, fixed: Option<FixedBases>) -> Option<usize> {
-        let parts = self.msm_upload_chunks.filter(|&k| k > 1)?;
-        let Scalars::Host(h) = scalars else { return None };
-        let n = h.len();
-        let chunk = n.div_ceil(parts).max(UPLOAD_CHUNK_MIN);
-        if n < 2 * chunk || !self.dev.is_page_locked(h) {
-            return None;
-        }
-        let chunked = chunked_scratch_bytes(curve, n, chunk, false, |m| self.chunk_plan(m, n, fixed));
-        (chunked <= self.msm_plan_over(n, fixed).scratch_bytes(curve)).then_some(chunk)
-    }
-
-    /// The plan of a chunk of `m` points whose windows are those of an MSM of `window_of`
-    /// points on this GPU (fixed-base windows: their own, whatever the points).
-    fn chunk_plan(&self, m: usize, window_of: usize, fixed: Option<FixedBases>) -> MsmPlan {
-        match fixed {
-            Some(_) => self.msm_plan_over(m, fixed),
-            None => {
-                let c = self.msm_plan(window_of).c;
-                MsmChoice { window_bits: Some(c), ..self.msm_choice() }.plan(m)
-            }
-        }
     }
 
     /// The scratch an MSM of `n` points lays out on this GPU: [`msm_scratch_bytes`] with
@@ -1395,24 +1357,19 @@ impl Gpu {
         self.last_msm_stages.set(MsmStageTimes::default());
         self.last_msm_chunks.set(1);
         match bases {
-            BaseSet::Resident(r) => {
-                let (n, fixed, from) = (scalars.len(), r.fixed_bases(), ChunkFrom::<A>::Device(r.span));
-                // Resident chunks take their windows from their own points (as measured
-                // at 2^27), upload chunks from the whole MSM's (the one piece's windows).
-                match (self.resident_chunk(n), self.upload_chunk(pk.curve, scalars, fixed)) {
-                    (Some(k), _) => self.msm_chunked(b, pk, from, (k, k), scalars, fixed),
-                    (None, Some(k)) => self.msm_chunked(b, pk, from, (k, n), scalars, fixed),
-                    (None, None) => Ok(vec![self.msm_run_over(b, pk, r.span.dev_ptr(), scalars, fixed)?]),
+            BaseSet::Resident(r) => match self.resident_chunk(scalars.len()) {
+                None => Ok(vec![self.msm_run_over(b, pk, r.span.dev_ptr(), scalars, r.fixed_bases())?]),
+                Some(k) => {
+                    self.msm_chunked(b, pk, ChunkFrom::<A>::Device(r.span), k, scalars, r.fixed_bases())
                 }
-            }
+            },
             BaseSet::Streamed { bases, chunk } => {
-                self.msm_chunked(b, pk, ChunkFrom::Host(bases), (chunk, chunk), scalars, None)
+                self.msm_chunked(b, pk, ChunkFrom::Host(bases), chunk, scalars, None)
             }
         }
     }
 
-    /// An MSM `chunk` points at a time, every chunk on the full chunk's plan (its windows
-    /// those of an MSM of `window_of` points: [`Gpu::chunk_plan`]): each sorts
+    /// An MSM `chunk` points at a time, every chunk on the full chunk's plan: each sorts
     /// and accumulates its points into one set of buckets (its own 0/1 sum comes back), and
     /// the last reduces the windows once for all (on the H200 a 2^24 chunk's reduction was
     /// 3 ms, 24.6 of the 170 ms of device work of a 2^27 MSM of 99% 0/1 scalars in eight
@@ -1427,7 +1384,7 @@ impl Gpu {
         b: &mut Bump,
         pk: &PointKernels<'_>,
         from: ChunkFrom<'_, A>,
-        (chunk, window_of): (usize, usize),
+        chunk: usize,
         scalars: Scalars<'_>,
         fixed: Option<FixedBases>,
     ) -> Result<Vec<(Vec<J>, u32)>> {
@@ -1476,7 +1433,7 @@ impl Gpu {
         upload(0)?;
         // One plan for every chunk, so each lays its spans out alike from `b`: their buckets
         // are one span, which each chunk adds its points into and only the last reduces.
-        let plan = self.chunk_plan(ranges[0].len(), window_of, fixed);
+        let plan = self.msm_plan_over(ranges[0].len(), fixed);
         let (mut out, mut device, mut high) =
             (Vec::with_capacity(ranges.len()), Duration::ZERO, None::<Bump>);
         for (j, r) in ranges.iter().enumerate() {
@@ -2244,34 +2201,6 @@ pub(crate) fn combine<G: Group + AsMut<J>, J: Copy>(sums: &[J], c: u32) -> G {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The upload chunks' layout (every scalar, then one chunk's) is no larger than one
-    /// piece's at the sizes they are for, plain and fixed-base, so an arena sized for one
-    /// piece holds it (`Gpu::upload_chunk` checks the same per call).
-    #[test]
-    fn upload_chunks_fit_where_one_piece_fits() {
-        for log in [20u32, 22, 24, 25] {
-            let n = (1usize << log) + 4097;
-            let chunk = n.div_ceil(UPLOAD_CHUNKS).max(UPLOAD_CHUNK_MIN);
-            for kernels in [MsmKernels::default(), MsmKernels::Wide] {
-                // A chunk takes the one piece's windows (`Gpu::chunk_plan`).
-                let piece = MsmPlan::with(n, kernels, BUCKET_BITS_MAX_DEFAULT);
-                let plan = |m| MsmPlan::with_window(m, kernels, BUCKET_BITS_MAX_DEFAULT, Some(piece.c));
-                assert_eq!((plan(chunk).c, plan(chunk).windows), (piece.c, piece.windows));
-                let (chunked, one) =
-                    (chunked_scratch_bytes(Curve::G1, n, chunk, false, plan), piece.scratch_bytes(Curve::G1));
-                assert!(chunked <= one, "2^{log} {kernels:?}: {chunked} > {one}");
-            }
-            for f in [FixedWindows { c: 16, copies: 4 }, FixedWindows::choose(Curve::G1, n, 24 << 30)] {
-                let plan = |m| MsmPlan::with_fixed(m, f, n);
-                let (chunked, one) = (
-                    chunked_scratch_bytes(Curve::G1, n, chunk, false, plan),
-                    plan(n).scratch_bytes(Curve::G1),
-                );
-                assert!(chunked <= one, "2^{log} {f:?}: {chunked} > {one}");
-            }
-        }
-    }
 
     #[test]
     fn a_sample_tells_dense_scalars_from_a_witness() {

@@ -541,48 +541,6 @@ fn pageable_scalars_through_the_staging_buffers_match_blst() {
     assert_eq!(g.host_staging_bytes(), 32 << 20);
 }
 
-/// Page-locked host scalars over resident bases run in chunks whose uploads overlap the
-/// chunk before's kernels (`Gpu::set_msm_upload_chunks(Some(UPLOAD_CHUNKS))`): plain and
-/// fixed-base bases, random and 0/1 scalars, an uneven length; pageable scalars, too few
-/// points, and the switch off run in one piece. Every result equal to blst's.
-#[test]
-fn page_locked_scalars_run_in_upload_chunks() {
-    use arenaprove_cuda::{FixedWindows, UPLOAD_CHUNKS, UPLOAD_CHUNK_MIN};
-    let Some(mut g) = gpu(1) else { return };
-    g.set_msm_upload_chunks(Some(UPLOAD_CHUNKS));
-    let n = UPLOAD_CHUNKS * UPLOAD_CHUNK_MIN + 4097;
-    let b = bases(n, 81);
-    let random = to_bytes(&random_scalars(n, 82));
-    let mix = mostly_01(n, n / 100, 83);
-    let plain = g.upload_g1_bases(&b).unwrap();
-    let fixed = g.upload_g1_bases_fixed(&b, FixedWindows { c: 16, copies: 4 }).unwrap();
-    for (name, s) in [("random", &random), ("0/1 mix", &mix)] {
-        let cpu = msm_g1(&b, s);
-        assert!(g.msm_g1_resident(&plain, s).unwrap() == cpu, "{name}: pageable");
-        assert_eq!(g.last_msm_chunks(), 1, "{name}: pageable scalars run in one piece");
-        let reg = {
-            let base = std::ptr::NonNull::new(s.as_ptr() as *mut u8).unwrap();
-            // SAFETY (test): `s` outlives the registration, dropped below.
-            unsafe { g.register_host(base, std::mem::size_of_val(&s[..])) }.unwrap()
-        };
-        for (bases, what) in [(&plain, "plain bases"), (&fixed, "fixed-base windows")] {
-            assert!(g.msm_g1_resident(bases, s).unwrap() == cpu, "{name}, {what}: page-locked");
-            assert_eq!(g.last_msm_chunks(), UPLOAD_CHUNKS, "{name}, {what}: in upload chunks");
-            g.set_msm_upload_chunks(None);
-            assert!(g.msm_g1_resident(bases, s).unwrap() == cpu, "{name}, {what}: switch off");
-            assert_eq!(g.last_msm_chunks(), 1, "{name}, {what}: one piece with the switch off");
-            g.set_msm_upload_chunks(Some(UPLOAD_CHUNKS));
-        }
-        let k = 2 * UPLOAD_CHUNK_MIN - 1;
-        assert!(
-            g.msm_g1_resident(&plain, &s[..k]).unwrap() == msm_g1(&b[..k], &s[..k]),
-            "{name}: {k} points"
-        );
-        assert_eq!(g.last_msm_chunks(), 1, "{name}: under two chunks' worth, one piece");
-        drop(reg);
-    }
-}
-
 /// The dense kernels for dense host scalars (`Gpu::set_msm_dense_auto`, on by default):
 /// random scalars at 2^23 points (where the dense plan has fewer windows) run `Wide`,
 /// resident and copied; a witness-like 99% 0/1 mix, 2^22 random scalars (both plans alike),
@@ -726,9 +684,11 @@ fn fixed_base_windows_match_blst_for_every_grouping() {
             g.msm_g1_resident(&fb, &random[..k]).unwrap() == msm_g1(&b[..k], &random[..k]),
             "{f:?}: {k} of {n} points"
         );
+        assert_eq!(g.last_msm_chunks(), 1, "{f:?}: one piece");
         g.set_resident_chunking(1000, 1000);
         assert!(g.msm_g1_resident(&fb, &mix).unwrap() == msm_g1(&b, &mix), "{f:?}: chunked 0/1 mix");
         assert!(g.msm_g1_resident(&fb, &random).unwrap() == msm_g1(&b, &random), "{f:?}: chunked");
+        assert_eq!(g.last_msm_chunks(), n.div_ceil(1000), "{f:?}: chunks of 1000");
         g.set_resident_chunking(1 << 25, 1 << 24);
     }
     assert!(chosen.copies > 1, "a 1 GiB budget holds copies of 3,001 bases: {chosen:?}");
