@@ -458,18 +458,10 @@ mod tests {
     use super::*;
 
     /// `with_dense_run` puts the kernels and the 0/1 pass back when its closure panics.
-    /// Needs a GPU: skips without one unless `ARENAPROVE_REQUIRE_GPU` asks for one (the GPU
-    /// tests' rule, tests/common).
+    /// Needs a GPU (the GPU tests' skip rule, tests/common).
     #[test]
     fn dense_run_restores_after_a_panic() {
-        let mut g = match Gpu::open(0) {
-            Ok(g) => g,
-            Err(e) if e.is_no_gpu() && std::env::var("ARENAPROVE_REQUIRE_GPU").map_or(true, |v| v == "0") => {
-                println!("SKIP: {e}");
-                return;
-            }
-            Err(e) => panic!("the GPU does not open: {e}"),
-        };
+        let Some(mut g) = crate::test_common::opened_or_skip(Gpu::open(0)) else { return };
         g.msm_dense_kernels = MsmKernels::Wide;
         g.msm_kernels = MsmKernels::Signed;
         g.msm_ones = true;

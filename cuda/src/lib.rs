@@ -43,6 +43,14 @@ mod plan;
 mod products;
 mod subgroup;
 
+// Unit tests that need a GPU share the integration tests' helpers (and their one skip
+// rule), which name this crate as `arenaprove_cuda`.
+#[cfg(test)]
+extern crate self as arenaprove_cuda;
+#[cfg(test)]
+#[path = "../tests/common/mod.rs"]
+mod test_common;
+
 pub use arena::{ArenaStats, DevSpan, DeviceArena, SPAN_ALIGN_BYTES};
 pub use aux_pack::{aux_pack_bytes, AuxPack, PACK_OTHERS_ONE_IN};
 pub use backend::{

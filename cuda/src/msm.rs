@@ -1282,6 +1282,13 @@ impl Gpu {
         self.last_msm_chunks.get()
     }
 
+    /// What a new MSM call reports before it runs: no stage times, one piece (a chunked
+    /// MSM sets its chunks).
+    fn last_msm_reset(&self) {
+        self.last_msm_stages.set(MsmStageTimes::default());
+        self.last_msm_chunks.set(1);
+    }
+
     /// The kernels the last MSM (not a fixed-base one, which runs its own) ran: the choice
     /// in force (the h MSM's: the dense kernels), or the dense kernels where
     /// [`Gpu::set_msm_dense_auto`] switched to them.
@@ -1354,8 +1361,7 @@ impl Gpu {
         bases: BaseSet<'_, A>,
         scalars: Scalars<'_>,
     ) -> Result<Vec<(Vec<J>, u32)>> {
-        self.last_msm_stages.set(MsmStageTimes::default());
-        self.last_msm_chunks.set(1);
+        self.last_msm_reset();
         match bases {
             BaseSet::Resident(r) => match self.resident_chunk(scalars.len()) {
                 None => Ok(vec![self.msm_run_over(b, pk, r.span.dev_ptr(), scalars, r.fixed_bases())?]),
@@ -1481,8 +1487,7 @@ impl Gpu {
             return Err(CudaError::Length { what: "MSM: scalars", got: scalars.len(), want: bases.len() });
         }
         self.dev.bind()?;
-        self.last_msm_stages.set(MsmStageTimes::default());
-        self.last_msm_chunks.set(1);
+        self.last_msm_reset();
         self.dev.timer_start()?;
         let arena = self.arena.as_ref().ok_or(CudaError::NoArena)?;
         let mut b = arena.scratch();

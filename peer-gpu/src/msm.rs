@@ -191,11 +191,11 @@ pub fn run(logs: &[u32], reps: usize, fixed_gib: usize) -> Result<(), String> {
         let cpu = msm_g1(&b, &s);
         let cpu_ms = t.elapsed().as_secs_f64() * 1e3;
         let (o, th, before) = (median(&mut ours_ms), median(&mut theirs_ms), median(&mut before_ms));
-        let shape = fixed_side.as_ref().map(|&(f, _)| f);
-        let fx = shape.map(|_| median(&mut fixed_ms));
+        // The fixed-base side's shape and median, when it ran.
+        let fixed = fixed_side.as_ref().map(|&(f, _)| (f, median(&mut fixed_ms)));
         let fixed_ok = fixed_r.is_none_or(|r| r == cpu);
         let (ours_ok, theirs_ok) = (ours_r == cpu && before_r == cpu && fixed_ok, theirs_r == cpu);
-        let fixed_text = shape.zip(fx).map_or(String::new(), |(f, ms)| {
+        let fixed_text = fixed.map_or(String::new(), |(f, ms)| {
             format!(
                 " | ours over fixed-base windows (c {} x {} copies, {:.2} GiB) {ms:.2} ms, sppark/that {:.2}x",
                 f.c,
@@ -211,11 +211,10 @@ pub fn run(logs: &[u32], reps: usize, fixed_gib: usize) -> Result<(), String> {
             kernels
         );
         drop(theirs);
-        drop(fixed_side);
-        drop(ours_bases);
         rows.push(serde_json::json!({
             "log": log, "ours_ms": o, "sppark_ms": th, "ratio": th / o, "ours_driver_copy_ms": before, "blst_ms": cpu_ms,
-            "ours_fixed_ms": fx, "fixed_c": shape.map(|f| f.c), "fixed_copies": shape.map(|f| f.copies),
+            "ours_fixed_ms": fixed.map(|(_, ms)| ms), "fixed_c": fixed.map(|(f, _)| f.c),
+            "fixed_copies": fixed.map(|(f, _)| f.copies),
             "ours_equal": ours_ok, "sppark_equal": theirs_ok,
         }));
         if !(ours_ok && theirs_ok) {
