@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <ff/bls12-381.hpp>
 #include <ec/xyzz_t.hpp>
+#include "index.cuh"
 
 using bls12_381::fp_t;
 using bls12_381::fr_t;
@@ -16,19 +17,3 @@ typedef xyzz_t<fp_t> g1_xyzz_t;
 static_assert(sizeof(fr_t) == 32, "Fr is 32 bytes");
 static_assert(sizeof(fp_t) == 48, "Fp is 48 bytes");
 static_assert(sizeof(g1_affine_t::mem_t) == 96, "blst_p1_affine is 96 bytes");
-
-__device__ __forceinline__ size_t global_tid()
-{
-    return (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-}
-
-// A canonical little-endian scalar (8 x u32) equal to one. The MSM's 0/1 fast path sums the
-// bases of these directly instead of sorting them into one giant bucket.
-__device__ __forceinline__ bool scalar_is_one(const uint32_t* s)
-{
-    uint32_t rest = s[0] ^ 1u;
-#pragma unroll
-    for (int k = 1; k < 8; k++)
-        rest |= s[k];
-    return rest == 0;
-}

@@ -30,7 +30,7 @@
 //                 window by running sums over segments, the segments folded per window;
 //                 each window total comes back as blst_p1 / blst_p2 (Jacobian); the host
 //                 combines windows (Horner, c doublings per window).
-#include "common.cuh"
+#include "index.cuh"
 
 __device__ __forceinline__ uint32_t scalar_digit_raw(const uint32_t* s, uint32_t w, uint32_t c)
 {
@@ -269,6 +269,27 @@ extern "C" __global__ void msm_pieces(const uint32_t* counts, const uint32_t* of
 // point index t * stride being 2^(c t) times the base, so window w = q * group + t is
 // window q * group of copy t: windows of one group share bucket set q, and the host
 // combines the sets c * group bits apart. Without copies group = 1 (set = window, copy 0).
+// The entries of scalar i (point index i) in windows [w0, w0 + wins): f(key, word) for each
+// nonzero digit, key = set * 2^(c-1) + bucket (its counter in the global sort) and word =
+// the point index of its window's copy | MSM_NEG_BIT for a negative digit.
+template<typename F>
+__device__ __forceinline__ void scalar_entries(const uint32_t* scalars, uint32_t i, uint32_t c,
+                                               uint32_t skip_ones, uint32_t w0, uint32_t wins,
+                                               uint32_t group, uint32_t stride, F f)
+{
+    const scalar_words sw(scalars + 8 * (size_t)i);
+    uint32_t set = w0 / group, copy = w0 - set * group;
+    for (uint32_t w = w0; w < w0 + wins; w++) {
+        const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, 1);
+        if (e != 0)
+            f((set << (c - 1)) + entry_bucket(e), (i + copy * stride) | (e & MSM_NEG_BIT));
+        if (++copy == group) {
+            copy = 0;
+            set++;
+        }
+    }
+}
+
 template<bool SCATTER>
 __device__ __forceinline__ void global_pass(const uint32_t* scalars, uint32_t n, uint32_t c,
                                             uint32_t tile, uint32_t skip_ones,
@@ -278,25 +299,13 @@ __device__ __forceinline__ void global_pass(const uint32_t* scalars, uint32_t n,
 {
     const tile_range r = tile_of(n, tile, rest, nrest, cap);
     const uint32_t w0 = blockIdx.y * wins;
-    const uint32_t set0 = w0 / group, copy0 = w0 - set0 * group;
-    for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x) {
-        const uint32_t i = r.point(j);
-        const scalar_words sw(scalars + 8 * (size_t)i);
-        uint32_t set = set0, copy = copy0;
-        for (uint32_t w = w0; w < w0 + wins; w++) {
-            const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, 1);
-            if (e != 0) {
-                const uint32_t slot =
-                    atomicAdd(&counter[((size_t)set << (c - 1)) + entry_bucket(e)], 1u);
-                if (SCATTER)
-                    idx[slot] = (i + copy * stride) | (e & MSM_NEG_BIT);
-            }
-            if (++copy == group) {
-                copy = 0;
-                set++;
-            }
-        }
-    }
+    for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x)
+        scalar_entries(scalars, r.point(j), c, skip_ones, w0, wins, group, stride,
+                       [&](uint32_t key, uint32_t word) {
+                           const uint32_t slot = atomicAdd(&counter[key], 1u);
+                           if (SCATTER)
+                               idx[slot] = word;
+                       });
 }
 
 // The bucket counts of the entries of one block's range.
@@ -319,6 +328,81 @@ extern "C" __global__ void msm_scatter_global(const uint32_t* scalars, uint32_t 
 {
     global_pass<true>(scalars, n, c, tile, skip_ones, rest, nrest, cap, wins, group, stride, cursor,
                       idx);
+}
+
+// ---------------------------------------------------------------------------------------
+// The binned scatter (the host's `Gpu::set_msm_binned_sort`): the global sort's scatter in
+// two passes with no global atomic per entry. The scatter above takes one atomic per entry
+// on its bucket's cursor and uses the slot it returns; at 2^24 that is ~2e8 atomics at the
+// L2, most of the sort (BENCHMARKS.md: neither overlapping them nor cutting the scatter in
+// parts helped). Here consecutive buckets form bins of 2^bin_shift (bin = key >> bin_shift),
+// few enough for a shared histogram, and a bin's slots are its buckets' slots: the range
+// [offsets[first bucket], offsets[first bucket of the next bin]) of idx.
+//   msm_bin_init     each bin's cursor at its range's start (in `pairs`, laid out as idx);
+//   msm_bin_scatter  a block counts its tile's entries per bin in shared memory, reserves
+//                    each bin's slots with one global atomic, and writes (word, key) pairs
+//                    into them: the order inside a bin depends on timing;
+//   msm_bin_place    one block per bin: its buckets' offsets as shared cursors, each pair's
+//                    word to its bucket's next slot in idx (shared atomics only; the block's
+//                    writes stay inside its bin's range, which the L2 holds).
+// The counts and offsets are the global sort's (msm_hist_global and the scan), so the
+// pieces and the point kernels read the same layout; each bucket's words are the same set.
+
+extern "C" __global__ void msm_bin_init(const uint32_t* offsets, uint32_t m, uint32_t bin_shift,
+                                        uint32_t nbins, uint32_t* bin_cursor)
+{
+    const size_t b = global_tid();
+    if (b < nbins)
+        bin_cursor[b] = offsets[min(b << bin_shift, (size_t)m)];
+}
+
+// One block a tile of scalars, every window (wins = the windows, one row); dynamic shared
+// memory: nbins counters.
+extern "C" __global__ void msm_bin_scatter(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                           uint32_t tile, uint32_t skip_ones,
+                                           const uint32_t* rest, const uint32_t* nrest,
+                                           uint32_t cap, uint32_t wins, uint32_t group,
+                                           uint32_t stride, uint32_t bin_shift, uint32_t nbins,
+                                           uint32_t* bin_cursor, uint2* pairs)
+{
+    extern __shared__ uint32_t bin_slot[];
+    const tile_range r = tile_of(n, tile, rest, nrest, cap);
+    if (r.lo >= r.hi)
+        return;
+    const uint32_t w0 = blockIdx.y * wins;
+    for (uint32_t k = threadIdx.x; k < nbins; k += blockDim.x)
+        bin_slot[k] = 0;
+    __syncthreads();
+    for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x)
+        scalar_entries(scalars, r.point(j), c, skip_ones, w0, wins, group, stride,
+                       [&](uint32_t key, uint32_t) { atomicAdd(&bin_slot[key >> bin_shift], 1u); });
+    __syncthreads();
+    for (uint32_t k = threadIdx.x; k < nbins; k += blockDim.x)
+        if (bin_slot[k] != 0)
+            bin_slot[k] = atomicAdd(&bin_cursor[k], bin_slot[k]);
+    __syncthreads();
+    for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x)
+        scalar_entries(scalars, r.point(j), c, skip_ones, w0, wins, group, stride,
+                       [&](uint32_t key, uint32_t word) {
+                           pairs[atomicAdd(&bin_slot[key >> bin_shift], 1u)] = make_uint2(word, key);
+                       });
+}
+
+// One block a bin (blockIdx.x); dynamic shared memory: 2^bin_shift cursors.
+extern "C" __global__ void msm_bin_place(const uint2* pairs, const uint32_t* offsets, uint32_t m,
+                                         uint32_t bin_shift, uint32_t* idx)
+{
+    extern __shared__ uint32_t bucket_cursor[];
+    const uint32_t first = blockIdx.x << bin_shift;
+    const uint32_t count = min(1u << bin_shift, m - first);
+    for (uint32_t k = threadIdx.x; k < count; k += blockDim.x)
+        bucket_cursor[k] = offsets[first + k];
+    __syncthreads();
+    const uint32_t lo = offsets[first], hi = offsets[first + count];
+    for (uint32_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
+        const uint2 e = pairs[j];
+        idx[atomicAdd(&bucket_cursor[e.y - first], 1u)] = e.x;
+    }
 }
 
 // Counts one block of the multi-block scan covers: SCAN_PER_THREAD consecutive counts per
