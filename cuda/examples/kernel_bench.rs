@@ -6,7 +6,7 @@
 //!     kernel_bench [--quick] [--ntt 20,22,24] [--h 20,22,24,26,27] [--msm 20,22,24] [--g2 20,22,24]
 //!                  [--chunks 25,26,27] [--sparse 24,27] [--witness 24,27] [--h2d-mib 1024]
 //!                  [--msm-configs NAME,NAME,...] [--fixed 20,24] [--fixed-shapes C:COPIES,...]
-//!                  [--fixed-gib 24] [--fixed-chunks 21,22,23]
+//!                  [--fixed-gib 24] [--fixed-chunks 21,22,23] [--fixed-binned]
 //!
 //! `--h`: the NTT kernels (`NttKernels`) against the kernels before them, alternating in one
 //! run: one forward NTT and the h pipeline's transforms, device only. Every kernel choice's
@@ -39,6 +39,10 @@
 //! the MSM in resident chunks of each 2^k points (`Gpu::set_resident_chunking`), as more
 //! sides of the same alternation: chunk `j + 1`'s scalars go up while chunk `j` runs, and
 //! the chunks share one set of buckets (one reduction).
+//!
+//! `--fixed-binned`: in the `--fixed` runs, also plain bases and the cost model's shape
+//! with the binned scatter (`Gpu::set_msm_binned_sort`), as two more sides. `--msm-configs`
+//! has `wide+binned` and `default+binned` for the other MSM runs.
 //!
 //! `--witness`: at those of the `--msm` sizes, a proof's witness MSMs (L, A, B_G1) with the
 //! aux staged once for all against each staging its own (baseline), alternating.
@@ -141,10 +145,11 @@ fn ones_ab<P: PartialEq>(
 /// defaults with batch-affine accumulation, 4, 8 or 16 pieces a thread (G1 only); then the
 /// wide windows and the defaults reducing in one level with folds by rounds (the kernels
 /// before the two-level reduction), and in two levels with folds by rounds (before the
-/// trees); then the wide windows and the defaults uploading the scalars in one copy before the counts (`Gpu::set_msm_hist_overlap`
-/// off, the code before). The kernels before the pieces'
-/// order and before the global sort were measured against these in earlier sessions
-/// (BENCHMARKS.md).
+/// trees); then the wide windows and the defaults uploading the scalars in one copy before
+/// the counts (`Gpu::set_msm_hist_overlap` off, the code before); then `auto`; then the wide
+/// windows and the defaults with the binned scatter (`Gpu::set_msm_binned_sort`). The
+/// kernels before the pieces' order and before the global sort were measured against these
+/// in earlier sessions (BENCHMARKS.md).
 struct MsmConfig {
     name: &'static str,
     kernels: MsmKernels,
@@ -164,6 +169,8 @@ struct MsmConfig {
     /// names. `auto` also skips the 0/1 pass where the sample is dense and holds no one
     /// (0.64 ms at 2^24), which the others run.
     dense_auto: bool,
+    /// The binned scatter (`Gpu::set_msm_binned_sort`).
+    binned: bool,
 }
 
 const fn config(
@@ -184,6 +191,7 @@ const fn config(
         fold_tree: true,
         hist_overlap: true,
         dense_auto: false,
+        binned: false,
     }
 }
 
@@ -208,7 +216,7 @@ const fn ba(name: &'static str, kernels: MsmKernels, one_read: Option<bool>, k: 
     MsmConfig { batch_affine: Some(k), ..config(name, kernels, None, one_read, true) }
 }
 
-const MSM_CATALOG: [MsmConfig; 21] = [
+const MSM_CATALOG: [MsmConfig; 23] = [
     config("signed-global", MsmKernels::SignedGlobal, None, Some(false), true),
     config("signed-global+one-read", MsmKernels::SignedGlobal, None, Some(true), true),
     config("wide", MsmKernels::Wide, None, Some(false), true),
@@ -231,6 +239,10 @@ const MSM_CATALOG: [MsmConfig; 21] = [
     serial("default-serial", MsmKernels::SignedGlobal, None),
     // What an embedder gets: the default kernels, or the dense ones for dense host scalars.
     MsmConfig { dense_auto: true, ..config("auto", MsmKernels::SignedGlobal, None, None, true) },
+    // The global sort's scatter in bins (built without a GPU; to be timed against `wide`
+    // and `default`).
+    MsmConfig { binned: true, ..config("wide+binned", MsmKernels::Wide, None, Some(false), true) },
+    MsmConfig { binned: true, ..config("default+binned", MsmKernels::SignedGlobal, None, None, true) },
 ];
 
 /// The configurations `--msm-configs` picked (set once in `main`).
@@ -268,6 +280,7 @@ fn set_config(g: &mut Gpu, i: usize) {
     g.set_msm_fold_tree(c.fold_tree);
     g.set_msm_hist_overlap(c.hist_overlap);
     g.set_msm_dense_auto(c.dense_auto);
+    g.set_msm_binned_sort(c.binned);
 }
 
 /// Back to the defaults.
@@ -282,6 +295,7 @@ fn default_config(g: &mut Gpu) {
     g.set_msm_fold_tree(true);
     g.set_msm_hist_overlap(true);
     g.set_msm_dense_auto(true);
+    g.set_msm_binned_sort(false);
 }
 
 /// Each MSM kernel configuration run alternately (baseline first) after one warm-up each,
@@ -471,6 +485,34 @@ fn print_stages(name: &str, st: arenaprove_cuda::MsmStageTimes) {
     );
 }
 
+/// One side of the `--fixed` alternation: plain bases (`handle` `None`) or fixed-base
+/// shape `handle`, in resident chunks of `2^chunk`, with the binned scatter.
+#[derive(Clone, Copy)]
+struct FixedSide {
+    handle: Option<usize>,
+    chunk: Option<u32>,
+    binned: bool,
+}
+
+impl FixedSide {
+    const PLAIN: FixedSide = FixedSide { handle: None, chunk: None, binned: false };
+
+    fn name(self, wide_c: u32, shapes: &[FixedWindows]) -> String {
+        let mut name = match self.handle {
+            None if self.chunk.is_none() && !self.binned => format!("wide (c {wide_c}, plain bases)"),
+            None => "wide plain bases".to_string(),
+            Some(h) => format!("fixed c {} x {}", shapes[h].c, shapes[h].copies),
+        };
+        if let Some(k) = self.chunk {
+            name += &format!(" in chunks of 2^{k}");
+        }
+        if self.binned {
+            name += ", binned scatter";
+        }
+        name
+    }
+}
+
 /// `--fixed`: fixed-base windows against the wide kernels over plain bases (baseline),
 /// alternating, 5 timed calls each after a warm-up, then each one's stage split.
 fn fixed_ab(
@@ -479,6 +521,7 @@ fn fixed_ab(
     shapes: &[FixedWindows],
     budget_bytes: usize,
     chunk_logs: &[u32],
+    binned: bool,
 ) -> Result<(), arenaprove_cuda::CudaError> {
     let n = 1usize << log;
     let b = common::bases(n, 5);
@@ -506,38 +549,41 @@ fn fixed_ab(
     }
     let reg = register(g, &s)?;
     // Sides: plain bases, each shape, then per chunk size plain bases and the chosen shape
-    // (handle 0) in resident chunks of that size.
+    // (handle 0) in resident chunks of that size, then (`binned`) both with the binned
+    // scatter.
     let chunks: Vec<u32> = chunk_logs.iter().copied().filter(|&k| k < log).collect();
-    let sides = 1 + handles.len() + 2 * chunks.len();
+    let mut sides: Vec<FixedSide> = std::iter::once(FixedSide::PLAIN)
+        .chain((0..handles.len()).map(|h| FixedSide { handle: Some(h), ..FixedSide::PLAIN }))
+        .collect();
+    for &k in &chunks {
+        sides.push(FixedSide { chunk: Some(k), ..FixedSide::PLAIN });
+        sides.push(FixedSide { handle: Some(0), chunk: Some(k), ..FixedSide::PLAIN });
+    }
+    if binned {
+        sides.push(FixedSide { binned: true, ..FixedSide::PLAIN });
+        sides.push(FixedSide { handle: Some(0), binned: true, ..FixedSide::PLAIN });
+    }
     let default_chunking = g.resident_chunking();
     let which = Cell::new(0usize);
     let setup = |g: &mut Gpu, i: usize| {
         which.set(i);
+        let side = sides[i];
         g.set_msm_kernels(MsmKernels::Wide);
         g.set_msm_sort_one_read(Some(false));
-        match i.checked_sub(1 + handles.len()) {
-            Some(j) => g.set_resident_chunking(1 << chunks[j / 2], 1 << chunks[j / 2]),
+        g.set_msm_binned_sort(side.binned);
+        match side.chunk {
+            Some(k) => g.set_resident_chunking(1 << k, 1 << k),
             None => g.set_resident_chunking(default_chunking.0, default_chunking.1),
         }
     };
-    let msm = |g: &mut Gpu| match which.get() {
-        0 => g.msm_g1_resident(&plain, &s),
-        i if i <= handles.len() => g.msm_g1_resident(&handles[i - 1], &s),
-        i if (i - 1 - handles.len()) % 2 == 0 => g.msm_g1_resident(&plain, &s),
-        _ => g.msm_g1_resident(&handles[0], &s),
+    let msm = |g: &mut Gpu| match sides[which.get()].handle {
+        None => g.msm_g1_resident(&plain, &s),
+        Some(h) => g.msm_g1_resident(&handles[h], &s),
     };
-    let (t, agree, r) = alternate(g, 5, sides, setup, msm)?;
+    let (t, agree, r) = alternate(g, 5, sides.len(), setup, msm)?;
     g.set_msm_stage_timing(true);
-    let names: Vec<String> =
-        std::iter::once(format!("wide (c {}, plain bases)", g.msm_plan_with(n, MsmKernels::Wide).c))
-            .chain(shapes.iter().map(|f| format!("fixed c {} x {}", f.c, f.copies)))
-            .chain(chunks.iter().flat_map(|k| {
-                [
-                    format!("wide plain bases in chunks of 2^{k}"),
-                    format!("fixed c {} x {} in chunks of 2^{k}", shapes[0].c, shapes[0].copies),
-                ]
-            }))
-            .collect();
+    let wide_c = g.msm_plan_with(n, MsmKernels::Wide).c;
+    let names: Vec<String> = sides.iter().map(|side| side.name(wide_c, &shapes)).collect();
     for (i, name) in names.iter().enumerate() {
         setup(g, i);
         let t = Instant::now();
@@ -601,6 +647,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fixed_logs = list(&args, "--fixed", &[]);
     let fixed_gib = list(&args, "--fixed-gib", &[24])[0] as usize;
     let fixed_chunks = list(&args, "--fixed-chunks", &[]);
+    let fixed_binned = args.iter().any(|a| a == "--fixed-binned");
     let fixed_shapes: Vec<FixedWindows> = match args.iter().position(|a| a == "--fixed-shapes") {
         Some(i) => args[i + 1]
             .split(',')
@@ -878,7 +925,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     for &log in &fixed_logs {
-        fixed_ab(&mut g, log, &fixed_shapes, fixed_gib << 30, &fixed_chunks)?;
+        fixed_ab(&mut g, log, &fixed_shapes, fixed_gib << 30, &fixed_chunks, fixed_binned)?;
     }
 
     let mut g2_bases: Vec<blst_p2_affine> = Vec::new();
