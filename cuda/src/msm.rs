@@ -1393,16 +1393,18 @@ impl Gpu {
 
     /// The plan of an MSM of `n` points on this GPU.
     pub fn msm_plan(&self, n: usize) -> MsmPlan {
-        self.msm_choice().plan(n).with_binned_sort(self.msm_binned_sort)
+        self.msm_plan_over(n, None)
     }
 
     /// The plan of an MSM of `n` points over bases with fixed-base windows, or (`None`)
-    /// on this GPU's kernel choice.
+    /// on this GPU's kernel choice; either with this GPU's scatter
+    /// ([`Gpu::set_msm_binned_sort`]).
     fn msm_plan_over(&self, n: usize, fixed: Option<FixedBases>) -> MsmPlan {
-        match fixed {
-            Some(f) => MsmPlan::with_fixed(n, f.windows, f.stride).with_binned_sort(self.msm_binned_sort),
-            None => self.msm_plan(n),
-        }
+        let p = match fixed {
+            Some(f) => MsmPlan::with_fixed(n, f.windows, f.stride),
+            None => self.msm_choice().plan(n),
+        };
+        p.with_binned_sort(self.msm_binned_sort)
     }
 
     /// The plan of an MSM of `n` points on this GPU with `kernels`.
