@@ -1,13 +1,15 @@
-// The global sort's kernels (kernels/msm_sort.cu) on the CPU (cuda_emu.hpp): counts, the
-// three-launch scan, then the atomic scatter and the binned scatter, checked on random,
-// 0/1-heavy, sparse-listed and skewed scalars, plain and fixed-base windows. Built and run
+// The sort kernels (kernels/msm_sort.cu) on the CPU (cuda_emu.hpp): the global sort's
+// counts, three-launch scan, atomic scatter and binned scatter; the shared-histogram sort
+// (signed and unsigned digits); then the pieces and their order by length; checked on
+// random, 0/1-heavy, sparse-listed and skewed scalars, plain and fixed-base windows. Built and run
 // by cuda/tests/emu_sort.rs, which passes the kernel file (its `extern __shared__` arrays
 // rewritten) as EMU_SORT_SOURCE. Prints "N passed, N failed"; exits 1 on any failure.
 //
 // The check is independent of the kernels' digit code: from the sorted output alone (each
 // bucket's range of idx, each word's point and sign) it rebuilds every scalar as
-// sum of +-(bucket + 1) * 2^(c * window) and compares it with the scalar (0 for a one the
-// 0/1 path takes). The two scatters must also give each bucket the same set of words.
+// sum of +-digit(bucket) * 2^(c * window) and compares it with the scalar (0 for a one the
+// 0/1 path takes). The two scatters must also give each bucket the same set of words, and
+// the pieces must cut every bucket's range, each listed once in the order, longest first.
 #include "cuda_emu.hpp"
 #include EMU_SORT_SOURCE
 
@@ -27,6 +29,10 @@ struct Case {
     int kind;      // 0 random, 1 99% zeros/ones, 2 skewed (few distinct scalars)
     uint32_t tile, threads, bin_tile;
     uint32_t piece_len;
+    // The shared-histogram sort (msm_hist, msm_scan, msm_scatter: `Signed` and `Unsigned`)
+    // instead of the global one, with signed or unsigned digits; no binned scatter.
+    bool shared = false;
+    uint32_t signed_digits = 1;
 };
 
 using Scalar = std::array<uint32_t, 8>;
@@ -65,14 +71,70 @@ bool is_one(const Scalar& s)
 }
 
 struct Sorted {
-    std::vector<uint32_t> counts, offsets, idx;
+    std::vector<uint32_t> counts, offsets, idx, poffsets;
+    std::vector<uint2> pieces;
+    std::vector<uint32_t> perm;
 };
+
+uint32_t buckets_per_set(const Case& k)
+{
+    return 1u << (k.c - k.signed_digits);
+}
+
+// The pieces (msm_pieces) and their order by decreasing length (msm_piece_hist, msm_scan,
+// msm_piece_order), as the host runs them after either sort.
+void cut_and_order(const Case& k, Sorted& r, uint32_t m)
+{
+    r.pieces.assign(r.poffsets[m] + 1, uint2{0xFFFFFFFFu, 0xFFFFFFFFu});
+    emu::launch(dim3{(m + 255) / 256, 1, 1}, 256, 0, msm_pieces, (const uint32_t*)r.counts.data(),
+                (const uint32_t*)r.offsets.data(), (const uint32_t*)r.poffsets.data(), m, k.piece_len,
+                r.pieces.data());
+    const uint32_t npieces = r.poffsets[m];
+    std::vector<uint32_t> hist(PIECE_CLASSES, 0), off(PIECE_CLASSES + 1), cur(PIECE_CLASSES),
+        poff(PIECE_CLASSES + 1);
+    emu::launch(dim3{2, 1, 1}, 256, 0, msm_piece_hist, (const uint2*)r.pieces.data(), &npieces, hist.data());
+    emu::launch(dim3{1, 1, 1}, 1024, 0, msm_scan, (const uint32_t*)hist.data(), (uint32_t)PIECE_CLASSES, 1u,
+                off.data(), cur.data(), poff.data());
+    r.perm.assign(npieces, 0xFFFFFFFFu);
+    emu::launch(dim3{2, 1, 1}, 256, 0, msm_piece_order, (const uint2*)r.pieces.data(), &npieces, cur.data(),
+                r.perm.data());
+}
+
+// Empty when the pieces cut each bucket's range in order into pieces of at most piece_len,
+// and the order lists every piece once, longest first.
+std::string check_pieces(const Case& k, const Sorted& r, uint32_t m)
+{
+    for (uint32_t b = 0; b < m; b++) {
+        uint32_t at = r.offsets[b];
+        for (uint32_t q = r.poffsets[b]; q < r.poffsets[b + 1]; q++) {
+            const uint2 pc = r.pieces[q];
+            if (pc.x != at || pc.y == 0 || pc.y > k.piece_len)
+                return "piece " + std::to_string(q) + " of bucket " + std::to_string(b) + " is wrong";
+            at += pc.y;
+        }
+        if (at != r.offsets[b + 1])
+            return "bucket " + std::to_string(b) + "'s pieces do not cover it";
+    }
+    const uint32_t npieces = r.poffsets[m];
+    std::vector<bool> seen(npieces, false);
+    uint32_t last = UINT32_MAX;
+    for (uint32_t q : r.perm) {
+        if (q >= npieces || seen[q])
+            return "the order is no permutation of the pieces";
+        seen[q] = true;
+        const uint32_t len = min(r.pieces[q].y, (uint32_t)PIECE_CLASSES);
+        if (len > last)
+            return "the order is not longest first";
+        last = len;
+    }
+    return "";
+}
 
 // Runs msm_hist_global, the scan and one scatter as the host does (msm.rs).
 Sorted run(const Case& k, const std::vector<Scalar>& s, const std::vector<uint32_t>& rest, bool binned,
            uint32_t wins)
 {
-    const uint32_t m = ((k.windows + k.group - 1) / k.group) << (k.c - 1);
+    const uint32_t m = ((k.windows + k.group - 1) / k.group) * buckets_per_set(k);
     const size_t entries = (size_t)k.n * k.windows;
     std::vector<uint32_t> counts(m + 1, 0), offsets(m + 1), cursor(m), poffsets(m + 1);
     std::vector<uint32_t> idx(entries, 0xFFFFFFFFu);
@@ -83,6 +145,20 @@ Sorted run(const Case& k, const std::vector<Scalar>& s, const std::vector<uint32
     // The sparse sort's count lives after the counts on the device.
     counts[m] = nrest;
     const uint32_t* nrp = &counts[m];
+    if (k.shared) {
+        const dim3 tiles{(k.n + k.tile - 1) / k.tile, k.windows, 1};
+        const size_t smem = 4 * (size_t)buckets_per_set(k);
+        emu::launch(tiles, k.threads, smem, msm_hist, sc, k.n, k.c, k.tile, k.skip_ones, k.signed_digits, rp,
+                    nrp, cap, counts.data());
+        emu::launch(dim3{1, 1, 1}, 1024, 0, msm_scan, (const uint32_t*)counts.data(), m, k.piece_len,
+                    offsets.data(), cursor.data(), poffsets.data());
+        emu::launch(tiles, k.threads, smem, msm_scatter, sc, k.n, k.c, k.tile, k.skip_ones, k.signed_digits, rp,
+                    nrp, cap, cursor.data(), idx.data());
+        Sorted r{counts, offsets, idx, poffsets, {}, {}};
+        cut_and_order(k, r, m);
+        r.counts.resize(m);
+        return r;
+    }
     const dim3 grid{(k.n + k.tile - 1) / k.tile, k.windows / wins, 1};
     emu::launch(grid, k.threads, 0, msm_hist_global, sc, k.n, k.c, k.tile, k.skip_ones, rp, nrp, cap,
                 wins, k.group, k.stride, counts.data());
@@ -111,14 +187,16 @@ Sorted run(const Case& k, const std::vector<Scalar>& s, const std::vector<uint32
         emu::launch(dim3{nbins, 1, 1}, 256, 4u << shift, msm_bin_place, (const uint2*)pairs.data(),
                     (const uint32_t*)offsets.data(), m, shift, idx.data());
     }
-    counts.resize(m);
-    return {counts, offsets, idx};
+    Sorted r{counts, offsets, idx, poffsets, {}, {}};
+    cut_and_order(k, r, m);
+    r.counts.resize(m);
+    return r;
 }
 
 // Empty when the sorted output rebuilds every scalar; otherwise what went wrong.
 std::string rebuild(const Case& k, const std::vector<Scalar>& s, const Sorted& r)
 {
-    const uint32_t m = (uint32_t)r.counts.size(), per_set = 1u << (k.c - 1);
+    const uint32_t m = (uint32_t)r.counts.size(), per_set = buckets_per_set(k);
     if (r.offsets[0] != 0)
         return "offsets[0] != 0";
     for (uint32_t b = 0; b < m; b++)
@@ -129,7 +207,7 @@ std::string rebuild(const Case& k, const std::vector<Scalar>& s, const Sorted& r
     for (auto& a : acc)
         a.fill(0);
     for (uint32_t b = 0; b < m; b++) {
-        const uint32_t set = b / per_set, digit = b % per_set + 1;
+        const uint32_t set = b / per_set, digit = b % per_set + k.signed_digits;
         for (uint32_t j = r.offsets[b]; j < r.offsets[b + 1]; j++) {
             const uint32_t word = r.idx[j];
             if (word == 0xFFFFFFFFu)
@@ -190,6 +268,11 @@ int main()
         {"plain c11, skewed", 3000, 11, 24, 1, 0, 1, false, 2, 1024, 256, 1024, 32},
         {"fixed c10 x 26 copies (one set)", 1500, 10, 26, 26, 1500, 1, false, 0, 512, 256, 512, 8},
         {"fixed c10 x 9 copies (3 sets)", 1700, 10, 26, 9, 1800, 1, false, 0, 512, 256, 1024, 8},
+        // The shared-histogram sort: signed and unsigned digits.
+        {"shared, signed c9, random", 3000, 9, 29, 1, 0, 1, false, 0, 1024, 256, 0, 8, true, 1},
+        {"shared, unsigned c8, random", 3000, 8, 32, 1, 0, 1, false, 0, 1024, 256, 0, 8, true, 0},
+        {"shared, signed c9, 99% 0/1, sparse list", 4000, 9, 29, 1, 0, 1, true, 1, 1024, 256, 0, 8, true, 1},
+        {"shared, unsigned c10, skewed", 3000, 10, 26, 1, 0, 1, false, 2, 512, 128, 0, 16, true, 0},
     };
     int passed = 0, failed = 0;
     for (const Case& k : cases) {
@@ -200,18 +283,34 @@ int main()
             if (!zero && !is_one(s[i]))
                 rest.push_back(i);
         }
+        if (k.shared) {
+            const Sorted r = run(k, s, rest, false, 1);
+            std::string e = rebuild(k, s, r);
+            if (e.empty())
+                e = check_pieces(k, r, (uint32_t)r.counts.size());
+            std::printf("%s %s: %s\n", e.empty() ? "ok  " : "FAIL", k.name.c_str(),
+                        e.empty() ? "rebuilt, pieces cut and ordered" : e.c_str());
+            (e.empty() ? passed : failed)++;
+            continue;
+        }
         for (uint32_t wins : {1u, k.windows}) {
             if (k.windows % wins != 0)
                 continue;
             const Sorted atomic = run(k, s, rest, false, wins);
             const Sorted binned = run(k, s, rest, true, wins);
-            const std::string ea = rebuild(k, s, atomic), eb = rebuild(k, s, binned);
+            const uint32_t m = (uint32_t)atomic.counts.size();
+            std::string ea = rebuild(k, s, atomic), eb = rebuild(k, s, binned);
+            if (ea.empty())
+                ea = check_pieces(k, atomic, m);
+            if (eb.empty())
+                eb = check_pieces(k, binned, m);
             const bool same = same_sets(atomic, binned);
             const bool ok = ea.empty() && eb.empty() && same;
             std::printf("%s %s (counts read %s): %s%s%s%s\n", ok ? "ok  " : "FAIL", k.name.c_str(),
                         wins == 1 ? "per window" : "once", ea.empty() ? "" : (" atomic: " + ea).c_str(),
                         eb.empty() ? "" : (" binned: " + eb).c_str(),
-                        same ? "" : " the scatters' buckets differ", ok ? "rebuilt, same buckets" : "");
+                        same ? "" : " the scatters' buckets differ",
+                        ok ? "rebuilt, same buckets, pieces cut and ordered" : "");
             (ok ? passed : failed)++;
         }
     }
