@@ -42,7 +42,8 @@
 //!
 //! `--fixed-binned`: in the `--fixed` runs, also plain bases and the cost model's shape
 //! with the binned scatter (`Gpu::set_msm_binned_sort`), as two more sides. `--msm-configs`
-//! has `wide+binned` and `default+binned` for the other MSM runs.
+//! has `wide+binned` (bins of ~2^16 entries, the default size), `wide+binned14`,
+//! `wide+binned18` and `default+binned` for the other MSM runs.
 //!
 //! `--witness`: at those of the `--msm` sizes, a proof's witness MSMs (L, A, B_G1) with the
 //! aux staged once for all against each staging its own (baseline), alternating.
@@ -169,8 +170,8 @@ struct MsmConfig {
     /// names. `auto` also skips the 0/1 pass where the sample is dense and holds no one
     /// (0.64 ms at 2^24), which the others run.
     dense_auto: bool,
-    /// The binned scatter (`Gpu::set_msm_binned_sort`).
-    binned: bool,
+    /// The binned scatter, bins of about 2^k entries (`Gpu::set_msm_bins`).
+    binned: Option<u32>,
 }
 
 const fn config(
@@ -191,7 +192,7 @@ const fn config(
         fold_tree: true,
         hist_overlap: true,
         dense_auto: false,
-        binned: false,
+        binned: None,
     }
 }
 
@@ -211,12 +212,17 @@ const fn rounds(
     MsmConfig { two_levels, fold_tree: false, ..config(name, kernels, None, one_read, true) }
 }
 
+/// [`config`] with the binned scatter, bins of about `2^k` entries.
+const fn binned(name: &'static str, kernels: MsmKernels, one_read: Option<bool>, k: u32) -> MsmConfig {
+    MsmConfig { binned: Some(k), ..config(name, kernels, None, one_read, true) }
+}
+
 /// [`config`] with batch-affine accumulation, `k` pieces a thread.
 const fn ba(name: &'static str, kernels: MsmKernels, one_read: Option<bool>, k: u32) -> MsmConfig {
     MsmConfig { batch_affine: Some(k), ..config(name, kernels, None, one_read, true) }
 }
 
-const MSM_CATALOG: [MsmConfig; 23] = [
+const MSM_CATALOG: [MsmConfig; 25] = [
     config("signed-global", MsmKernels::SignedGlobal, None, Some(false), true),
     config("signed-global+one-read", MsmKernels::SignedGlobal, None, Some(true), true),
     config("wide", MsmKernels::Wide, None, Some(false), true),
@@ -240,9 +246,12 @@ const MSM_CATALOG: [MsmConfig; 23] = [
     // What an embedder gets: the default kernels, or the dense ones for dense host scalars.
     MsmConfig { dense_auto: true, ..config("auto", MsmKernels::SignedGlobal, None, None, true) },
     // The global sort's scatter in bins (built without a GPU; to be timed against `wide`
-    // and `default`).
-    MsmConfig { binned: true, ..config("wide+binned", MsmKernels::Wide, None, Some(false), true) },
-    MsmConfig { binned: true, ..config("default+binned", MsmKernels::SignedGlobal, None, None, true) },
+    // and `default`), with bins of the default size (2^16 entries), and for the wide windows
+    // also of 2^14 and 2^18.
+    binned("wide+binned", MsmKernels::Wide, Some(false), 16),
+    binned("wide+binned14", MsmKernels::Wide, Some(false), 14),
+    binned("wide+binned18", MsmKernels::Wide, Some(false), 18),
+    binned("default+binned", MsmKernels::SignedGlobal, None, 16),
 ];
 
 /// The configurations `--msm-configs` picked (set once in `main`).
@@ -280,7 +289,7 @@ fn set_config(g: &mut Gpu, i: usize) {
     g.set_msm_fold_tree(c.fold_tree);
     g.set_msm_hist_overlap(c.hist_overlap);
     g.set_msm_dense_auto(c.dense_auto);
-    g.set_msm_binned_sort(c.binned);
+    g.set_msm_bins(c.binned);
 }
 
 /// Back to the defaults.

@@ -314,9 +314,9 @@ pub struct BinSort {
     pub tile: u32,
 }
 
-/// [`BinSort`]: the entries a bin is sized for (its range of the sorted indices, 256 KiB,
-/// which the L2 holds while the bin's block writes into it).
-pub const BIN_ENTRIES: usize = 1 << 16;
+/// [`BinSort`]: log2 of the entries a bin is sized for by default (its range of the sorted
+/// indices, 256 KiB, which the L2 holds while the bin's block writes into it).
+pub const BIN_ENTRIES_LOG: u32 = 16;
 /// [`BinSort`]: most bins (the first pass's shared counters, 32 KiB).
 pub const BIN_COUNT_MAX: usize = 1 << 13;
 /// [`BinSort`]: most buckets a bin (the second pass's shared cursors, 32 KiB).
@@ -468,16 +468,24 @@ impl MsmPlan {
         }
     }
 
-    /// This plan with the global sort's scatter in bins (`on`, where the plan runs the global
-    /// sort and its buckets fit [`BIN_COUNT_MAX`] bins of at most `2^`[`BIN_SHIFT_MAX`]) or
-    /// with one atomic per entry. Bins hold about [`BIN_ENTRIES`] entries each; the
-    /// layout adds the pairs' span, 8 bytes per entry.
+    /// This plan with the global sort's scatter in bins of about `2^`[`BIN_ENTRIES_LOG`]
+    /// entries (`on`) or with one atomic per entry: [`MsmPlan::with_bins`].
     pub fn with_binned_sort(self, on: bool) -> MsmPlan {
+        self.with_bins(on.then_some(BIN_ENTRIES_LOG))
+    }
+
+    /// This plan with the global sort's scatter in bins of about `2^entries_log` entries
+    /// (`Some`, where the plan runs the global sort and its buckets fit [`BIN_COUNT_MAX`]
+    /// bins of at most `2^`[`BIN_SHIFT_MAX`]) or with one atomic per entry (`None`). The
+    /// layout adds the pairs' span, 8 bytes per entry.
+    pub fn with_bins(self, entries_log: Option<u32>) -> MsmPlan {
         let entries = self.slots * self.windows as usize;
-        let bins = (on && self.global_sort()).then(|| {
-            let want = (entries / BIN_ENTRIES).clamp(1, BIN_COUNT_MAX);
+        let bins = entries_log.filter(|_| self.global_sort()).map(|log| {
+            let want = (entries >> log.min(usize::BITS - 1)).clamp(1, BIN_COUNT_MAX);
             let fewest = self.buckets.div_ceil(BIN_COUNT_MAX).next_power_of_two();
-            let per_bin = self.buckets.div_ceil(want).next_power_of_two().max(fewest);
+            // Larger bins than the widest the second pass holds only where there are too many
+            // buckets for BIN_COUNT_MAX bins (then the filter below refuses them).
+            let per_bin = self.buckets.div_ceil(want).next_power_of_two().min(1 << BIN_SHIFT_MAX).max(fewest);
             let tile = (BIN_ENTRIES_PER_ATOMIC * self.buckets.div_ceil(per_bin))
                 .div_ceil(self.windows as usize)
                 .next_power_of_two()
@@ -1404,12 +1412,12 @@ impl Gpu {
             Some(f) => MsmPlan::with_fixed(n, f.windows, f.stride),
             None => self.msm_choice().plan(n),
         };
-        p.with_binned_sort(self.msm_binned_sort)
+        p.with_bins(self.msm_bins)
     }
 
     /// The plan of an MSM of `n` points on this GPU with `kernels`.
     pub fn msm_plan_with(&self, n: usize, kernels: MsmKernels) -> MsmPlan {
-        MsmChoice { kernels, ..self.msm_choice() }.plan(n).with_binned_sort(self.msm_binned_sort)
+        MsmChoice { kernels, ..self.msm_choice() }.plan(n).with_bins(self.msm_bins)
     }
 
     /// [`Gpu::msm_run`] over resident bases (in chunks above 2^25 points), or
@@ -2784,12 +2792,19 @@ mod tests {
             assert_eq!(b.count as usize, p.buckets.div_ceil(1 << b.shift), "{b:?}");
             assert!((BIN_TILE_POINTS.0..=BIN_TILE_POINTS.1).contains(&(b.tile as usize)));
             assert!(b.tile.is_power_of_two());
-            // Bins near BIN_ENTRIES, unless there are too few buckets to cut or the counters
+            // Bins near 2^BIN_ENTRIES_LOG, unless there are too few buckets to cut or the counters
             // would not fit (2^27 in one piece: ~2^18 entries a bin).
             let entries = p.n * p.windows as usize;
             let per_bin = entries / b.count as usize;
             let capped = 2 * b.count as usize > BIN_COUNT_MAX;
-            assert!(per_bin <= 2 * BIN_ENTRIES || b.shift == 0 || capped, "{p:?}: {per_bin} entries a bin");
+            assert!(
+                per_bin <= 2 << BIN_ENTRIES_LOG || b.shift == 0 || capped,
+                "{p:?}: {per_bin} entries a bin"
+            );
+            // Other bin sizes: fewer, larger bins for more entries a bin, within the bounds.
+            let (small, large) = (p.with_bins(Some(14)).bins.unwrap(), p.with_bins(Some(18)).bins.unwrap());
+            assert!(small.count >= b.count && b.count >= large.count, "{small:?} {b:?} {large:?}");
+            assert!(small.count as usize <= BIN_COUNT_MAX && large.shift <= BIN_SHIFT_MAX);
             // The pairs' span: 8 bytes per entry, only when binned.
             let binned = MsmSpans::take(&mut Bump::dry(), &p.with_binned_sort(true), Curve::G1).unwrap();
             assert_eq!(binned.pairs.map(|s| s.len_bytes), Some(8 * entries));
