@@ -6,7 +6,7 @@
 //!     kernel_bench [--quick] [--ntt 20,22,24] [--h 20,22,24,26,27] [--msm 20,22,24] [--g2 20,22,24]
 //!                  [--chunks 25,26,27] [--sparse 24,27] [--witness 24,27] [--h2d-mib 1024]
 //!                  [--msm-configs NAME,NAME,...] [--fixed 20,24] [--fixed-shapes C:COPIES,...]
-//!                  [--fixed-gib 24] [--fixed-chunks 21,22,23] [--fixed-binned]
+//!                  [--fixed-gib 24] [--fixed-chunks 21,22,23]
 //!
 //! `--h`: the NTT kernels (`NttKernels`) against the kernels before them, alternating in one
 //! run: one forward NTT and the h pipeline's transforms, device only. Every kernel choice's
@@ -39,11 +39,6 @@
 //! the MSM in resident chunks of each 2^k points (`Gpu::set_resident_chunking`), as more
 //! sides of the same alternation: chunk `j + 1`'s scalars go up while chunk `j` runs, and
 //! the chunks share one set of buckets (one reduction).
-//!
-//! `--fixed-binned`: in the `--fixed` runs, also plain bases and the cost model's shape
-//! with the binned scatter (`Gpu::set_msm_binned_sort`), as two more sides. `--msm-configs`
-//! has `wide+binned` (bins of ~2^16 entries, the default size), `wide+binned14`,
-//! `wide+binned18` and `default+binned` for the other MSM runs.
 //!
 //! `--witness`: at those of the `--msm` sizes, a proof's witness MSMs (L, A, B_G1) with the
 //! aux staged once for all against each staging its own (baseline), alternating.
@@ -147,10 +142,9 @@ fn ones_ab<P: PartialEq>(
 /// wide windows and the defaults reducing in one level with folds by rounds (the kernels
 /// before the two-level reduction), and in two levels with folds by rounds (before the
 /// trees); then the wide windows and the defaults uploading the scalars in one copy before
-/// the counts (`Gpu::set_msm_hist_overlap` off, the code before); then `auto`; then the wide
-/// windows and the defaults with the binned scatter (`Gpu::set_msm_binned_sort`). The
-/// kernels before the pieces' order and before the global sort were measured against these
-/// in earlier sessions (BENCHMARKS.md).
+/// the counts (`Gpu::set_msm_hist_overlap` off, the code before); then `auto`. The kernels
+/// before the pieces' order and before the global sort were measured against these in
+/// earlier sessions (BENCHMARKS.md).
 struct MsmConfig {
     name: &'static str,
     kernels: MsmKernels,
@@ -170,8 +164,6 @@ struct MsmConfig {
     /// names. `auto` also skips the 0/1 pass where the sample is dense and holds no one
     /// (0.64 ms at 2^24), which the others run.
     dense_auto: bool,
-    /// The binned scatter, bins of about 2^k entries (`Gpu::set_msm_bins`).
-    binned: Option<u32>,
 }
 
 const fn config(
@@ -192,7 +184,6 @@ const fn config(
         fold_tree: true,
         hist_overlap: true,
         dense_auto: false,
-        binned: None,
     }
 }
 
@@ -212,17 +203,12 @@ const fn rounds(
     MsmConfig { two_levels, fold_tree: false, ..config(name, kernels, None, one_read, true) }
 }
 
-/// [`config`] with the binned scatter, bins of about `2^k` entries.
-const fn binned(name: &'static str, kernels: MsmKernels, one_read: Option<bool>, k: u32) -> MsmConfig {
-    MsmConfig { binned: Some(k), ..config(name, kernels, None, one_read, true) }
-}
-
 /// [`config`] with batch-affine accumulation, `k` pieces a thread.
 const fn ba(name: &'static str, kernels: MsmKernels, one_read: Option<bool>, k: u32) -> MsmConfig {
     MsmConfig { batch_affine: Some(k), ..config(name, kernels, None, one_read, true) }
 }
 
-const MSM_CATALOG: [MsmConfig; 25] = [
+const MSM_CATALOG: [MsmConfig; 21] = [
     config("signed-global", MsmKernels::SignedGlobal, None, Some(false), true),
     config("signed-global+one-read", MsmKernels::SignedGlobal, None, Some(true), true),
     config("wide", MsmKernels::Wide, None, Some(false), true),
@@ -245,13 +231,6 @@ const MSM_CATALOG: [MsmConfig; 25] = [
     serial("default-serial", MsmKernels::SignedGlobal, None),
     // What an embedder gets: the default kernels, or the dense ones for dense host scalars.
     MsmConfig { dense_auto: true, ..config("auto", MsmKernels::SignedGlobal, None, None, true) },
-    // The global sort's scatter in bins (built without a GPU; to be timed against `wide`
-    // and `default`), with bins of the default size (2^16 entries), and for the wide windows
-    // also of 2^14 and 2^18.
-    binned("wide+binned", MsmKernels::Wide, Some(false), 16),
-    binned("wide+binned14", MsmKernels::Wide, Some(false), 14),
-    binned("wide+binned18", MsmKernels::Wide, Some(false), 18),
-    binned("default+binned", MsmKernels::SignedGlobal, None, 16),
 ];
 
 /// The configurations `--msm-configs` picked (set once in `main`).
@@ -289,7 +268,6 @@ fn set_config(g: &mut Gpu, i: usize) {
     g.set_msm_fold_tree(c.fold_tree);
     g.set_msm_hist_overlap(c.hist_overlap);
     g.set_msm_dense_auto(c.dense_auto);
-    g.set_msm_bins(c.binned);
 }
 
 /// Back to the defaults.
@@ -304,7 +282,6 @@ fn default_config(g: &mut Gpu) {
     g.set_msm_fold_tree(true);
     g.set_msm_hist_overlap(true);
     g.set_msm_dense_auto(true);
-    g.set_msm_binned_sort(false);
 }
 
 /// Each MSM kernel configuration run alternately (baseline first) after one warm-up each,
@@ -495,28 +472,24 @@ fn print_stages(name: &str, st: arenaprove_cuda::MsmStageTimes) {
 }
 
 /// One side of the `--fixed` alternation: plain bases (`handle` `None`) or fixed-base
-/// shape `handle`, in resident chunks of `2^chunk`, with the binned scatter.
+/// shape `handle`, in resident chunks of `2^chunk`.
 #[derive(Clone, Copy)]
 struct FixedSide {
     handle: Option<usize>,
     chunk: Option<u32>,
-    binned: bool,
 }
 
 impl FixedSide {
-    const PLAIN: FixedSide = FixedSide { handle: None, chunk: None, binned: false };
+    const PLAIN: FixedSide = FixedSide { handle: None, chunk: None };
 
     fn name(self, wide_c: u32, shapes: &[FixedWindows]) -> String {
         let mut name = match self.handle {
-            None if self.chunk.is_none() && !self.binned => format!("wide (c {wide_c}, plain bases)"),
+            None if self.chunk.is_none() => format!("wide (c {wide_c}, plain bases)"),
             None => "wide plain bases".to_string(),
             Some(h) => format!("fixed c {} x {}", shapes[h].c, shapes[h].copies),
         };
         if let Some(k) = self.chunk {
             name += &format!(" in chunks of 2^{k}");
-        }
-        if self.binned {
-            name += ", binned scatter";
         }
         name
     }
@@ -530,7 +503,6 @@ fn fixed_ab(
     shapes: &[FixedWindows],
     budget_bytes: usize,
     chunk_logs: &[u32],
-    binned: bool,
 ) -> Result<(), arenaprove_cuda::CudaError> {
     let n = 1usize << log;
     let b = common::bases(n, 5);
@@ -558,19 +530,14 @@ fn fixed_ab(
     }
     let reg = register(g, &s)?;
     // Sides: plain bases, each shape, then per chunk size plain bases and the chosen shape
-    // (handle 0) in resident chunks of that size, then (`binned`) both with the binned
-    // scatter.
+    // (handle 0) in resident chunks of that size.
     let chunks: Vec<u32> = chunk_logs.iter().copied().filter(|&k| k < log).collect();
     let mut sides: Vec<FixedSide> = std::iter::once(FixedSide::PLAIN)
         .chain((0..handles.len()).map(|h| FixedSide { handle: Some(h), ..FixedSide::PLAIN }))
         .collect();
     for &k in &chunks {
         sides.push(FixedSide { chunk: Some(k), ..FixedSide::PLAIN });
-        sides.push(FixedSide { handle: Some(0), chunk: Some(k), ..FixedSide::PLAIN });
-    }
-    if binned {
-        sides.push(FixedSide { binned: true, ..FixedSide::PLAIN });
-        sides.push(FixedSide { handle: Some(0), binned: true, ..FixedSide::PLAIN });
+        sides.push(FixedSide { handle: Some(0), chunk: Some(k) });
     }
     let default_chunking = g.resident_chunking();
     let which = Cell::new(0usize);
@@ -579,7 +546,6 @@ fn fixed_ab(
         let side = sides[i];
         g.set_msm_kernels(MsmKernels::Wide);
         g.set_msm_sort_one_read(Some(false));
-        g.set_msm_binned_sort(side.binned);
         match side.chunk {
             Some(k) => g.set_resident_chunking(1 << k, 1 << k),
             None => g.set_resident_chunking(default_chunking.0, default_chunking.1),
@@ -656,7 +622,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fixed_logs = list(&args, "--fixed", &[]);
     let fixed_gib = list(&args, "--fixed-gib", &[24])[0] as usize;
     let fixed_chunks = list(&args, "--fixed-chunks", &[]);
-    let fixed_binned = args.iter().any(|a| a == "--fixed-binned");
     let fixed_shapes: Vec<FixedWindows> = match args.iter().position(|a| a == "--fixed-shapes") {
         Some(i) => args[i + 1]
             .split(',')
@@ -934,7 +899,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     for &log in &fixed_logs {
-        fixed_ab(&mut g, log, &fixed_shapes, fixed_gib << 30, &fixed_chunks, fixed_binned)?;
+        fixed_ab(&mut g, log, &fixed_shapes, fixed_gib << 30, &fixed_chunks)?;
     }
 
     let mut g2_bases: Vec<blst_p2_affine> = Vec::new();

@@ -42,8 +42,6 @@ pub struct Gpu {
     /// Whether the signed kernels accumulate their pieces longest first.
     pub(crate) msm_piece_order: bool,
     pub(crate) msm_sort_one_read: Option<bool>,
-    /// Whether the global sort scatters in bins, of about 2^k entries ([`Gpu::set_msm_bins`]).
-    pub(crate) msm_bins: Option<u32>,
     /// Whether the global sort's counts run under the scalars' upload ([`Gpu::set_msm_hist_overlap`]).
     pub(crate) msm_hist_overlap: bool,
     /// Whether the MSM's mixed additions run written out ([`Gpu::set_msm_madd`]).
@@ -114,7 +112,6 @@ impl Gpu {
             msm_window_bits: None,
             msm_piece_order: true,
             msm_sort_one_read: None,
-            msm_bins: None,
             msm_hist_overlap: true,
             msm_madd: true,
             msm_reduce_two_levels: true,
@@ -259,27 +256,6 @@ impl Gpu {
     /// the same point.
     pub fn set_msm_sort_one_read(&mut self, on: Option<bool>) {
         self.msm_sort_one_read = on;
-    }
-
-    /// Whether the global-memory sort scatters in bins (on) or with one atomic per entry
-    /// (off, the default). Binned, a first pass writes each entry with its bucket into its
-    /// bin of 2^k consecutive buckets, taking each bin's slots with one global atomic per
-    /// block, and a second pass, one block per bin, moves them to their buckets' slots with
-    /// shared atomics only ([`MsmPlan::with_binned_sort`], `kernels/msm_sort.cu`). The
-    /// atomic scatter's ~2e8 returning atomics at 2^24 are most of the sort
-    /// (BENCHMARKS.md). Off by default until a GPU has timed it against the atomic scatter
-    /// (built in a session without one: the CPU test `tests/emu_sort.rs` checks its output,
-    /// the GPU tests check it against blst). Its pairs take 8 bytes per entry more
-    /// scratch, which the engine's device plan does not reserve. Results are the same point.
-    pub fn set_msm_binned_sort(&mut self, on: bool) {
-        self.set_msm_bins(on.then_some(crate::msm::BIN_ENTRIES_LOG));
-    }
-
-    /// [`Gpu::set_msm_binned_sort`] with bins sized for about `2^k` entries (`Some(k)`; the
-    /// default size is [`crate::msm::BIN_ENTRIES_LOG`]) or off (`None`): a bench's knob
-    /// ([`MsmPlan::with_bins`](crate::MsmPlan::with_bins)).
-    pub fn set_msm_bins(&mut self, entries_log: Option<u32>) {
-        self.msm_bins = entries_log;
     }
 
     /// Whether an MSM of host scalars under the global-memory sort uploads them in chunks

@@ -353,31 +353,6 @@ kernels! {
         cursor: DevPtr,
         idx: DevPtr,
     );
-    /// The binned scatter (`Gpu::set_msm_binned_sort`), 1 of 3: each bin's cursor at the
-    /// start of its buckets' range.
-    MsmBinInit: msm_bin_init(offsets: DevPtr, m: u32, bin_shift: u32, nbins: u32, bin_cursor: DevPtr);
-    /// The binned scatter, 2 of 3: (word, bucket) pairs into their bins' ranges, one global
-    /// atomic per block and bin.
-    MsmBinScatter: msm_bin_scatter(
-        scalars: DevPtr,
-        n: u32,
-        c: u32,
-        tile: u32,
-        skip_ones: u32,
-        rest: DevPtr,
-        nrest: DevPtr,
-        cap: u32,
-        wins: u32,
-        group: u32,
-        stride: u32,
-        bin_shift: u32,
-        nbins: u32,
-        bin_cursor: DevPtr,
-        pairs: DevPtr,
-    );
-    /// The binned scatter, 3 of 3: one block per bin moves its pairs' words to their
-    /// buckets' slots.
-    MsmBinPlace: msm_bin_place(pairs: DevPtr, offsets: DevPtr, m: u32, bin_shift: u32, idx: DevPtr);
     /// Multi-block scan, 1 of 3: each block's totals of counts and pieces.
     MsmScanSums: msm_scan_sums(counts: DevPtr, m: u32, piece_len: u32, sums: DevPtr);
     /// Multi-block scan, 2 of 3 (one block): the blocks' totals scanned, grand totals out.

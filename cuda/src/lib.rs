@@ -64,10 +64,9 @@ pub use gpu::Gpu;
 pub use kernels::kernels_built;
 pub use msm::{
     bucket_bits_max_for, fixed_msm_scratch_bytes, hist_overlap_chunk, msm_auto_scratch_bytes,
-    msm_scratch_bytes, scalars_look_dense, streamed_scratch_bytes, BaseSet, Bases, BinSort, Curve,
-    FixedWindows, G1Bases, G2Bases, MsmKernels, MsmPlan, MsmStageTimes, BUCKET_BITS_MAX_DEFAULT,
-    DENSE_SAMPLE_MIN, FIXED_INDEX_MAX, HIST_OVERLAP_CHUNKS, HIST_OVERLAP_CHUNK_MIN, MSM_POINTS_MAX,
-    SCALAR_BYTES,
+    msm_scratch_bytes, scalars_look_dense, streamed_scratch_bytes, BaseSet, Bases, Curve, FixedWindows,
+    G1Bases, G2Bases, MsmKernels, MsmPlan, MsmStageTimes, BUCKET_BITS_MAX_DEFAULT, DENSE_SAMPLE_MIN,
+    FIXED_INDEX_MAX, HIST_OVERLAP_CHUNKS, HIST_OVERLAP_CHUNK_MIN, MSM_POINTS_MAX, SCALAR_BYTES,
 };
 pub use ntt::{h_scratch_bytes, DeviceH, NttKernels, PASSES8_FROM_LOG};
 pub use ntt_tables::{ntt_tables_bytes, omega, NTT_LOG_MAX};

@@ -299,35 +299,7 @@ pub struct MsmPlan {
     /// Points per block of the hist and scatter kernels, and their block size.
     pub tile: usize,
     pub sort_threads: u32,
-    /// The global sort's scatter in bins ([`Gpu::set_msm_binned_sort`]; `None`: one atomic
-    /// per entry, the default).
-    pub bins: Option<BinSort>,
 }
-
-/// The binned scatter's shape ([`MsmPlan::with_binned_sort`], `kernels/msm_sort.cu`):
-/// bins of `2^shift` consecutive buckets, `count` of them, and the scalars per block of its
-/// first pass.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BinSort {
-    pub shift: u32,
-    pub count: u32,
-    pub tile: u32,
-}
-
-/// [`BinSort`]: log2 of the entries a bin is sized for by default (its range of the sorted
-/// indices, 256 KiB, which the L2 holds while the bin's block writes into it).
-pub const BIN_ENTRIES_LOG: u32 = 16;
-/// [`BinSort`]: most bins (the first pass's shared counters, 32 KiB).
-pub const BIN_COUNT_MAX: usize = 1 << 13;
-/// [`BinSort`]: most buckets a bin (the second pass's shared cursors, 32 KiB).
-pub const BIN_SHIFT_MAX: u32 = 13;
-/// [`BinSort`]: the first pass's blocks take at least this many entries per bin they count
-/// (one global atomic per block and bin).
-const BIN_ENTRIES_PER_ATOMIC: usize = 16;
-/// [`BinSort`]: the first pass's tile bounds, scalars.
-const BIN_TILE_POINTS: (usize, usize) = (1 << 10, 1 << 14);
-/// Threads of a second-pass block (one bin).
-const BIN_PLACE_THREADS: u32 = 512;
 
 /// [`MsmPlan::sort_one_read_pays`]: most bytes of bucket counters (every window's).
 pub const ONE_READ_COUNTERS_BYTES_MAX: usize = 4 << 20;
@@ -464,39 +436,7 @@ impl MsmPlan {
             rest_cap: n.div_ceil(REST_SHARE).max(1),
             tile,
             sort_threads,
-            bins: None,
         }
-    }
-
-    /// This plan with the global sort's scatter in bins of about `2^`[`BIN_ENTRIES_LOG`]
-    /// entries (`on`) or with one atomic per entry: [`MsmPlan::with_bins`].
-    pub fn with_binned_sort(self, on: bool) -> MsmPlan {
-        self.with_bins(on.then_some(BIN_ENTRIES_LOG))
-    }
-
-    /// This plan with the global sort's scatter in bins of about `2^entries_log` entries
-    /// (`Some`, where the plan runs the global sort and its buckets fit [`BIN_COUNT_MAX`]
-    /// bins of at most `2^`[`BIN_SHIFT_MAX`]) or with one atomic per entry (`None`). The
-    /// layout adds the pairs' span, 8 bytes per entry.
-    pub fn with_bins(self, entries_log: Option<u32>) -> MsmPlan {
-        let entries = self.slots * self.windows as usize;
-        let bins = entries_log.filter(|_| self.global_sort()).map(|log| {
-            let want = (entries >> log.min(usize::BITS - 1)).clamp(1, BIN_COUNT_MAX);
-            let fewest = self.buckets.div_ceil(BIN_COUNT_MAX).next_power_of_two();
-            // Larger bins than the widest the second pass holds only where there are too many
-            // buckets for BIN_COUNT_MAX bins (then the filter below refuses them).
-            let per_bin = self.buckets.div_ceil(want).next_power_of_two().min(1 << BIN_SHIFT_MAX).max(fewest);
-            let tile = (BIN_ENTRIES_PER_ATOMIC * self.buckets.div_ceil(per_bin))
-                .div_ceil(self.windows as usize)
-                .next_power_of_two()
-                .clamp(BIN_TILE_POINTS.0, BIN_TILE_POINTS.1);
-            BinSort {
-                shift: per_bin.trailing_zeros(),
-                count: self.buckets.div_ceil(per_bin) as u32,
-                tile: tile as u32,
-            }
-        });
-        MsmPlan { bins: bins.filter(|b| b.shift <= BIN_SHIFT_MAX), ..self }
     }
 
     /// This plan for `n <= self.slots` of its points: the same windows, buckets and layout
@@ -730,8 +670,6 @@ struct MsmSpans {
     /// The multi-block scan's per-block totals (the global-memory sort only: `Wide`,
     /// `SignedGlobal`).
     scan_sums: Option<DevSpan>,
-    /// The binned scatter's (word, bucket) pairs, laid out as `idx` ([`MsmPlan::bins`]).
-    pairs: Option<DevSpan>,
     /// The pieces by decreasing length (signed kernels): the classes' counts, offsets,
     /// cursors and (unused) piece offsets for `msm_scan`, and the order.
     order: Option<PieceOrderSpans>,
@@ -783,10 +721,6 @@ impl MsmSpans {
             scan_sums: match p.scan_blocks() {
                 0 => None,
                 blocks => Some(b.take("msm: scan block totals", 8 * blocks)?),
-            },
-            pairs: match p.bins {
-                Some(_) => Some(b.take("msm: binned pairs", 8 * p.slots * p.windows as usize)?),
-                None => None,
             },
             order: if p.signed() {
                 Some(PieceOrderSpans {
@@ -1401,23 +1335,21 @@ impl Gpu {
 
     /// The plan of an MSM of `n` points on this GPU.
     pub fn msm_plan(&self, n: usize) -> MsmPlan {
-        self.msm_plan_over(n, None)
+        self.msm_choice().plan(n)
     }
 
     /// The plan of an MSM of `n` points over bases with fixed-base windows, or (`None`)
-    /// on this GPU's kernel choice; either with this GPU's scatter
-    /// ([`Gpu::set_msm_binned_sort`]).
+    /// on this GPU's kernel choice.
     fn msm_plan_over(&self, n: usize, fixed: Option<FixedBases>) -> MsmPlan {
-        let p = match fixed {
+        match fixed {
             Some(f) => MsmPlan::with_fixed(n, f.windows, f.stride),
-            None => self.msm_choice().plan(n),
-        };
-        p.with_bins(self.msm_bins)
+            None => self.msm_plan(n),
+        }
     }
 
     /// The plan of an MSM of `n` points on this GPU with `kernels`.
     pub fn msm_plan_with(&self, n: usize, kernels: MsmKernels) -> MsmPlan {
-        MsmChoice { kernels, ..self.msm_choice() }.plan(n).with_bins(self.msm_bins)
+        MsmChoice { kernels, ..self.msm_choice() }.plan(n)
     }
 
     /// [`Gpu::msm_run`] over resident bases (in chunks above 2^25 points), or
@@ -2029,9 +1961,6 @@ impl Gpu {
             s.cursor.dev_ptr(),
             s.poffsets.dev_ptr(),
         )?;
-        if let (Some(bins), Some(pairs)) = (p.bins, s.pairs) {
-            return self.msm_scatter_binned(p, s, bins, pairs, rest);
-        }
         k.msm_scatter_global.launch(
             sort_grid(p, p.n, wins),
             scalars,
@@ -2046,56 +1975,6 @@ impl Gpu {
             p.group,
             p.stride,
             s.cursor.dev_ptr(),
-            s.idx.dev_ptr(),
-        )?;
-        self.msm_cut_pieces(p, s)
-    }
-
-    /// The global sort's scatter in bins ([`BinSort`], `kernels/msm_sort.cu`): each bin's
-    /// cursor (in the atomic scatter's cursor span, which this sort leaves unused), the
-    /// pairs into their bins, then one block per bin to the buckets' slots; then the pieces.
-    fn msm_scatter_binned(
-        &self,
-        p: &MsmPlan,
-        s: &MsmSpans,
-        bins: BinSort,
-        pairs: DevSpan,
-        rest: DevPtr,
-    ) -> Result<()> {
-        let k = &self.dev.k;
-        let m = p.buckets as u32;
-        k.msm_bin_init.launch(
-            Dims::per_item(bins.count as usize, THREADS),
-            s.offsets.dev_ptr(),
-            m,
-            bins.shift,
-            bins.count,
-            s.cursor.dev_ptr(),
-        )?;
-        k.msm_bin_scatter.launch(
-            Dims::blocks(p.n.div_ceil(bins.tile as usize) as u32, p.sort_threads).smem(4 * bins.count),
-            s.scalars.dev_ptr(),
-            p.n as u32,
-            p.c,
-            bins.tile,
-            self.msm_ones as u32,
-            rest,
-            s.nrest(),
-            p.rest_cap as u32,
-            p.windows,
-            p.group,
-            p.stride,
-            bins.shift,
-            bins.count,
-            s.cursor.dev_ptr(),
-            pairs.dev_ptr(),
-        )?;
-        k.msm_bin_place.launch(
-            Dims::blocks(bins.count, BIN_PLACE_THREADS).smem(4 << bins.shift),
-            pairs.dev_ptr(),
-            s.offsets.dev_ptr(),
-            m,
-            bins.shift,
             s.idx.dev_ptr(),
         )?;
         self.msm_cut_pieces(p, s)
@@ -2770,53 +2649,6 @@ mod tests {
             assert_eq!(spans.out.len_bytes, Curve::G1.jacobian_bytes() * (f.sets() as usize + 1));
             let _ = spans.ones_out(&p, Curve::G1);
         }
-    }
-
-    #[test]
-    fn binned_plans_cover_every_bucket_within_the_kernels_shared_memory() {
-        let plans = [
-            MsmPlan::with(1 << 24, MsmKernels::Wide, BUCKET_BITS_MAX_DEFAULT),
-            MsmPlan::with(1 << 20, MsmKernels::Wide, BUCKET_BITS_MAX_DEFAULT),
-            MsmPlan::new(1 << 24),
-            MsmPlan::new(1 << 14),
-            MsmPlan::new(3),
-            MsmPlan::with_fixed(1 << 24, FixedWindows { c: 22, copies: 12 }, 1 << 24),
-            MsmPlan::with_fixed(1 << 20, FixedWindows { c: 16, copies: 16 }, 1 << 20),
-            MsmPlan::with_window(1 << 27, MsmKernels::Wide, BUCKET_BITS_MAX_DEFAULT, Some(22)),
-        ];
-        for p in plans {
-            assert_eq!(p.bins, None, "off unless asked");
-            let b = p.with_binned_sort(true).bins.expect("every global-sort plan here bins");
-            assert!(b.shift <= BIN_SHIFT_MAX && b.count as usize <= BIN_COUNT_MAX, "{p:?}: {b:?}");
-            // The bins cover the buckets, and only the last is short.
-            assert_eq!(b.count as usize, p.buckets.div_ceil(1 << b.shift), "{b:?}");
-            assert!((BIN_TILE_POINTS.0..=BIN_TILE_POINTS.1).contains(&(b.tile as usize)));
-            assert!(b.tile.is_power_of_two());
-            // Bins near 2^BIN_ENTRIES_LOG, unless there are too few buckets to cut or the counters
-            // would not fit (2^27 in one piece: ~2^18 entries a bin).
-            let entries = p.n * p.windows as usize;
-            let per_bin = entries / b.count as usize;
-            let capped = 2 * b.count as usize > BIN_COUNT_MAX;
-            assert!(
-                per_bin <= 2 << BIN_ENTRIES_LOG || b.shift == 0 || capped,
-                "{p:?}: {per_bin} entries a bin"
-            );
-            // Other bin sizes: fewer, larger bins for more entries a bin, within the bounds.
-            let (small, large) = (p.with_bins(Some(14)).bins.unwrap(), p.with_bins(Some(18)).bins.unwrap());
-            assert!(small.count >= b.count && b.count >= large.count, "{small:?} {b:?} {large:?}");
-            assert!(small.count as usize <= BIN_COUNT_MAX && large.shift <= BIN_SHIFT_MAX);
-            // The pairs' span: 8 bytes per entry, only when binned.
-            let binned = MsmSpans::take(&mut Bump::dry(), &p.with_binned_sort(true), Curve::G1).unwrap();
-            assert_eq!(binned.pairs.map(|s| s.len_bytes), Some(8 * entries));
-            assert!(MsmSpans::take(&mut Bump::dry(), &p, Curve::G1).unwrap().pairs.is_none());
-            assert_eq!(p.with_binned_sort(true).with_binned_sort(false), p);
-        }
-        // At 2^24 on the fixed-base model's shape: one set of 2^21 buckets, 2^28 / 12 entries.
-        let f =
-            MsmPlan::with_fixed(1 << 24, FixedWindows { c: 22, copies: 12 }, 1 << 24).with_binned_sort(true);
-        assert_eq!(f.bins, Some(BinSort { shift: 10, count: 2048, tile: 4096 }));
-        // The shared sort has no bins.
-        assert_eq!(MsmPlan::with(1 << 20, MsmKernels::Signed, 15).with_binned_sort(true).bins, None);
     }
 
     #[test]

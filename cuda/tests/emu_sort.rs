@@ -1,7 +1,7 @@
 //! The MSM's sort kernels (`kernels/msm_sort.cu`) compiled as host C++ against
 //! `emu/cuda_emu.hpp` and run on the CPU: no GPU and no nvcc needed, so CI checks them on
-//! every run. `emu/sort_check.cpp` runs the global sort (counts, scan, the atomic and the
-//! binned scatter) and the shared-histogram sort (signed and unsigned digits), then the
+//! every run. `emu/sort_check.cpp` runs the global sort (counts, scan, scatter) and the
+//! shared-histogram sort (signed and unsigned digits), then the
 //! pieces and their order, over random, 0/1-heavy, sparse-listed and skewed scalars, plain
 //! and fixed-base windows; it rebuilds every scalar from the sorted buckets and checks the
 //! pieces. The GPU tests (tests/gpu.rs) run the same kernels on a device against blst.

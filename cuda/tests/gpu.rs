@@ -493,68 +493,6 @@ fn counts_under_the_upload_match_blst() {
     g.set_msm_kernels(MsmKernels::default());
 }
 
-/// The binned scatter (`Gpu::set_msm_binned_sort`) against blst and against the atomic
-/// scatter: random scalars, a 1% mix (its sparse list), one scalar everywhere (every entry
-/// of a window in one bucket: skewed bins) and digit edges; the wide windows and the
-/// default kernels, with the counts under the upload and without; resident chunks; G2;
-/// fixed-base windows (one set of 2^21 buckets, and sets of several windows).
-#[test]
-fn binned_sort_matches_blst_and_the_atomic_scatter() {
-    let Some(mut g) = opened_or_skip(Gpu::open(0)) else { return };
-    g.reserve_arena(8 << 30).expect("reserve an 8 GiB arena");
-    let n = (1 << 19) + 4097;
-    let b = bases(n, 61);
-    let random = to_bytes(&random_scalars(n, 62));
-    let mix = mostly_01(n, n / 100, 63);
-    let same = vec![random[3]; n];
-    let edge = digit_edges(n, 20);
-    for (what, s) in
-        [("random", &random), ("1% mix", &mix), ("one scalar everywhere", &same), ("digit edges", &edge)]
-    {
-        let cpu = msm_g1(&b, s);
-        for kernels in [MsmKernels::Wide, MsmKernels::SignedGlobal] {
-            g.set_msm_kernels(kernels);
-            for overlap in [true, false] {
-                g.set_msm_hist_overlap(overlap);
-                g.set_msm_binned_sort(true);
-                assert!(g.msm_plan(n).bins.is_some(), "{kernels:?} bins at {n}");
-                assert!(g.msm_g1(&b, s).unwrap() == cpu, "{what}, {kernels:?}, overlap {overlap}, binned");
-                g.set_msm_binned_sort(false);
-                assert!(g.msm_g1(&b, s).unwrap() == cpu, "{what}, {kernels:?}, overlap {overlap}, atomic");
-            }
-            g.set_msm_hist_overlap(true);
-        }
-    }
-    g.set_msm_kernels(MsmKernels::default());
-    g.set_msm_binned_sort(true);
-    // Resident bases in chunks sharing one set of buckets.
-    let rb = g.upload_g1_bases(&b).unwrap();
-    g.set_resident_chunking(1 << 17, 1 << 17);
-    assert!(g.msm_g1_resident(&rb, &random).unwrap() == msm_g1(&b, &random), "resident chunks, binned");
-    assert!(g.last_msm_chunks() > 1);
-    g.set_resident_chunking(1 << 25, 1 << 24);
-    // G2.
-    let n2 = 20_000;
-    let b2 = bases_g2(n2, 64);
-    let s2 = to_bytes(&random_scalars(n2, 65));
-    assert!(g.msm_g2(&b2, &s2).unwrap() == msm_g2(&b2, &s2), "G2, binned");
-    // Fixed-base windows.
-    let k = 3001;
-    for f in [
-        FixedWindows { c: 22, copies: 12 },
-        FixedWindows { c: 18, copies: 5 },
-        FixedWindows { c: 16, copies: 16 },
-    ] {
-        let fb = g.upload_g1_bases_fixed(&b[..k], f).unwrap();
-        for (what, s) in
-            [("random", &random[..k]), ("0/1 mix", &mix[..k]), ("one scalar everywhere", &same[..k])]
-        {
-            assert!(g.msm_g1_resident(&fb, s).unwrap() == msm_g1(&b[..k], s), "{f:?}: {what}, binned");
-        }
-    }
-    g.set_msm_binned_sort(false);
-}
-
 /// Host scalars in pageable memory go up through the two staging buffers: more chunks than
 /// buffers (so each is refilled after its copy), an uneven last chunk, with the counts
 /// under the upload (global sorts) and without (the plain signed windows, one copy); each
