@@ -269,27 +269,6 @@ extern "C" __global__ void msm_pieces(const uint32_t* counts, const uint32_t* of
 // point index t * stride being 2^(c t) times the base, so window w = q * group + t is
 // window q * group of copy t: windows of one group share bucket set q, and the host
 // combines the sets c * group bits apart. Without copies group = 1 (set = window, copy 0).
-// The entries of scalar i (point index i) in windows [w0, w0 + wins): f(key, word) for each
-// nonzero digit, key = set * 2^(c-1) + bucket (its counter in the global sort) and word =
-// the point index of its window's copy | MSM_NEG_BIT for a negative digit.
-template<typename F>
-__device__ __forceinline__ void scalar_entries(const uint32_t* scalars, uint32_t i, uint32_t c,
-                                               uint32_t skip_ones, uint32_t w0, uint32_t wins,
-                                               uint32_t group, uint32_t stride, F f)
-{
-    const scalar_words sw(scalars + 8 * (size_t)i);
-    uint32_t set = w0 / group, copy = w0 - set * group;
-    for (uint32_t w = w0; w < w0 + wins; w++) {
-        const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, 1);
-        if (e != 0)
-            f((set << (c - 1)) + entry_bucket(e), (i + copy * stride) | (e & MSM_NEG_BIT));
-        if (++copy == group) {
-            copy = 0;
-            set++;
-        }
-    }
-}
-
 template<bool SCATTER>
 __device__ __forceinline__ void global_pass(const uint32_t* scalars, uint32_t n, uint32_t c,
                                             uint32_t tile, uint32_t skip_ones,
@@ -299,13 +278,25 @@ __device__ __forceinline__ void global_pass(const uint32_t* scalars, uint32_t n,
 {
     const tile_range r = tile_of(n, tile, rest, nrest, cap);
     const uint32_t w0 = blockIdx.y * wins;
-    for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x)
-        scalar_entries(scalars, r.point(j), c, skip_ones, w0, wins, group, stride,
-                       [&](uint32_t key, uint32_t word) {
-                           const uint32_t slot = atomicAdd(&counter[key], 1u);
-                           if (SCATTER)
-                               idx[slot] = word;
-                       });
+    const uint32_t set0 = w0 / group, copy0 = w0 - set0 * group;
+    for (size_t j = r.lo + threadIdx.x; j < r.hi; j += blockDim.x) {
+        const uint32_t i = r.point(j);
+        const scalar_words sw(scalars + 8 * (size_t)i);
+        uint32_t set = set0, copy = copy0;
+        for (uint32_t w = w0; w < w0 + wins; w++) {
+            const uint32_t e = scalar_entry(sw.w, w, c, skip_ones, 1);
+            if (e != 0) {
+                const uint32_t slot =
+                    atomicAdd(&counter[((size_t)set << (c - 1)) + entry_bucket(e)], 1u);
+                if (SCATTER)
+                    idx[slot] = (i + copy * stride) | (e & MSM_NEG_BIT);
+            }
+            if (++copy == group) {
+                copy = 0;
+                set++;
+            }
+        }
+    }
 }
 
 // The bucket counts of the entries of one block's range.
