@@ -27,7 +27,6 @@
 
 #define __global__
 #define __device__
-#define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static
@@ -51,12 +50,6 @@ inline std::common_type_t<A, B> min(A a, B b)
 {
     using T = std::common_type_t<A, B>;
     return (T)a < (T)b ? (T)a : (T)b;
-}
-template<class A, class B>
-inline std::common_type_t<A, B> max(A a, B b)
-{
-    using T = std::common_type_t<A, B>;
-    return (T)a < (T)b ? (T)b : (T)a;
 }
 
 // The running thread's indices (set by the scheduler before it resumes a thread).
