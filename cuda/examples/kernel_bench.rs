@@ -656,15 +656,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("prepare_ntt(2^{max_log}): {:.1} ms", ms(t));
 
     // The NTT kernels, alternating: three rounds of every choice, medians of the rounds'
-    // medians; the first choice (radix 4, the default before `Auto`) is the baseline, radix
-    // 8 the candidate; `Auto` runs one of the two by size. The kernels before `Passes` were
-    // measured against it in the fourth session (BENCHMARKS.md).
-    const MODES: [NttKernels; 2] = [NttKernels::Passes, NttKernels::Passes8];
+    // medians; the first choice (radix 8, `Auto`'s from 2^22) is the baseline; the others
+    // are radix 4 (`Auto`'s below 2^22) and both with the twiddles read ahead (the
+    // candidate, `Gpu::set_ntt_twiddles_ahead`). The kernels before `Passes` were measured
+    // against it in the fourth session (BENCHMARKS.md).
+    const MODES: [(NttKernels, bool); 4] = [
+        (NttKernels::Passes8, false),
+        (NttKernels::Passes8, true),
+        (NttKernels::Passes, false),
+        (NttKernels::Passes, true),
+    ];
     for &log in &h_logs {
-        let (mut ntt, mut h) = ([vec![], vec![]], [vec![], vec![]]);
+        let (mut ntt, mut h) = (vec![vec![]; MODES.len()], vec![vec![]; MODES.len()]);
         for round in 0..4 {
-            for (i, mode) in MODES.iter().enumerate() {
-                g.set_ntt_kernels(*mode);
+            for (i, &(mode, ahead)) in MODES.iter().enumerate() {
+                g.set_ntt_kernels(mode);
+                g.set_ntt_twiddles_ahead(ahead);
                 let (n_ms, h_ms) = (g.bench_ntt_ms(log, 5)?, g.bench_h_ms(log, 3)?);
                 if round > 0 {
                     ntt[i].push(n_ms);
@@ -679,21 +686,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let ntt: Vec<f64> = ntt.iter_mut().map(med).collect();
         let h: Vec<f64> = h.iter_mut().map(med).collect();
         for (what, v) in [("ntt", &ntt), ("h transforms", &h)] {
+            let name = |(m, ahead): (NttKernels, bool)| format!("{m:?}{}", if ahead { "+ahead" } else { "" });
             let rest: Vec<String> = MODES
                 .iter()
                 .zip(v.iter())
                 .skip(1)
-                .map(|(m, t)| format!("{m:?} {t:.3} ms ({:.2}x)", v[0] / t))
+                .map(|(&m, t)| format!("{} {t:.3} ms ({:.2}x)", name(m), v[0] / t))
                 .collect();
             println!(
-                "{what} 2^{log} (device only, medians): {:?} {:.3} ms (baseline) | {}",
-                MODES[0],
+                "{what} 2^{log} (device only, medians): {} {:.3} ms (baseline) | {}",
+                name(MODES[0]),
                 v[0],
                 rest.join(" | ")
             );
         }
     }
     g.set_ntt_kernels(NttKernels::default());
+    g.set_ntt_twiddles_ahead(false);
 
     for &log in &ntt_logs {
         let n = 1usize << log;
@@ -706,12 +715,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let cpu_ms = ms(t);
         let mut exact = true;
         for mode in [NttKernels::Stages, NttKernels::PassesRadix2, NttKernels::Passes, NttKernels::Passes8] {
-            g.set_ntt_kernels(mode);
-            let mut dev = common::random_scalars(n, log as u64);
-            g.ntt(&mut dev, false)?;
-            exact &= dev == a;
+            for ahead in [false, true] {
+                g.set_ntt_kernels(mode);
+                g.set_ntt_twiddles_ahead(ahead);
+                let mut dev = common::random_scalars(n, log as u64);
+                g.ntt(&mut dev, false)?;
+                exact &= dev == a;
+            }
         }
         g.set_ntt_kernels(NttKernels::default());
+        g.set_ntt_twiddles_ahead(false);
         println!("ntt 2^{log}: gpu {gpu_ms:.3} ms (device only, median of 7) | cpu {cpu_ms:.1} ms | cpu/gpu {:.1}x | bit-exact {exact}", cpu_ms / gpu_ms);
 
         let (a, b) = (common::random_scalars(n, 1), common::random_scalars(n, 2));
@@ -744,14 +757,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         d.icoset_fft(&mut ca, &mut tw);
         let cpu_ms = ms(t);
         let mut exact = h == ca;
-        for mode in [NttKernels::Stages, NttKernels::PassesRadix2, NttKernels::Passes8] {
+        for (mode, ahead) in [
+            (NttKernels::Stages, false),
+            (NttKernels::PassesRadix2, false),
+            (NttKernels::Passes8, false),
+            (NttKernels::Passes8, true),
+            (NttKernels::Passes, true),
+        ] {
             g.set_ntt_kernels(mode);
+            g.set_ntt_twiddles_ahead(ahead);
             let (a, b) = (common::random_scalars(n, 1), common::random_scalars(n, 2));
             let c: Vec<Scalar> = a.par_iter().zip(&b).map(|(x, y)| x * y).collect();
             g.h_pipeline(&a, &b, &c, &mut h)?;
             exact &= h == ca;
         }
         g.set_ntt_kernels(NttKernels::default());
+        g.set_ntt_twiddles_ahead(false);
         println!(
             "h_pipeline 2^{log}: gpu {best:.2} ms (3 H2D from pageable + 7 NTTs + D2H, best of 3) | cpu {cpu_ms:.1} ms | cpu/gpu {:.1}x | bit-exact (every kernel choice) {exact}",
             cpu_ms / best,

@@ -19,6 +19,16 @@ __device__ __forceinline__ fr_t twiddle(const fr_t* tw, uint32_t tw_log, size_t 
     return -t;
 }
 
+// twiddle() without a branch (tw[0] = 1 serves k = 0 either way), so that a pass group's
+// table loads can all issue before its first product: the `AHEAD` pass kernels.
+__device__ __forceinline__ fr_t twiddle_flat(const fr_t* tw, uint32_t tw_log, size_t k, uint32_t inv)
+{
+    const bool flip = inv != 0 && k != 0;
+    fr_t t = tw[flip ? ((size_t)1 << (tw_log - 1)) - k : k];
+    t.cneg(flip);
+    return t;
+}
+
 // a[i] <-> a[bitrev(i)], in place.
 extern "C" __global__ void fr_bitrev(fr_t* a, uint32_t log_n)
 {
@@ -100,11 +110,14 @@ struct pass_block {
 };
 
 // The twiddle of stage s = s0 + t for sub-transform index x and offset lo0 + lo.
+// FLAT: twiddle_flat's table read.
+template<bool FLAT = false>
 __device__ __forceinline__ fr_t pass_twiddle(const fr_t* tw, uint32_t tw_log, uint32_t s0, uint32_t t,
                                              uint32_t x, size_t lo, uint32_t inv)
 {
     const uint32_t s = s0 + t;
-    return twiddle(tw, tw_log, (((size_t)x << s0) + lo) << (tw_log - s - 1), inv);
+    const size_t k = (((size_t)x << s0) + lo) << (tw_log - s - 1);
+    return FLAT ? twiddle_flat(tw, tw_log, k, inv) : twiddle(tw, tw_log, k, inv);
 }
 
 // One radix-2 stage t of a pass on shared memory: butterfly q (of 2^(block_log - 1)).
@@ -152,9 +165,11 @@ fr_ntt_pass(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log
 // m0, m0 + 2^t, m0 + 2^(t+1), m0 + 3 * 2^t of stages t and t + 1 into registers, so one
 // barrier and one shared-memory round trip serve two stages; an odd stage left over (the
 // last one going up, the first going down) is done radix 2, two butterflies per thread.
-extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 2))
-fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
-             uint32_t inv, uint32_t dif)
+// AHEAD: the three twiddles read without a branch (twiddle_flat), so their loads issue
+// before the entries' and overlap them.
+template<bool AHEAD>
+__device__ __forceinline__ void ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log,
+                                          uint32_t tw_log, uint32_t inv, uint32_t dif)
 {
     __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
     fr_t* sm = reinterpret_cast<fr_t*>(raw);
@@ -181,9 +196,9 @@ fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_lo
         const size_t l = lo0 + lo;
         // Stage t: pairs (0, 1) and (2, 3), both with index x; stage t + 1: pairs (0, 2)
         // with index x and (1, 3) with index x + 2^t.
-        const fr_t w = pass_twiddle(tw, tw_log, s0, t, x, l, inv);
-        const fr_t w0 = pass_twiddle(tw, tw_log, s0, t + 1, x, l, inv);
-        const fr_t w1 = pass_twiddle(tw, tw_log, s0, t + 1, x + (1u << t), l, inv);
+        const fr_t w = pass_twiddle<AHEAD>(tw, tw_log, s0, t, x, l, inv);
+        const fr_t w0 = pass_twiddle<AHEAD>(tw, tw_log, s0, t + 1, x, l, inv);
+        const fr_t w1 = pass_twiddle<AHEAD>(tw, tw_log, s0, t + 1, x + (1u << t), l, inv);
         fr_t x0 = sm[e0], x1 = sm[e0 + h], x2 = sm[e0 + 2 * h], x3 = sm[e0 + 3 * h];
         if (!dif) {
             fr_t t1 = x1 * w, t3 = x3 * w;
@@ -211,6 +226,15 @@ fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_lo
     blk.store(a, sm);
 }
 
+extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 2))
+fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
+             uint32_t inv, uint32_t dif)
+{   ntt_pass4<false>(a, tw, s0, k, block_log, tw_log, inv, dif);   }
+extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 2))
+fr_ntt_pass4_ahead(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
+                   uint32_t inv, uint32_t dif)
+{   ntt_pass4<true>(a, tw, s0, k, block_log, tw_log, inv, dif);   }
+
 // Radix 2^R: a group is the 2^R entries m0 + j * 2^t (j < 2^R) of stages t .. t + R - 1,
 // held in registers for all R stages (one shared-memory round trip and one barrier per R
 // stages). Stage t + u pairs j with j + 2^u (bit u of j clear) with the twiddle of index
@@ -219,7 +243,10 @@ fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_lo
 // index is known after unrolling (else v would live in local memory). fr_ntt_pass4 writes
 // its R = 2 group out by hand: through this template it was 3-4% slower on the H200
 // (BENCHMARKS.md, eighteenth session).
-template<int R, bool DIF>
+//
+// AHEAD: the group's 2^R - 1 twiddles are read first, without a branch (twiddle_flat), so
+// their loads are in flight together instead of one before each stage's products.
+template<int R, bool DIF, bool AHEAD>
 __device__ __forceinline__ void pass_group(fr_t* sm, const fr_t* tw, uint32_t tw_log, const pass_block& blk,
                                            uint32_t t, uint32_t g, uint32_t inv)
 {
@@ -229,6 +256,15 @@ __device__ __forceinline__ void pass_group(fr_t* sm, const fr_t* tw, uint32_t tw
     const uint32_t m0 = ((q >> t) << (t + R)) | x;
     const uint32_t e0 = (m0 << lo_bits) | lo, h = 1u << (t + lo_bits);
     const size_t l = blk.lo0 + lo;
+    // Stage u's twiddle r at ws[2^u - 1 + r].
+    fr_t ws[(1 << R) - 1];
+    if (AHEAD) {
+#pragma unroll
+        for (int u = 0; u < R; u++)
+#pragma unroll
+            for (int r = 0; r < (1 << u); r++)
+                ws[(1 << u) - 1 + r] = pass_twiddle<true>(tw, tw_log, blk.s0, t + u, x + ((uint32_t)r << t), l, inv);
+    }
     fr_t v[1 << R];
 #pragma unroll
     for (int j = 0; j < (1 << R); j++)
@@ -239,7 +275,7 @@ __device__ __forceinline__ void pass_group(fr_t* sm, const fr_t* tw, uint32_t tw
         // Twiddle r serves the butterflies (j, j + half) with j mod 2 * half = r.
 #pragma unroll
         for (int r = 0; r < half; r++) {
-            const fr_t w = pass_twiddle(tw, tw_log, blk.s0, t + u, x + ((uint32_t)r << t), l, inv);
+            const fr_t w = AHEAD ? ws[half - 1 + r] : pass_twiddle(tw, tw_log, blk.s0, t + u, x + ((uint32_t)r << t), l, inv);
 #pragma unroll
             for (int j = r; j < (1 << R); j += 2 * half) {
                 const fr_t a = v[j];
@@ -261,25 +297,25 @@ __device__ __forceinline__ void pass_group(fr_t* sm, const fr_t* tw, uint32_t tw
 }
 
 // pass_group with R = r (1 <= r <= 3) and the direction chosen at run time.
-template<bool DIF>
+template<bool DIF, bool AHEAD>
 __device__ __forceinline__ void pass_group_of(uint32_t r, fr_t* sm, const fr_t* tw, uint32_t tw_log,
                                               const pass_block& blk, uint32_t t, uint32_t g, uint32_t inv)
 {
     if (r == 3)
-        pass_group<3, DIF>(sm, tw, tw_log, blk, t, g, inv);
+        pass_group<3, DIF, AHEAD>(sm, tw, tw_log, blk, t, g, inv);
     else if (r == 2)
-        pass_group<2, DIF>(sm, tw, tw_log, blk, t, g, inv);
+        pass_group<2, DIF, AHEAD>(sm, tw, tw_log, blk, t, g, inv);
     else
-        pass_group<1, DIF>(sm, tw, tw_log, blk, t, g, inv);
+        pass_group<1, DIF, AHEAD>(sm, tw, tw_log, blk, t, g, inv);
 }
 
 // Radix 8: 2^(block_log - 3) threads (block_log >= 3), eight entries each. The pass's k
 // stages go in steps of three (the last step one or two when 3 does not divide k), DIT
 // upwards and DIF downwards (so DIF starts with the short step), a barrier per step; each
 // thread takes its step's groups in turn.
-extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 3))
-fr_ntt_pass8(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
-             uint32_t inv, uint32_t dif)
+template<bool AHEAD>
+__device__ __forceinline__ void ntt_pass8(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log,
+                                          uint32_t tw_log, uint32_t inv, uint32_t dif)
 {
     __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
     fr_t* sm = reinterpret_cast<fr_t*>(raw);
@@ -291,14 +327,23 @@ fr_ntt_pass8(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_lo
         const uint32_t t = 3 * (dif ? steps - 1 - i : i), r = min(3u, k - t);
         for (uint32_t g = threadIdx.x; g < (1u << (block_log - r)); g += blockDim.x) {
             if (dif)
-                pass_group_of<true>(r, sm, tw, tw_log, blk, t, g, inv);
+                pass_group_of<true, AHEAD>(r, sm, tw, tw_log, blk, t, g, inv);
             else
-                pass_group_of<false>(r, sm, tw, tw_log, blk, t, g, inv);
+                pass_group_of<false, AHEAD>(r, sm, tw, tw_log, blk, t, g, inv);
         }
         __syncthreads();
     }
     blk.store(a, sm);
 }
+
+extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 3))
+fr_ntt_pass8(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
+             uint32_t inv, uint32_t dif)
+{   ntt_pass8<false>(a, tw, s0, k, block_log, tw_log, inv, dif);   }
+extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 3))
+fr_ntt_pass8_ahead(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
+                   uint32_t inv, uint32_t dif)
+{   ntt_pass8<true>(a, tw, s0, k, block_log, tw_log, inv, dif);   }
 
 // a[i] *= c[0] * g^(bitrev(i)): the coset scaling of coefficients held in bit-reversed
 // order (after a DIF transform), so the forward DIT transform reads them as they lie.

@@ -35,6 +35,9 @@ pub struct Gpu {
     pub(crate) resident_chunking: (usize, usize),
     /// Which NTT kernels run (the pass kernel by default; the others to measure against).
     pub(crate) ntt_kernels: NttKernels,
+    /// The radix 4 and 8 pass kernels read a group's twiddles before its products
+    /// ([`Gpu::set_ntt_twiddles_ahead`]).
+    pub(crate) ntt_twiddles_ahead: bool,
     /// Which MSM kernels run (signed windows by default; the unsigned ones to measure against).
     pub(crate) msm_kernels: MsmKernels,
     /// A fixed signed window width ([`Gpu::set_msm_window_bits`]).
@@ -108,6 +111,7 @@ impl Gpu {
             msm_shared_buckets: true,
             resident_chunking: crate::msm::RESIDENT_CHUNKING,
             ntt_kernels: NttKernels::default(),
+            ntt_twiddles_ahead: false,
             msm_kernels: MsmKernels::default(),
             msm_window_bits: None,
             msm_piece_order: true,
@@ -172,6 +176,15 @@ impl Gpu {
     /// bit for bit; the others exist so a bench can time them in the same run.
     pub fn set_ntt_kernels(&mut self, kernels: NttKernels) {
         self.ntt_kernels = kernels;
+    }
+
+    /// The radix 4 and 8 pass kernels read each group's twiddles first, through a table
+    /// index without a branch (`fr_ntt_pass4_ahead`, `fr_ntt_pass8_ahead`), so that the
+    /// loads are in flight together rather than one before each stage's products. Off by
+    /// default: a candidate, timed against the kernels before by `kernel_bench --h`.
+    /// Results are the same bit for bit.
+    pub fn set_ntt_twiddles_ahead(&mut self, on: bool) {
+        self.ntt_twiddles_ahead = on;
     }
 
     /// Chooses the MSM kernels ([`MsmKernels::SignedGlobal`] by default). Results are the same

@@ -167,9 +167,11 @@ impl Gpu {
             let blocks = 1u32 << (log_n - p.block_log);
             // Radix 2^r runs on 2^(block_log - r) threads, so at most radix 2^block_log.
             let r = radix_log.min(p.block_log);
-            let kernel = match r {
-                3 => &k.fr_ntt_pass8,
-                2 => &k.fr_ntt_pass4,
+            let kernel = match (r, self.ntt_twiddles_ahead) {
+                (3, false) => &k.fr_ntt_pass8,
+                (3, true) => &k.fr_ntt_pass8_ahead,
+                (2, false) => &k.fr_ntt_pass4,
+                (2, true) => &k.fr_ntt_pass4_ahead,
                 _ => &k.fr_ntt_pass,
             };
             kernel.launch(

@@ -64,7 +64,7 @@ fn ntt_matches_cpu_domain_2e1_to_2e20() {
     for (mode, log) in
         MODES.iter().flat_map(|m| (1..=12).chain([14, 16, 17, 18, 19, 20]).map(move |l| (*m, l)))
     {
-        g.set_ntt_kernels(mode);
+        set_mode(&mut g, mode);
         let d = Domain::new(1 << log).unwrap();
         let coeffs = random_scalars(d.size, log as u64);
         let mut tw = vec![Scalar::ZERO; d.twiddle_len()];
@@ -80,9 +80,23 @@ fn ntt_matches_cpu_domain_2e1_to_2e20() {
     }
 }
 
-/// The NTT kernel choices, the default first.
-const MODES: [NttKernels; 5] =
-    [NttKernels::Auto, NttKernels::Passes, NttKernels::Passes8, NttKernels::PassesRadix2, NttKernels::Stages];
+/// The NTT kernel choices, the default first, each with whether the pass kernels read
+/// their twiddles ahead (`Gpu::set_ntt_twiddles_ahead`; radix 4 and 8 only).
+const MODES: [(NttKernels, bool); 8] = [
+    (NttKernels::Auto, false),
+    (NttKernels::Passes, false),
+    (NttKernels::Passes8, false),
+    (NttKernels::PassesRadix2, false),
+    (NttKernels::Stages, false),
+    (NttKernels::Auto, true),
+    (NttKernels::Passes, true),
+    (NttKernels::Passes8, true),
+];
+
+fn set_mode(g: &mut Gpu, (kernels, ahead): (NttKernels, bool)) {
+    g.set_ntt_kernels(kernels);
+    g.set_ntt_twiddles_ahead(ahead);
+}
 
 /// The CPU prover's h steps (engine/src/groth16/prover.rs, prove_start).
 fn cpu_h(a: &mut [Scalar], b: &mut [Scalar], c: &mut [Scalar]) {
@@ -103,7 +117,7 @@ fn cpu_h(a: &mut [Scalar], b: &mut [Scalar], c: &mut [Scalar]) {
 fn h_pipeline_matches_cpu_2e10_to_2e20() {
     let Some(mut g) = gpu(20) else { return };
     for (mode, log) in MODES.iter().flat_map(|m| [1u32, 2, 10, 11, 13, 16, 19, 20].map(move |l| (*m, l))) {
-        g.set_ntt_kernels(mode);
+        set_mode(&mut g, mode);
         let n = 1usize << log;
         let (a, b) = (random_scalars(n, 100 + log as u64), random_scalars(n, 200 + log as u64));
         // A satisfied system: c = a * b pointwise, so h's top coefficient is zero.
@@ -118,7 +132,7 @@ fn h_pipeline_matches_cpu_2e10_to_2e20() {
         g.h_pipeline_bytes(&a, &b, &c, &mut hb).unwrap();
         assert!(hb.iter().zip(&ca).all(|(x, y)| *x == y.to_bytes_le()), "{mode:?}: h bytes 2^{log}");
     }
-    g.set_ntt_kernels(NttKernels::default());
+    set_mode(&mut g, (NttKernels::default(), false));
     // Unsatisfied (random c) too: the pipeline is the same arithmetic.
     let n = 1 << 12;
     let (a, b, c) = (random_scalars(n, 1), random_scalars(n, 2), random_scalars(n, 3));
