@@ -165,11 +165,9 @@ fr_ntt_pass(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log
 // m0, m0 + 2^t, m0 + 2^(t+1), m0 + 3 * 2^t of stages t and t + 1 into registers, so one
 // barrier and one shared-memory round trip serve two stages; an odd stage left over (the
 // last one going up, the first going down) is done radix 2, two butterflies per thread.
-// AHEAD: the three twiddles read without a branch (twiddle_flat), so their loads issue
-// before the entries' and overlap them.
-template<bool AHEAD>
-__device__ __forceinline__ void ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log,
-                                          uint32_t tw_log, uint32_t inv, uint32_t dif)
+extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 2))
+fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
+             uint32_t inv, uint32_t dif)
 {
     __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
     fr_t* sm = reinterpret_cast<fr_t*>(raw);
@@ -196,9 +194,9 @@ __device__ __forceinline__ void ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, 
         const size_t l = lo0 + lo;
         // Stage t: pairs (0, 1) and (2, 3), both with index x; stage t + 1: pairs (0, 2)
         // with index x and (1, 3) with index x + 2^t.
-        const fr_t w = pass_twiddle<AHEAD>(tw, tw_log, s0, t, x, l, inv);
-        const fr_t w0 = pass_twiddle<AHEAD>(tw, tw_log, s0, t + 1, x, l, inv);
-        const fr_t w1 = pass_twiddle<AHEAD>(tw, tw_log, s0, t + 1, x + (1u << t), l, inv);
+        const fr_t w = pass_twiddle(tw, tw_log, s0, t, x, l, inv);
+        const fr_t w0 = pass_twiddle(tw, tw_log, s0, t + 1, x, l, inv);
+        const fr_t w1 = pass_twiddle(tw, tw_log, s0, t + 1, x + (1u << t), l, inv);
         fr_t x0 = sm[e0], x1 = sm[e0 + h], x2 = sm[e0 + 2 * h], x3 = sm[e0 + 3 * h];
         if (!dif) {
             fr_t t1 = x1 * w, t3 = x3 * w;
@@ -225,15 +223,6 @@ __device__ __forceinline__ void ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, 
     }
     blk.store(a, sm);
 }
-
-extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 2))
-fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
-             uint32_t inv, uint32_t dif)
-{   ntt_pass4<false>(a, tw, s0, k, block_log, tw_log, inv, dif);   }
-extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 2))
-fr_ntt_pass4_ahead(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
-                   uint32_t inv, uint32_t dif)
-{   ntt_pass4<true>(a, tw, s0, k, block_log, tw_log, inv, dif);   }
 
 // Radix 2^R: a group is the 2^R entries m0 + j * 2^t (j < 2^R) of stages t .. t + R - 1,
 // held in registers for all R stages (one shared-memory round trip and one barrier per R

@@ -35,7 +35,7 @@ pub struct Gpu {
     pub(crate) resident_chunking: (usize, usize),
     /// Which NTT kernels run (the pass kernel by default; the others to measure against).
     pub(crate) ntt_kernels: NttKernels,
-    /// The radix 4 and 8 pass kernels read a group's twiddles before its products
+    /// The radix 8 pass kernel reads a group's twiddles before its products
     /// ([`Gpu::set_ntt_twiddles_ahead`]).
     pub(crate) ntt_twiddles_ahead: bool,
     /// Which MSM kernels run (signed windows by default; the unsigned ones to measure against).
@@ -111,7 +111,7 @@ impl Gpu {
             msm_shared_buckets: true,
             resident_chunking: crate::msm::RESIDENT_CHUNKING,
             ntt_kernels: NttKernels::default(),
-            ntt_twiddles_ahead: false,
+            ntt_twiddles_ahead: true,
             msm_kernels: MsmKernels::default(),
             msm_window_bits: None,
             msm_piece_order: true,
@@ -178,11 +178,13 @@ impl Gpu {
         self.ntt_kernels = kernels;
     }
 
-    /// The radix 4 and 8 pass kernels read each group's twiddles first, through a table
-    /// index without a branch (`fr_ntt_pass4_ahead`, `fr_ntt_pass8_ahead`), so that the
-    /// loads are in flight together rather than one before each stage's products. Off by
-    /// default: a candidate, timed against the kernels before by `kernel_bench --h`.
-    /// Results are the same bit for bit.
+    /// The radix 8 pass kernel reads each group's seven twiddles first, through a table
+    /// index without a branch (`fr_ntt_pass8_ahead`), so that the loads are in flight
+    /// together rather than one before each stage's products. On by default (on an H100:
+    /// one NTT 1.07x, the h transforms 1.10-1.11x, from 2^20 to 2^27; BENCHMARKS.md,
+    /// thirty-first session); off, the kernel before, for `kernel_bench --h` to time
+    /// against. Results are the same bit for bit. Radix 4 reads its three twiddles
+    /// before its products already.
     pub fn set_ntt_twiddles_ahead(&mut self, on: bool) {
         self.ntt_twiddles_ahead = on;
     }

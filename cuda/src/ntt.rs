@@ -38,15 +38,17 @@ pub enum NttKernels {
     /// As `Passes`, three stages per barrier (`fr_ntt_pass8`: eight entries per thread in
     /// registers, a pass's last step one or two stages when 3 does not divide its count).
     Passes8,
-    /// `Passes8` for transforms of at least 2^[`PASSES8_FROM_LOG`], `Passes` below (on the
-    /// H200 radix 8 was 1.03-1.05x on the h transforms from 2^22 to 2^27 and 0.97-0.99x at
-    /// 2^20 and 2^21; BENCHMARKS.md, eighteenth session). The default.
+    /// `Passes8` for transforms of at least 2^[`PASSES8_FROM_LOG`], `Passes` below. With
+    /// the twiddles read ahead ([`Gpu::set_ntt_twiddles_ahead`], the default) radix 8 was
+    /// 1.05x radix 4 on the h transforms at 2^20 and 1.14x at 2^24 and 2^27, and tied on
+    /// one NTT at 2^20 (an H100; BENCHMARKS.md, thirty-first session); without them the
+    /// crossing was 2^22 (the H200, eighteenth session). The default.
     #[default]
     Auto,
 }
 
 /// The smallest transform (log2) [`NttKernels::Auto`] runs radix 8 on.
-pub const PASSES8_FROM_LOG: u32 = 22;
+pub const PASSES8_FROM_LOG: u32 = 20;
 
 impl NttKernels {
     /// The pass kernel's radix (log2: 1, 2 or 3) for a transform of 2^`log_n` (`Stages`: 1,
@@ -170,8 +172,7 @@ impl Gpu {
             let kernel = match (r, self.ntt_twiddles_ahead) {
                 (3, false) => &k.fr_ntt_pass8,
                 (3, true) => &k.fr_ntt_pass8_ahead,
-                (2, false) => &k.fr_ntt_pass4,
-                (2, true) => &k.fr_ntt_pass4_ahead,
+                (2, _) => &k.fr_ntt_pass4,
                 _ => &k.fr_ntt_pass,
             };
             kernel.launch(
