@@ -35,12 +35,13 @@ pub enum NttKernels {
     /// As `PassesRadix2`, two stages per barrier (`fr_ntt_pass4`: four entries per thread
     /// in registers).
     Passes,
-    /// As `Passes`, three stages per barrier (`fr_ntt_pass8`: eight entries per thread in
-    /// registers, a pass's last step one or two stages when 3 does not divide its count).
+    /// As `Passes`, three stages per barrier (`fr_ntt_pass8_ahead`, or `fr_ntt_pass8` with
+    /// [`Gpu::set_ntt_twiddles_ahead`] off: eight entries per thread in registers, a pass's
+    /// last step one or two stages when 3 does not divide its count).
     Passes8,
     /// `Passes8` for transforms of at least 2^[`PASSES8_FROM_LOG`], `Passes` below. With
     /// the twiddles read ahead ([`Gpu::set_ntt_twiddles_ahead`], the default) radix 8 was
-    /// 1.05x radix 4 on the h transforms at 2^20 and 1.14x at 2^24 and 2^27, and tied on
+    /// 1.05x radix 4 on the h transforms at 2^20, 1.14x at 2^24 and 1.16x at 2^27, and tied on
     /// one NTT at 2^20 (an H100; BENCHMARKS.md, thirty-first session); without them the
     /// crossing was 2^22 (the H200, eighteenth session). The default.
     #[default]
