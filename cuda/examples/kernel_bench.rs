@@ -55,7 +55,7 @@ mod common;
 use std::cell::Cell;
 use std::time::Instant;
 
-use arenaprove_cuda::{Curve, FixedWindows, Gpu, MsmKernels, MsmPlan, NttKernels, NttTwiddles};
+use arenaprove_cuda::{Curve, FixedWindows, Gpu, MsmKernels, MsmPlan, NttKernels};
 use arenaprove_engine::deps::blstrs::Scalar;
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::groth16::domain::Domain;
@@ -657,23 +657,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // The NTT kernels, alternating: three rounds of every choice, medians of the rounds'
     // medians; the first choice (radix 8 as it was before its twiddles were read ahead) is
-    // the baseline; then radix 8 with them (`Auto`'s from 2^20, `Gpu::set_ntt_twiddles`),
-    // with them read before each step's barrier (two candidates), and radix 4 (`Auto`'s
-    // below 2^20). The kernels before `Passes` were measured against it in the fourth
-    // session (BENCHMARKS.md).
-    const MODES: [(NttKernels, NttTwiddles); 5] = [
-        (NttKernels::Passes8, NttTwiddles::Inline),
-        (NttKernels::Passes8, NttTwiddles::Ahead),
-        (NttKernels::Passes8, NttTwiddles::Prefetch),
-        (NttKernels::Passes8, NttTwiddles::PrefetchFree),
-        (NttKernels::Passes, NttTwiddles::Ahead),
-    ];
+    // the baseline; then radix 8 with them (`Auto`'s from 2^20, `Gpu::set_ntt_twiddles_ahead`),
+    // and radix 4 (`Auto`'s below). The kernels before `Passes` were measured against it in
+    // the fourth session (BENCHMARKS.md).
+    const MODES: [(NttKernels, bool); 3] =
+        [(NttKernels::Passes8, false), (NttKernels::Passes8, true), (NttKernels::Passes, true)];
     for &log in &h_logs {
         let (mut ntt, mut h) = (vec![vec![]; MODES.len()], vec![vec![]; MODES.len()]);
         for round in 0..4 {
-            for (i, &(mode, twiddles)) in MODES.iter().enumerate() {
+            for (i, &(mode, ahead)) in MODES.iter().enumerate() {
                 g.set_ntt_kernels(mode);
-                g.set_ntt_twiddles(twiddles);
+                g.set_ntt_twiddles_ahead(ahead);
                 let (n_ms, h_ms) = (g.bench_ntt_ms(log, 5)?, g.bench_h_ms(log, 3)?);
                 if round > 0 {
                     ntt[i].push(n_ms);
@@ -688,7 +682,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let ntt: Vec<f64> = ntt.iter_mut().map(med).collect();
         let h: Vec<f64> = h.iter_mut().map(med).collect();
         for (what, v) in [("ntt", &ntt), ("h transforms", &h)] {
-            let name = |(m, tw): (NttKernels, NttTwiddles)| format!("{m:?}+{tw:?}");
+            let name = |(m, ahead): (NttKernels, bool)| format!("{m:?}{}", if ahead { "+ahead" } else { "" });
             let rest: Vec<String> = MODES
                 .iter()
                 .zip(v.iter())
@@ -704,7 +698,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     g.set_ntt_kernels(NttKernels::default());
-    g.set_ntt_twiddles(NttTwiddles::default());
+    g.set_ntt_twiddles_ahead(true);
 
     for &log in &ntt_logs {
         let n = 1usize << log;
@@ -717,18 +711,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let cpu_ms = ms(t);
         let mut exact = true;
         for mode in [NttKernels::Stages, NttKernels::PassesRadix2, NttKernels::Passes, NttKernels::Passes8] {
-            for twiddles in
-                [NttTwiddles::Inline, NttTwiddles::Ahead, NttTwiddles::Prefetch, NttTwiddles::PrefetchFree]
-            {
+            for ahead in [false, true] {
                 g.set_ntt_kernels(mode);
-                g.set_ntt_twiddles(twiddles);
+                g.set_ntt_twiddles_ahead(ahead);
                 let mut dev = common::random_scalars(n, log as u64);
                 g.ntt(&mut dev, false)?;
                 exact &= dev == a;
             }
         }
         g.set_ntt_kernels(NttKernels::default());
-        g.set_ntt_twiddles(NttTwiddles::default());
+        g.set_ntt_twiddles_ahead(true);
         println!("ntt 2^{log}: gpu {gpu_ms:.3} ms (device only, median of 7) | cpu {cpu_ms:.1} ms | cpu/gpu {:.1}x | bit-exact {exact}", cpu_ms / gpu_ms);
 
         let (a, b) = (common::random_scalars(n, 1), common::random_scalars(n, 2));
@@ -761,24 +753,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         d.icoset_fft(&mut ca, &mut tw);
         let cpu_ms = ms(t);
         let mut exact = h == ca;
-        for (mode, twiddles) in [
-            (NttKernels::Stages, NttTwiddles::Ahead),
-            (NttKernels::PassesRadix2, NttTwiddles::Ahead),
-            (NttKernels::Passes8, NttTwiddles::Inline),
-            (NttKernels::Passes8, NttTwiddles::Ahead),
-            (NttKernels::Passes8, NttTwiddles::Prefetch),
-            (NttKernels::Passes8, NttTwiddles::PrefetchFree),
-            (NttKernels::Passes, NttTwiddles::Ahead),
+        for (mode, ahead) in [
+            (NttKernels::Stages, false),
+            (NttKernels::PassesRadix2, false),
+            (NttKernels::Passes8, false),
+            (NttKernels::Passes8, true),
+            (NttKernels::Passes, true),
         ] {
             g.set_ntt_kernels(mode);
-            g.set_ntt_twiddles(twiddles);
+            g.set_ntt_twiddles_ahead(ahead);
             let (a, b) = (common::random_scalars(n, 1), common::random_scalars(n, 2));
             let c: Vec<Scalar> = a.par_iter().zip(&b).map(|(x, y)| x * y).collect();
             g.h_pipeline(&a, &b, &c, &mut h)?;
             exact &= h == ca;
         }
         g.set_ntt_kernels(NttKernels::default());
-        g.set_ntt_twiddles(NttTwiddles::default());
+        g.set_ntt_twiddles_ahead(true);
         println!(
             "h_pipeline 2^{log}: gpu {best:.2} ms (3 H2D from pageable + 7 NTTs + D2H, best of 3) | cpu {cpu_ms:.1} ms | cpu/gpu {:.1}x | bit-exact (every kernel choice) {exact}",
             cpu_ms / best,

@@ -233,31 +233,11 @@ fr_ntt_pass4(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_lo
 // its R = 2 group out by hand: through this template it was 3-4% slower on the H200
 // (BENCHMARKS.md, eighteenth session).
 //
-// TW says where the group's 2^R - 1 twiddles come from: TW_INLINE, each read before its
-// stage's products (behind twiddle()'s branch); TW_AHEAD, all read first without a branch
-// (group_twiddles), so their loads are in flight together; TW_GIVEN, read by the caller
-// into `given` (fr_ntt_pass8_prefetch: before the barrier that precedes the step).
-enum tw_mode { TW_INLINE, TW_AHEAD, TW_GIVEN };
-
-// Group g's 2^R - 1 twiddles for the stages t .. t + R - 1, stage u's twiddle r at
-// ws[2^u - 1 + r], read without a branch (twiddle_flat).
-template<int R>
-__device__ __forceinline__ void group_twiddles(fr_t* ws, const fr_t* tw, uint32_t tw_log, const pass_block& blk,
-                                               uint32_t t, uint32_t g, uint32_t inv)
-{
-    const uint32_t lo = g & ((1u << blk.lo_bits) - 1), q = g >> blk.lo_bits;
-    const uint32_t x = q & ((1u << t) - 1);
-    const size_t l = blk.lo0 + lo;
-#pragma unroll
-    for (int u = 0; u < R; u++)
-#pragma unroll
-        for (int r = 0; r < (1 << u); r++)
-            ws[(1 << u) - 1 + r] = pass_twiddle<true>(tw, tw_log, blk.s0, t + u, x + ((uint32_t)r << t), l, inv);
-}
-
-template<int R, bool DIF, tw_mode TW>
+// AHEAD: the group's 2^R - 1 twiddles are read first, without a branch (twiddle_flat), so
+// their loads are in flight together instead of one before each stage's products.
+template<int R, bool DIF, bool AHEAD>
 __device__ __forceinline__ void pass_group(fr_t* sm, const fr_t* tw, uint32_t tw_log, const pass_block& blk,
-                                           uint32_t t, uint32_t g, uint32_t inv, const fr_t* given = nullptr)
+                                           uint32_t t, uint32_t g, uint32_t inv)
 {
     const uint32_t lo_bits = blk.lo_bits;
     const uint32_t lo = g & ((1u << lo_bits) - 1), q = g >> lo_bits;
@@ -265,13 +245,14 @@ __device__ __forceinline__ void pass_group(fr_t* sm, const fr_t* tw, uint32_t tw
     const uint32_t m0 = ((q >> t) << (t + R)) | x;
     const uint32_t e0 = (m0 << lo_bits) | lo, h = 1u << (t + lo_bits);
     const size_t l = blk.lo0 + lo;
+    // Stage u's twiddle r at ws[2^u - 1 + r].
     fr_t ws[(1 << R) - 1];
-    if (TW == TW_AHEAD)
-        group_twiddles<R>(ws, tw, tw_log, blk, t, g, inv);
-    if (TW == TW_GIVEN) {
+    if (AHEAD) {
 #pragma unroll
-        for (int i = 0; i < (1 << R) - 1; i++)
-            ws[i] = given[i];
+        for (int u = 0; u < R; u++)
+#pragma unroll
+            for (int r = 0; r < (1 << u); r++)
+                ws[(1 << u) - 1 + r] = pass_twiddle<true>(tw, tw_log, blk.s0, t + u, x + ((uint32_t)r << t), l, inv);
     }
     fr_t v[1 << R];
 #pragma unroll
@@ -283,7 +264,7 @@ __device__ __forceinline__ void pass_group(fr_t* sm, const fr_t* tw, uint32_t tw
         // Twiddle r serves the butterflies (j, j + half) with j mod 2 * half = r.
 #pragma unroll
         for (int r = 0; r < half; r++) {
-            const fr_t w = TW != TW_INLINE ? ws[half - 1 + r] : pass_twiddle(tw, tw_log, blk.s0, t + u, x + ((uint32_t)r << t), l, inv);
+            const fr_t w = AHEAD ? ws[half - 1 + r] : pass_twiddle(tw, tw_log, blk.s0, t + u, x + ((uint32_t)r << t), l, inv);
 #pragma unroll
             for (int j = r; j < (1 << R); j += 2 * half) {
                 const fr_t a = v[j];
@@ -305,64 +286,40 @@ __device__ __forceinline__ void pass_group(fr_t* sm, const fr_t* tw, uint32_t tw
 }
 
 // pass_group with R = r (1 <= r <= 3) and the direction chosen at run time.
-template<bool DIF, tw_mode TW>
+template<bool DIF, bool AHEAD>
 __device__ __forceinline__ void pass_group_of(uint32_t r, fr_t* sm, const fr_t* tw, uint32_t tw_log,
                                               const pass_block& blk, uint32_t t, uint32_t g, uint32_t inv)
 {
     if (r == 3)
-        pass_group<3, DIF, TW>(sm, tw, tw_log, blk, t, g, inv);
+        pass_group<3, DIF, AHEAD>(sm, tw, tw_log, blk, t, g, inv);
     else if (r == 2)
-        pass_group<2, DIF, TW>(sm, tw, tw_log, blk, t, g, inv);
+        pass_group<2, DIF, AHEAD>(sm, tw, tw_log, blk, t, g, inv);
     else
-        pass_group<1, DIF, TW>(sm, tw, tw_log, blk, t, g, inv);
-}
-
-// The first stage of radix-8 step i of a pass of k stages (DIT upwards; DIF downwards, the
-// short step first).
-__device__ __forceinline__ uint32_t pass8_step(uint32_t i, uint32_t steps, uint32_t dif)
-{
-    return 3 * (dif ? steps - 1 - i : i);
+        pass_group<1, DIF, AHEAD>(sm, tw, tw_log, blk, t, g, inv);
 }
 
 // Radix 8: 2^(block_log - 3) threads (block_log >= 3), eight entries each. The pass's k
 // stages go in steps of three (the last step one or two when 3 does not divide k), DIT
 // upwards and DIF downwards (so DIF starts with the short step), a barrier per step; each
 // thread takes its step's groups in turn.
-//
-// PREFETCH (fr_ntt_pass8_prefetch): a full step (three stages: one group per thread, as the
-// launch has 2^(block_log - 3) threads) gets its twiddles read before the barrier that
-// precedes it, so their loads overlap the block's load (the first step) or the wait for
-// the previous step's last warps; a short step reads its own ahead.
-template<tw_mode TW, bool PREFETCH>
+template<bool AHEAD>
 __device__ __forceinline__ void ntt_pass8(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log,
                                           uint32_t tw_log, uint32_t inv, uint32_t dif)
 {
     __shared__ __align__(32) uint4 raw[2 << NTT_SHARED_LOG];
     fr_t* sm = reinterpret_cast<fr_t*>(raw);
     const pass_block blk(s0, k, block_log);
-    const uint32_t steps = (k + 2) / 3;
-    fr_t next[7];
-    if (PREFETCH && k - pass8_step(0, steps, dif) >= 3)
-        group_twiddles<3>(next, tw, tw_log, blk, pass8_step(0, steps, dif), threadIdx.x, inv);
     blk.load(a, sm);
     __syncthreads();
+    const uint32_t steps = (k + 2) / 3;
     for (uint32_t i = 0; i < steps; i++) {
-        const uint32_t t = pass8_step(i, steps, dif), r = min(3u, k - t);
-        if (PREFETCH && r == 3) {
+        const uint32_t t = 3 * (dif ? steps - 1 - i : i), r = min(3u, k - t);
+        for (uint32_t g = threadIdx.x; g < (1u << (block_log - r)); g += blockDim.x) {
             if (dif)
-                pass_group<3, true, TW_GIVEN>(sm, tw, tw_log, blk, t, threadIdx.x, inv, next);
+                pass_group_of<true, AHEAD>(r, sm, tw, tw_log, blk, t, g, inv);
             else
-                pass_group<3, false, TW_GIVEN>(sm, tw, tw_log, blk, t, threadIdx.x, inv, next);
-        } else {
-            for (uint32_t g = threadIdx.x; g < (1u << (block_log - r)); g += blockDim.x) {
-                if (dif)
-                    pass_group_of<true, TW>(r, sm, tw, tw_log, blk, t, g, inv);
-                else
-                    pass_group_of<false, TW>(r, sm, tw, tw_log, blk, t, g, inv);
-            }
+                pass_group_of<false, AHEAD>(r, sm, tw, tw_log, blk, t, g, inv);
         }
-        if (PREFETCH && i + 1 < steps && k - pass8_step(i + 1, steps, dif) >= 3)
-            group_twiddles<3>(next, tw, tw_log, blk, pass8_step(i + 1, steps, dif), threadIdx.x, inv);
         __syncthreads();
     }
     blk.store(a, sm);
@@ -371,20 +328,11 @@ __device__ __forceinline__ void ntt_pass8(fr_t* a, const fr_t* tw, uint32_t s0, 
 extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 3))
 fr_ntt_pass8(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
              uint32_t inv, uint32_t dif)
-{   ntt_pass8<TW_INLINE, false>(a, tw, s0, k, block_log, tw_log, inv, dif);   }
+{   ntt_pass8<false>(a, tw, s0, k, block_log, tw_log, inv, dif);   }
 extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 3))
 fr_ntt_pass8_ahead(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
                    uint32_t inv, uint32_t dif)
-{   ntt_pass8<TW_AHEAD, false>(a, tw, s0, k, block_log, tw_log, inv, dif);   }
-extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 3), 3)
-fr_ntt_pass8_prefetch(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
-                      uint32_t inv, uint32_t dif)
-{   ntt_pass8<TW_AHEAD, true>(a, tw, s0, k, block_log, tw_log, inv, dif);   }
-// The same without the bound of three blocks per SM (ptxas then takes 190 registers: two).
-extern "C" __global__ void __launch_bounds__(1 << (NTT_SHARED_LOG - 3))
-fr_ntt_pass8_prefetch_free(fr_t* a, const fr_t* tw, uint32_t s0, uint32_t k, uint32_t block_log, uint32_t tw_log,
-                           uint32_t inv, uint32_t dif)
-{   ntt_pass8<TW_AHEAD, true>(a, tw, s0, k, block_log, tw_log, inv, dif);   }
+{   ntt_pass8<true>(a, tw, s0, k, block_log, tw_log, inv, dif);   }
 
 // a[i] *= c[0] * g^(bitrev(i)): the coset scaling of coefficients held in bit-reversed
 // order (after a DIF transform), so the forward DIT transform reads them as they lie.

@@ -9,7 +9,7 @@ use crate::arena::{ArenaStats, DeviceArena};
 use crate::device::Device;
 use crate::error::{CudaError, DriverContext, Result};
 use crate::msm::{DenseRun, MsmKernels, MsmStageTimes};
-use crate::ntt::{NttKernels, NttTwiddles};
+use crate::ntt::NttKernels;
 use crate::ntt_tables::NttTables;
 
 /// One opened GPU. Methods take `&mut self`: one operation at a time per device (the
@@ -35,8 +35,9 @@ pub struct Gpu {
     pub(crate) resident_chunking: (usize, usize),
     /// Which NTT kernels run (the pass kernel by default; the others to measure against).
     pub(crate) ntt_kernels: NttKernels,
-    /// Where the radix 8 pass kernel reads a group's twiddles ([`Gpu::set_ntt_twiddles`]).
-    pub(crate) ntt_twiddles: NttTwiddles,
+    /// The radix 8 pass kernel reads a group's twiddles before its products
+    /// ([`Gpu::set_ntt_twiddles_ahead`]).
+    pub(crate) ntt_twiddles_ahead: bool,
     /// Which MSM kernels run (signed windows by default; the unsigned ones to measure against).
     pub(crate) msm_kernels: MsmKernels,
     /// A fixed signed window width ([`Gpu::set_msm_window_bits`]).
@@ -110,7 +111,7 @@ impl Gpu {
             msm_shared_buckets: true,
             resident_chunking: crate::msm::RESIDENT_CHUNKING,
             ntt_kernels: NttKernels::default(),
-            ntt_twiddles: NttTwiddles::default(),
+            ntt_twiddles_ahead: true,
             msm_kernels: MsmKernels::default(),
             msm_window_bits: None,
             msm_piece_order: true,
@@ -177,11 +178,15 @@ impl Gpu {
         self.ntt_kernels = kernels;
     }
 
-    /// Chooses where the radix 8 pass kernel reads its twiddles ([`NttTwiddles::Ahead`] by
-    /// default). Results are the same bit for bit; the others exist so a bench can time
-    /// them in the same run.
-    pub fn set_ntt_twiddles(&mut self, twiddles: NttTwiddles) {
-        self.ntt_twiddles = twiddles;
+    /// The radix 8 pass kernel reads each group's seven twiddles first, through a table
+    /// index without a branch (`fr_ntt_pass8_ahead`), so that the loads are in flight
+    /// together rather than one before each stage's products. On by default (on an H100:
+    /// one NTT 1.07x, the h transforms 1.10-1.11x, from 2^20 to 2^27; BENCHMARKS.md,
+    /// thirty-first session); off, the kernel before, for `kernel_bench --h` to time
+    /// against. Results are the same bit for bit. Radix 4 reads its three twiddles
+    /// before its products already.
+    pub fn set_ntt_twiddles_ahead(&mut self, on: bool) {
+        self.ntt_twiddles_ahead = on;
     }
 
     /// Chooses the MSM kernels ([`MsmKernels::SignedGlobal`] by default). Results are the same

@@ -212,10 +212,9 @@ kernels! {
     /// Two DIT stages `s, s + 1` (radix 4), or one.
     FrNttStage: fr_ntt_stage2, fr_ntt_stage(a: DevPtr, tw: DevPtr, log_n: u32, s: u32, tw_log: u32, inv: u32);
     /// `k` stages from `s0` in shared memory (DIT upwards, DIF downwards), radix 2, two
-    /// stages per barrier (radix 4) or three (radix 8, its twiddles read as
-    /// [`NttTwiddles`](crate::NttTwiddles) says).
-    FrNttPass: fr_ntt_pass, fr_ntt_pass4, fr_ntt_pass8, fr_ntt_pass8_ahead, fr_ntt_pass8_prefetch,
-        fr_ntt_pass8_prefetch_free(
+    /// stages per barrier (radix 4) or three (radix 8; `_ahead`: a group's twiddles read
+    /// before its products).
+    FrNttPass: fr_ntt_pass, fr_ntt_pass4, fr_ntt_pass8, fr_ntt_pass8_ahead(
         a: DevPtr,
         tw: DevPtr,
         s0: u32,

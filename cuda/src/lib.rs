@@ -68,7 +68,7 @@ pub use msm::{
     G1Bases, G2Bases, MsmKernels, MsmPlan, MsmStageTimes, BUCKET_BITS_MAX_DEFAULT, DENSE_SAMPLE_MIN,
     FIXED_INDEX_MAX, HIST_OVERLAP_CHUNKS, HIST_OVERLAP_CHUNK_MIN, MSM_POINTS_MAX, SCALAR_BYTES,
 };
-pub use ntt::{h_scratch_bytes, DeviceH, NttKernels, NttTwiddles, PASSES8_FROM_LOG};
+pub use ntt::{h_scratch_bytes, DeviceH, NttKernels, PASSES8_FROM_LOG};
 pub use ntt_tables::{ntt_tables_bytes, omega, NTT_LOG_MAX};
 pub use pinned::{CudaRegionHook, HostRegistration};
 pub use plan::{DevicePlan, DeviceShape, BASE_SETS};

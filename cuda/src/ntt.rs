@@ -36,37 +36,16 @@ pub enum NttKernels {
     /// in registers).
     Passes,
     /// As `Passes`, three stages per barrier (`fr_ntt_pass8_ahead`, or `fr_ntt_pass8` with
-    /// [`Gpu::set_ntt_twiddles`] off: eight entries per thread in registers, a pass's
+    /// [`Gpu::set_ntt_twiddles_ahead`] off: eight entries per thread in registers, a pass's
     /// last step one or two stages when 3 does not divide its count).
     Passes8,
     /// `Passes8` for transforms of at least 2^[`PASSES8_FROM_LOG`], `Passes` below. With
-    /// the twiddles read ahead ([`Gpu::set_ntt_twiddles`], the default) radix 8 was
+    /// the twiddles read ahead ([`Gpu::set_ntt_twiddles_ahead`], the default) radix 8 was
     /// 1.05x radix 4 on the h transforms at 2^20, 1.14x at 2^24 and 1.16x at 2^27, and tied on
     /// one NTT at 2^20 (an H100; BENCHMARKS.md, thirty-first session); without them the
     /// crossing was 2^22 (the H200, eighteenth session). The default.
     #[default]
     Auto,
-}
-
-/// Where the radix-8 pass kernel reads a group's seven twiddles ([`Gpu::set_ntt_twiddles`]);
-/// every choice gives the same bits.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum NttTwiddles {
-    /// Each just before its stage's products, behind a branch on the direction
-    /// (`fr_ntt_pass8`): the kernel before, kept as the bench's baseline.
-    Inline,
-    /// All seven first, through a table index without a branch (`fr_ntt_pass8_ahead`), so
-    /// that their loads are in flight together (on an H100 one NTT 1.07x, the h transforms
-    /// 1.10-1.11x, from 2^20 to 2^27; BENCHMARKS.md, thirty-first session). The default.
-    #[default]
-    Ahead,
-    /// A full step's seven read before the barrier that precedes the step
-    /// (`fr_ntt_pass8_prefetch`, bounded to three blocks per SM: 168 registers), so that
-    /// the loads overlap the block's load or the wait for the previous step. A candidate.
-    Prefetch,
-    /// `Prefetch` with the registers ptxas takes unbounded (`fr_ntt_pass8_prefetch_free`:
-    /// 190, two blocks per SM). A candidate.
-    PrefetchFree,
 }
 
 /// The smallest transform (log2) [`NttKernels::Auto`] runs radix 8 on.
@@ -191,11 +170,9 @@ impl Gpu {
             let blocks = 1u32 << (log_n - p.block_log);
             // Radix 2^r runs on 2^(block_log - r) threads, so at most radix 2^block_log.
             let r = radix_log.min(p.block_log);
-            let kernel = match (r, self.ntt_twiddles) {
-                (3, NttTwiddles::Inline) => &k.fr_ntt_pass8,
-                (3, NttTwiddles::Ahead) => &k.fr_ntt_pass8_ahead,
-                (3, NttTwiddles::Prefetch) => &k.fr_ntt_pass8_prefetch,
-                (3, NttTwiddles::PrefetchFree) => &k.fr_ntt_pass8_prefetch_free,
+            let kernel = match (r, self.ntt_twiddles_ahead) {
+                (3, false) => &k.fr_ntt_pass8,
+                (3, true) => &k.fr_ntt_pass8_ahead,
                 (2, _) => &k.fr_ntt_pass4,
                 _ => &k.fr_ntt_pass,
             };

@@ -6,7 +6,7 @@
 
 mod common;
 
-use arenaprove_cuda::{CudaError, FixedWindows, Gpu, MsmKernels, MsmPlan, NttKernels, NttTwiddles};
+use arenaprove_cuda::{CudaError, FixedWindows, Gpu, MsmKernels, MsmPlan, NttKernels};
 use arenaprove_engine::deps::blstrs::{G1Affine, G1Projective, Scalar};
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::deps::group::Group;
@@ -80,24 +80,21 @@ fn ntt_matches_cpu_domain_2e1_to_2e20() {
     }
 }
 
-/// The NTT kernel choices, the default first, each with where radix 8 reads its twiddles
-/// (`Gpu::set_ntt_twiddles`).
-const MODES: [(NttKernels, NttTwiddles); 10] = [
-    (NttKernels::Auto, NttTwiddles::Ahead),
-    (NttKernels::Passes, NttTwiddles::Ahead),
-    (NttKernels::Passes8, NttTwiddles::Ahead),
-    (NttKernels::PassesRadix2, NttTwiddles::Ahead),
-    (NttKernels::Stages, NttTwiddles::Ahead),
-    (NttKernels::Auto, NttTwiddles::Inline),
-    (NttKernels::Passes8, NttTwiddles::Inline),
-    (NttKernels::Passes8, NttTwiddles::Prefetch),
-    (NttKernels::Passes8, NttTwiddles::PrefetchFree),
-    (NttKernels::Auto, NttTwiddles::Prefetch),
+/// The NTT kernel choices, the default first, each with whether radix 8 reads its
+/// twiddles ahead (`Gpu::set_ntt_twiddles_ahead`, the default).
+const MODES: [(NttKernels, bool); 7] = [
+    (NttKernels::Auto, true),
+    (NttKernels::Passes, true),
+    (NttKernels::Passes8, true),
+    (NttKernels::PassesRadix2, true),
+    (NttKernels::Stages, true),
+    (NttKernels::Auto, false),
+    (NttKernels::Passes8, false),
 ];
 
-fn set_mode(g: &mut Gpu, (kernels, twiddles): (NttKernels, NttTwiddles)) {
+fn set_mode(g: &mut Gpu, (kernels, ahead): (NttKernels, bool)) {
     g.set_ntt_kernels(kernels);
-    g.set_ntt_twiddles(twiddles);
+    g.set_ntt_twiddles_ahead(ahead);
 }
 
 /// The CPU prover's h steps (engine/src/groth16/prover.rs, prove_start).
