@@ -1,6 +1,7 @@
-// A CPU stand-in for the few CUDA features the sort kernels (kernels/msm_sort.cu) use, so
-// that they compile as host C++20 and run on any machine: cuda/tests/emu_sort.rs checks
-// their output there (CI has no GPU; the GPU tests check the same kernels on the device).
+// A CPU stand-in for the few CUDA features the sort kernels (kernels/msm_sort.cu) and the
+// NTT kernels (kernels/ntt.cu, over emu/small_fr.hpp's field) use, so that they compile as
+// host C++20 and run on any machine: cuda/tests/emu.rs checks their output there (CI has
+// no GPU; the GPU tests check the same kernels on the device).
 //
 // A launch runs its blocks one after another, and a block's threads as fibers (ucontext) on
 // one OS thread, each until it waits: __syncthreads (and a warp's exchange) is a barrier
@@ -30,6 +31,7 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
 
 struct dim3 {
     unsigned x = 1, y = 1, z = 1;
@@ -124,6 +126,14 @@ inline void __syncthreads()
     emu::wait(emu::block->bar);
 }
 
+inline unsigned long long __brevll(unsigned long long x)
+{
+    unsigned long long r = 0;
+    for (int i = 0; i < 64; i++, x >>= 1)
+        r = (r << 1) | (x & 1);
+    return r;
+}
+
 inline uint32_t atomicAdd(uint32_t* p, uint32_t v)
 {
     const uint32_t old = *p;
@@ -149,13 +159,13 @@ inline T __shfl_up_sync(unsigned, T v, unsigned delta)
 }
 
 namespace emu {
-// Runs kernel(args...) over `grid` blocks of `threads` threads (a multiple of 32) with
-// `smem` bytes of dynamic shared memory.
+// Runs kernel(args...) over `grid` blocks of `threads` threads (1 to 1024; a last warp may
+// be partial) with `smem` bytes of dynamic shared memory.
 template<class K, class... A>
 void launch(dim3 grid, unsigned threads, size_t smem, K kernel, A... args)
 {
-    if (threads == 0 || threads % 32 != 0 || threads > 1024)
-        throw std::runtime_error("emu::launch: threads must be a multiple of 32, at most 1024");
+    if (threads == 0 || threads > 1024)
+        throw std::runtime_error("emu::launch: 1 to 1024 threads");
     if (stacks_for < threads) {
         stacks.reset(new char[threads * STACK_BYTES]);
         stacks_for = threads;
@@ -171,10 +181,11 @@ void launch(dim3 grid, unsigned threads, size_t smem, K kernel, A... args)
                 b.ctx.resize(threads);
                 b.done.assign(threads, false);
                 b.bar.alive = threads;
-                b.warp_bar.resize(threads / 32);
-                for (auto& w : b.warp_bar)
-                    w.alive = 32;
-                b.warp_slot.resize(threads / 32);
+                const unsigned warps = (threads + 31) / 32;
+                b.warp_bar.resize(warps);
+                for (unsigned w = 0; w < warps; w++)
+                    b.warp_bar[w].alive = min(32u, threads - 32 * w);
+                b.warp_slot.resize(warps);
                 block = &b;
                 blockIdx = dim3{bx, by, bz};
                 for (unsigned t = 0; t < threads; t++) {

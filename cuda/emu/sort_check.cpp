@@ -2,7 +2,7 @@
 // counts, three-launch scan and scatter; the shared-histogram sort
 // (signed and unsigned digits); then the pieces and their order by length; checked on
 // random, 0/1-heavy, sparse-listed and skewed scalars, plain and fixed-base windows. Built and run
-// by cuda/tests/emu_sort.rs, which passes the kernel file (its `extern __shared__` arrays
+// by cuda/tests/emu.rs, which passes the kernel file (its `extern __shared__` arrays
 // rewritten) as EMU_SORT_SOURCE. Prints "N passed, N failed"; exits 1 on any failure.
 //
 // The check is independent of the kernels' digit code: from the sorted output alone (each

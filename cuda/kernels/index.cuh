@@ -1,6 +1,6 @@
 // Thread indexing and scalar tests shared by every kernel file, with no field arithmetic:
 // msm_sort.cu includes only this, so the sort kernels also compile as host C++ against
-// cuda/emu/cuda_emu.hpp (the CPU check of the sort, cuda/tests/emu_sort.rs).
+// cuda/emu/cuda_emu.hpp (the CPU check of the sort, cuda/tests/emu.rs).
 #pragma once
 #include <cstdint>
 
