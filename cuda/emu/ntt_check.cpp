@@ -63,6 +63,24 @@ std::vector<fr_t> table(uint32_t tw_log)
     return tw;
 }
 
+// A primitive len-th root of unity (len a power of two), or its inverse.
+fr_t root_of(size_t len, bool inverse)
+{
+    unsigned log = 0;
+    while ((size_t(1) << log) < len)
+        log++;
+    const fr_t w = fr_root(log);
+    return inverse ? fr_pow(w, len - 1) : w;
+}
+
+std::vector<fr_t> random_values(std::mt19937_64& rng, size_t n)
+{
+    std::vector<fr_t> a(n);
+    for (auto& x : a)
+        x = fr_t{uint32_t(rng() % fr_t::P)};
+    return a;
+}
+
 // X_k = sum_j a_j w^(j k), w = w_n or its inverse: iterative Cooley-Tukey, written
 // independently of the kernels (and checked against the plain sum on small sizes).
 std::vector<fr_t> reference(std::vector<fr_t> a, bool inverse)
@@ -77,12 +95,7 @@ std::vector<fr_t> reference(std::vector<fr_t> a, bool inverse)
             std::swap(a[i], a[j]);
     }
     for (size_t len = 2; len <= n; len <<= 1) {
-        unsigned log = 0;
-        while ((size_t(1) << log) < len)
-            log++;
-        fr_t w = fr_root(log);
-        if (inverse)
-            w = fr_pow(w, len - 1);
+        const fr_t w = root_of(len, inverse);
         for (size_t i = 0; i < n; i += len) {
             fr_t x = fr_t::one();
             for (size_t j = 0; j < len / 2; j++, x = x * w) {
@@ -98,12 +111,7 @@ std::vector<fr_t> reference(std::vector<fr_t> a, bool inverse)
 std::vector<fr_t> plain_sum(const std::vector<fr_t>& a, bool inverse)
 {
     const size_t n = a.size();
-    unsigned log = 0;
-    while ((size_t(1) << log) < n)
-        log++;
-    fr_t w = fr_root(log);
-    if (inverse)
-        w = fr_pow(w, n - 1);
+    const fr_t w = root_of(n, inverse);
     std::vector<fr_t> out(n);
     for (size_t k = 0; k < n; k++) {
         fr_t s{}, x = fr_t::one(), wk = fr_pow(w, k);
@@ -176,9 +184,7 @@ int main()
 
     // The reference against the plain sum.
     for (uint32_t log_n : {1u, 2u, 3u, 6u}) {
-        std::vector<fr_t> a(size_t(1) << log_n);
-        for (auto& x : a)
-            x = fr_t{uint32_t(rng() % fr_t::P)};
+        const auto a = random_values(rng, size_t(1) << log_n);
         for (bool inverse : {false, true})
             check(reference(a, inverse) == plain_sum(a, inverse),
                   "reference 2^" + std::to_string(log_n) + (inverse ? " inverse" : " forward"));
@@ -192,10 +198,7 @@ int main()
     const Radix radixes[] = {{"radix 2", 1, false}, {"radix 4", 2, false}, {"radix 8", 3, false},
                              {"radix 8 ahead", 3, true}};
     for (uint32_t log_n : {1u, 2u, 3u, 4u, 5u, 7u, 9u, 10u, 11u, 12u, 13u, 16u}) {
-        const size_t n = size_t(1) << log_n;
-        std::vector<fr_t> a(n);
-        for (auto& x : a)
-            x = fr_t{uint32_t(rng() % fr_t::P)};
+        const auto a = random_values(rng, size_t(1) << log_n);
         for (uint32_t extra : {0u, 3u}) {
             if (extra != 0 && log_n > 12)
                 continue;

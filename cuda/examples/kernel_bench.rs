@@ -665,9 +665,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for &log in &h_logs {
         let (mut ntt, mut h) = (vec![vec![]; MODES.len()], vec![vec![]; MODES.len()]);
         for round in 0..4 {
-            for (i, &(mode, ahead)) in MODES.iter().enumerate() {
-                g.set_ntt_kernels(mode);
-                g.set_ntt_twiddles_ahead(ahead);
+            for (i, &mode) in MODES.iter().enumerate() {
+                common::set_ntt(&mut g, mode);
                 let (n_ms, h_ms) = (g.bench_ntt_ms(log, 5)?, g.bench_h_ms(log, 3)?);
                 if round > 0 {
                     ntt[i].push(n_ms);
@@ -697,8 +696,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
-    g.set_ntt_kernels(NttKernels::default());
-    g.set_ntt_twiddles_ahead(true);
+    common::set_ntt(&mut g, common::NTT_DEFAULT);
 
     for &log in &ntt_logs {
         let n = 1usize << log;
@@ -710,17 +708,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         d.fft(&mut a, &mut tw);
         let cpu_ms = ms(t);
         let mut exact = true;
-        for mode in [NttKernels::Stages, NttKernels::PassesRadix2, NttKernels::Passes, NttKernels::Passes8] {
-            for ahead in [false, true] {
-                g.set_ntt_kernels(mode);
-                g.set_ntt_twiddles_ahead(ahead);
-                let mut dev = common::random_scalars(n, log as u64);
-                g.ntt(&mut dev, false)?;
-                exact &= dev == a;
-            }
+        for mode in common::NTT_CHOICES {
+            common::set_ntt(&mut g, mode);
+            let mut dev = common::random_scalars(n, log as u64);
+            g.ntt(&mut dev, false)?;
+            exact &= dev == a;
         }
-        g.set_ntt_kernels(NttKernels::default());
-        g.set_ntt_twiddles_ahead(true);
+        common::set_ntt(&mut g, common::NTT_DEFAULT);
         println!("ntt 2^{log}: gpu {gpu_ms:.3} ms (device only, median of 7) | cpu {cpu_ms:.1} ms | cpu/gpu {:.1}x | bit-exact {exact}", cpu_ms / gpu_ms);
 
         let (a, b) = (common::random_scalars(n, 1), common::random_scalars(n, 2));
@@ -742,7 +736,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         drop(regs);
         println!("h_pipeline 2^{log} from registered memory: gpu {pinned:.2} ms (best of 3; copies on their own stream)");
-        let (mut ca, mut cb, mut cc) = (a, b, c);
+        let (mut ca, mut cb, mut cc) = (a.clone(), b.clone(), c.clone());
         let t = Instant::now();
         for v in [&mut ca, &mut cb, &mut cc] {
             d.ifft(v, &mut tw);
@@ -753,22 +747,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         d.icoset_fft(&mut ca, &mut tw);
         let cpu_ms = ms(t);
         let mut exact = h == ca;
-        for (mode, ahead) in [
-            (NttKernels::Stages, false),
-            (NttKernels::PassesRadix2, false),
-            (NttKernels::Passes8, false),
-            (NttKernels::Passes8, true),
-            (NttKernels::Passes, true),
-        ] {
-            g.set_ntt_kernels(mode);
-            g.set_ntt_twiddles_ahead(ahead);
-            let (a, b) = (common::random_scalars(n, 1), common::random_scalars(n, 2));
-            let c: Vec<Scalar> = a.par_iter().zip(&b).map(|(x, y)| x * y).collect();
+        for mode in common::NTT_CHOICES {
+            common::set_ntt(&mut g, mode);
             g.h_pipeline(&a, &b, &c, &mut h)?;
             exact &= h == ca;
         }
-        g.set_ntt_kernels(NttKernels::default());
-        g.set_ntt_twiddles_ahead(true);
+        common::set_ntt(&mut g, common::NTT_DEFAULT);
         println!(
             "h_pipeline 2^{log}: gpu {best:.2} ms (3 H2D from pageable + 7 NTTs + D2H, best of 3) | cpu {cpu_ms:.1} ms | cpu/gpu {:.1}x | bit-exact (every kernel choice) {exact}",
             cpu_ms / best,

@@ -61,10 +61,8 @@ fn gpu_tests_skip_only_when_no_gpu_is_there_and_none_is_required() {
 fn ntt_matches_cpu_domain_2e1_to_2e20() {
     let Some(mut g) = gpu(20) else { return };
     // Every kernel choice, at sizes of one, two and three passes (ntt_passes.rs).
-    for (mode, log) in
-        MODES.iter().flat_map(|m| (1..=12).chain([14, 16, 17, 18, 19, 20]).map(move |l| (*m, l)))
-    {
-        set_mode(&mut g, mode);
+    for (mode, log) in modes().flat_map(|m| (1..=12).chain([14, 16, 17, 18, 19, 20]).map(move |l| (m, l))) {
+        set_ntt(&mut g, mode);
         let d = Domain::new(1 << log).unwrap();
         let coeffs = random_scalars(d.size, log as u64);
         let mut tw = vec![Scalar::ZERO; d.twiddle_len()];
@@ -80,21 +78,10 @@ fn ntt_matches_cpu_domain_2e1_to_2e20() {
     }
 }
 
-/// The NTT kernel choices, the default first, each with whether radix 8 reads its
-/// twiddles ahead (`Gpu::set_ntt_twiddles_ahead`, the default).
-const MODES: [(NttKernels, bool); 7] = [
-    (NttKernels::Auto, true),
-    (NttKernels::Passes, true),
-    (NttKernels::Passes8, true),
-    (NttKernels::PassesRadix2, true),
-    (NttKernels::Stages, true),
-    (NttKernels::Auto, false),
-    (NttKernels::Passes8, false),
-];
-
-fn set_mode(g: &mut Gpu, (kernels, ahead): (NttKernels, bool)) {
-    g.set_ntt_kernels(kernels);
-    g.set_ntt_twiddles_ahead(ahead);
+/// The NTT kernel choices: the default first, `Auto` with radix 8's twiddles read inline,
+/// then every distinct kernel.
+fn modes() -> impl Iterator<Item = (NttKernels, bool)> {
+    [NTT_DEFAULT, (NttKernels::Auto, false)].into_iter().chain(NTT_CHOICES)
 }
 
 /// The CPU prover's h steps (engine/src/groth16/prover.rs, prove_start).
@@ -115,8 +102,8 @@ fn cpu_h(a: &mut [Scalar], b: &mut [Scalar], c: &mut [Scalar]) {
 #[test]
 fn h_pipeline_matches_cpu_2e10_to_2e20() {
     let Some(mut g) = gpu(20) else { return };
-    for (mode, log) in MODES.iter().flat_map(|m| [1u32, 2, 10, 11, 13, 16, 19, 20].map(move |l| (*m, l))) {
-        set_mode(&mut g, mode);
+    for (mode, log) in modes().flat_map(|m| [1u32, 2, 10, 11, 13, 16, 19, 20].map(move |l| (m, l))) {
+        set_ntt(&mut g, mode);
         let n = 1usize << log;
         let (a, b) = (random_scalars(n, 100 + log as u64), random_scalars(n, 200 + log as u64));
         // A satisfied system: c = a * b pointwise, so h's top coefficient is zero.
@@ -131,7 +118,7 @@ fn h_pipeline_matches_cpu_2e10_to_2e20() {
         g.h_pipeline_bytes(&a, &b, &c, &mut hb).unwrap();
         assert!(hb.iter().zip(&ca).all(|(x, y)| *x == y.to_bytes_le()), "{mode:?}: h bytes 2^{log}");
     }
-    set_mode(&mut g, MODES[0]);
+    set_ntt(&mut g, NTT_DEFAULT);
     // Unsatisfied (random c) too: the pipeline is the same arithmetic.
     let n = 1 << 12;
     let (a, b, c) = (random_scalars(n, 1), random_scalars(n, 2), random_scalars(n, 3));

@@ -5,7 +5,7 @@
 
 use std::fmt::Display;
 
-use arenaprove_cuda::{device_count, CudaError, Gpu};
+use arenaprove_cuda::{device_count, CudaError, Gpu, NttKernels};
 use arenaprove_engine::deps::blstrs::{G1Projective, G2Projective, Scalar};
 use arenaprove_engine::deps::ff::Field;
 use arenaprove_engine::deps::group::{prime::PrimeCurveAffine, Curve, Group};
@@ -101,6 +101,25 @@ pub fn gpu(max_log: u32) -> Option<Gpu> {
     g.reserve_arena(TEST_ARENA_BYTES).expect("reserve the test arena");
     g.prepare_ntt(max_log).expect("prepare NTT tables");
     Some(g)
+}
+
+/// Every distinct NTT kernel: the kind, and whether radix 8 reads its twiddles ahead (the
+/// flag changes only radix 8's kernel).
+pub const NTT_CHOICES: [(NttKernels, bool); 5] = [
+    (NttKernels::Stages, true),
+    (NttKernels::PassesRadix2, true),
+    (NttKernels::Passes, true),
+    (NttKernels::Passes8, false),
+    (NttKernels::Passes8, true),
+];
+
+/// The `Gpu`'s NTT defaults (`Auto`, twiddles ahead).
+pub const NTT_DEFAULT: (NttKernels, bool) = (NttKernels::Auto, true);
+
+/// Chooses the NTT kernels and whether radix 8 reads its twiddles ahead.
+pub fn set_ntt(g: &mut Gpu, (kernels, ahead): (NttKernels, bool)) {
+    g.set_ntt_kernels(kernels);
+    g.set_ntt_twiddles_ahead(ahead);
 }
 
 pub fn rng(seed: u64) -> ChaCha8Rng {
